@@ -1,0 +1,98 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let log: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+
+let package = Package(
+    name: "sofa",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "sofa", targets: ["SofaCLIMain"]),
+        .executable(name: "sofa-storage", targets: ["SofaStorageMain"]),
+        .executable(name: "sofa-query", targets: ["SofaQueryMain"]),
+        .executable(name: "sofa-blob", targets: ["SofaBlobMain"]),
+        .executable(name: "sofa-replicator", targets: ["SofaReplicatorMain"]),
+        .executable(name: "sofa-gateway", targets: ["SofaGatewayMain"]),
+        .library(name: "SofaClient", targets: ["SofaClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // System libraries
+        .systemLibrary(name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ", pkgConfig: "libzmq",
+                       providers: [.apt(["libzmq3-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c",
+                       providers: [.apt(["libprotobuf-c-dev"])]),
+
+        // Shared libraries
+        .target(name: "SofaCore", dependencies: ["COpenSSL"], path: "Shared/SofaCore",
+                swiftSettings: settings),
+        .target(name: "SofaWireC", dependencies: ["CProtobufC"], path: "Shared/SofaWire/Generated"),
+        .target(name: "SofaWire", dependencies: ["SofaCore", "SofaWireC", "CProtobufC"],
+                path: "Shared/SofaWire/Swift", swiftSettings: settings),
+        .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", log, lifecycle],
+                path: "Shared/SofaBus", swiftSettings: settings),
+        .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
+                path: "Shared/SofaClient", swiftSettings: settings),
+
+        // Services
+        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CSQLite", log],
+                path: "Services/Storage/Lib", swiftSettings: settings),
+        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
+                path: "Services/Query/Lib", swiftSettings: settings),
+        .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
+                path: "Services/Blob/Lib", swiftSettings: settings),
+        .target(name: "SofaReplicator", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
+                path: "Services/Replicator/Lib", swiftSettings: settings),
+        .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
+                path: "Services/Gateway/Lib", swiftSettings: settings),
+        .target(name: "SofaCLI",
+                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "CZeroMQ", argumentParser, log],
+                path: "Services/CLI/Lib", swiftSettings: settings),
+
+        // Executables: a few lines over each library
+        .executableTarget(name: "SofaStorageMain", dependencies: ["SofaStorage", "SofaBus"],
+                          path: "Services/Storage/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaQueryMain", dependencies: ["SofaQuery", "SofaBus"],
+                          path: "Services/Query/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaBlobMain", dependencies: ["SofaBlob", "SofaBus"],
+                          path: "Services/Blob/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaReplicatorMain", dependencies: ["SofaReplicator", "SofaBus"],
+                          path: "Services/Replicator/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaGatewayMain", dependencies: ["SofaGateway", "SofaBus"],
+                          path: "Services/Gateway/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaCLIMain", dependencies: ["SofaCLI"],
+                          path: "Services/CLI/Main", swiftSettings: settings),
+
+        // Tests
+        .testTarget(name: "SofaCoreTests",
+                    dependencies: ["SofaCore", .product(name: "PropertyBased", package: "swift-property-based")],
+                    path: "Tests/SofaCoreTests", swiftSettings: settings),
+        .testTarget(name: "SofaWireTests", dependencies: ["SofaCore", "SofaWire"],
+                    path: "Tests/SofaWireTests", swiftSettings: settings),
+        .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
+                    path: "Tests/SofaBusTests", swiftSettings: settings),
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaStorage"],
+                    path: "Tests/SofaStorageTests", swiftSettings: settings),
+        .testTarget(name: "IntegrationTests",
+                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "CZeroMQ",
+                                   "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
+                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain"],
+                    path: "Tests/IntegrationTests", swiftSettings: settings),
+    ]
+)

@@ -1,0 +1,76 @@
+/// Every failure in Sofa is a domain, a code and a human message.
+///
+/// Codes of the `.sofa` domain follow LiteCore's numbering (1…32) so that a client that knows
+/// LiteCore's error codes reads Sofa's the same way; codes from 100 up are Sofa's own (the bus and
+/// the cluster). The other domains carry the code of the library that failed (SQLite's result
+/// code, a POSIX errno, a ZeroMQ errno).
+public struct SofaError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Domain: String, Sendable, Hashable, CaseIterable {
+        case sofa
+        case posix
+        case sqlite
+        case zmq
+        case json
+        case wire
+    }
+
+    public var domain: Domain
+    public var code: Int32
+    public var message: String
+
+    public init(_ domain: Domain, _ code: Int32, _ message: String) {
+        self.domain = domain
+        self.code = code
+        self.message = message
+    }
+
+    public init(_ code: Code, _ message: String) {
+        self.init(.sofa, code.rawValue, message)
+    }
+
+    /// The `.sofa` code, when this error is of that domain and the code is known.
+    public var sofaCode: Code? { domain == .sofa ? Code(rawValue: code) : nil }
+
+    public func `is`(_ code: Code) -> Bool { sofaCode == code }
+
+    public var description: String { "\(domain.rawValue) error \(code): \(message)" }
+}
+
+extension SofaError {
+    /// Codes of the `.sofa` domain.
+    public enum Code: Int32, Sendable, CaseIterable {
+        case assertionFailed = 1
+        case unimplemented = 2
+        case badRevisionID = 4
+        case corruptRevisionData = 5
+        case notOpen = 6
+        case notFound = 7
+        case conflict = 8
+        case invalidParameter = 9
+        case unexpectedError = 10
+        case cantOpenFile = 11
+        case ioError = 12
+        case corruptData = 15
+        case busy = 16
+        case unsupported = 19
+        case wrongFormat = 21
+        case crypto = 22
+        case invalidQuery = 23
+        case badDocID = 29
+        // Sofa's own, from 100 up.
+        case timeout = 100
+        case unavailable = 101
+        case messageTooLarge = 102
+        case malformedMessage = 103
+        case shuttingDown = 104
+        case badDatabaseName = 105
+        case databaseExists = 106
+        case badJSON = 107
+    }
+
+    public static func notFound(_ message: String) -> SofaError { SofaError(.notFound, message) }
+    public static func conflict(_ message: String) -> SofaError { SofaError(.conflict, message) }
+    public static func invalid(_ message: String) -> SofaError { SofaError(.invalidParameter, message) }
+    public static func timeout(_ message: String) -> SofaError { SofaError(.timeout, message) }
+    public static func unavailable(_ message: String) -> SofaError { SofaError(.unavailable, message) }
+}
