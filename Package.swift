@@ -61,8 +61,11 @@ let package = Package(
                 path: "Services/Replicator/Lib", swiftSettings: settings),
         .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
+        .target(name: "SofaBenchmarks", dependencies: ["SofaCore"], path: "Benchmarks/SofaBenchmarks",
+                swiftSettings: settings),
         .target(name: "SofaCLI",
-                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "CZeroMQ", argumentParser, log],
+                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "CZeroMQ",
+                               argumentParser, log],
                 path: "Services/CLI/Lib", swiftSettings: settings),
 
         // Executables: a few lines over each library

@@ -1,0 +1,1 @@
+int sofa_wire_placeholder(void);
