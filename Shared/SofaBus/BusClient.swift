@@ -1,0 +1,217 @@
+public import SofaCore
+public import SofaWire
+internal import CZeroMQ
+internal import Foundation
+internal import Synchronization
+
+/// The caller side of the bus: one DEALER socket connected to one endpoint, owned by its own
+/// thread for life, over which any number of concurrent calls are multiplexed by request id.
+///
+/// Callers never touch the socket: `call` registers a continuation keyed by a fresh request id,
+/// queues the encoded request and wakes the socket thread through an eventfd. The thread sends,
+/// receives, matches responses to continuations, and fails calls whose deadline has passed. When
+/// no connection to the peer exists, a call fails at once with `.unavailable`; when the connection
+/// drops with calls in flight, those fail with `.unavailable` too; ZeroMQ reconnects by itself
+/// when the peer comes back.
+public final class BusClient: Sendable {
+    public let endpoint: String
+    /// The peer's name in error messages ("storage", "gateway", …).
+    public let peerName: String
+
+    private struct Pending {
+        var continuation: CheckedContinuation<Response, Never>
+        var deadline: UInt64  // monotonic ms
+        var sent = false
+    }
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var pending: [UInt64: Pending] = [:]
+        var outbox: [(UInt64, [UInt8])] = []
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let wakeup: Wakeup
+    private let maxResponseBytes: Int
+
+    private init(endpoint: String, peerName: String, maxResponseBytes: Int) throws(SofaError) {
+        self.endpoint = endpoint
+        self.peerName = peerName
+        self.maxResponseBytes = maxResponseBytes
+        self.wakeup = try Wakeup()
+    }
+
+    /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
+    public static func connect(
+        _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20
+    ) async throws(SofaError) -> BusClient {
+        let client = try BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes)
+        let started: Result<Void, SofaError> = await withCheckedContinuation { continuation in
+            let thread = Thread { client.run(started: continuation) }
+            thread.name = "bus-client-\(peerName)"
+            thread.start()
+        }
+        try started.get()
+        return client
+    }
+
+    /// Sends one operation and waits for its reply, or for `timeout` to pass.
+    public func call(
+        _ operation: Op, database: String = "", timeout: Duration = .seconds(10)
+    ) async throws(SofaError) -> Reply {
+        let response = await send(Request(database: database, operation: operation), timeout: timeout)
+        return try response.outcome.get()
+    }
+
+    /// Sends a request (its id is replaced by one of this client's) and returns the response,
+    /// which carries any failure in its outcome. The deadline is the earlier of the request's own
+    /// and now + `timeout`.
+    public func send(_ request: Request, timeout: Duration = .seconds(10)) async -> Response {
+        let timeoutMs = UInt64(max(0, timeout.components.seconds)) * 1000
+            + UInt64(max(0, timeout.components.attoseconds / 1_000_000_000_000_000))
+        let now = wallClockMs()
+        var request = request
+        let budget = request.deadline == 0 ? timeoutMs : min(timeoutMs, request.deadline &- min(now, request.deadline))
+        request.deadline = now + budget
+        let localDeadline = monotonicMs() + budget
+        let idBox = Mutex<UInt64>(0)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Response, Never>) in
+                let rejected: Response? = state.withLock { state in
+                    if state.closed {
+                        return .failure(0, SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
+                    }
+                    let id = state.nextID
+                    state.nextID += 1
+                    request.id = id
+                    idBox.withLock { $0 = id }
+                    state.pending[id] = Pending(continuation: continuation, deadline: localDeadline)
+                    state.outbox.append((id, request.encoded()))
+                    return nil
+                }
+                if let rejected {
+                    continuation.resume(returning: rejected)
+                } else {
+                    wakeup.signal()
+                }
+            }
+        } onCancel: {
+            let id = idBox.withLock { $0 }
+            resolve(id, with: SofaError(.unavailable, "the call to \(peerName) was cancelled"))
+        }
+    }
+
+    /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
+    public func close() {
+        state.withLock { $0.closed = true }
+        wakeup.signal()
+    }
+
+    deinit { close() }
+
+    private func resolve(_ id: UInt64, with error: SofaError) {
+        let pending = state.withLock { $0.pending.removeValue(forKey: id) }
+        pending?.continuation.resume(returning: .failure(id, error))
+    }
+
+    private func resolve(_ response: Response) {
+        let pending = state.withLock { $0.pending.removeValue(forKey: response.id) }
+        pending?.continuation.resume(returning: response)
+    }
+}
+
+extension BusClient {
+    /// The socket thread.
+    private func run(started: CheckedContinuation<Result<Void, SofaError>, Never>) {
+        let socket: ZMQSocket
+        let monitor: ZMQSocket
+        do throws(SofaError) {
+            socket = try ZMQSocket(type: ZMQ_DEALER)
+            try socket.set(ZMQ_IMMEDIATE, 1)  // never queue a request for a peer that is not connected
+            try socket.set(ZMQ_SNDHWM, 100_000)
+            try socket.set(ZMQ_RCVHWM, 100_000)
+            try socket.set(ZMQ_RECONNECT_IVL, 50)
+            try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
+            let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
+            guard zmq_socket_monitor(socket.handle, monitorEndpoint, ZMQ_EVENT_DISCONNECTED) == 0 else {
+                throw zmqError("zmq_socket_monitor")
+            }
+            monitor = try ZMQSocket(type: ZMQ_PAIR)
+            try monitor.connect(monitorEndpoint)
+            try socket.connect(endpoint)
+        } catch {
+            started.resume(returning: .failure(error))
+            return
+        }
+        started.resume(returning: .success(()))
+        var lastScan = monotonicMs()
+        while true {
+            let ready: [Bool]
+            do {
+                ready = try poll([socket, monitor], fds: [wakeup.fd], timeoutMs: 20)
+            } catch {
+                continue
+            }
+            if ready[2] { wakeup.drain() }
+            let (outgoing, closed) = state.withLock { state in
+                defer { state.outbox.removeAll(keepingCapacity: true) }
+                return (state.outbox, state.closed)
+            }
+            if closed { break }
+            for (id, bytes) in outgoing {
+                let accepted = (try? socket.send([bytes])) ?? false
+                if accepted {
+                    state.withLock { $0.pending[id]?.sent = true }
+                } else {
+                    resolve(id, with: .unavailable("\(peerName) at \(endpoint) is not reachable"))
+                }
+            }
+            if ready[0] { receiveAll(socket) }
+            if ready[1] { connectionDropped(monitor) }
+            let now = monotonicMs()
+            if now &- lastScan >= 10 {
+                lastScan = now
+                expire(now: now)
+            }
+        }
+        let remaining = state.withLock { state in
+            defer { state.pending.removeAll() }
+            return state.pending
+        }
+        for (id, pending) in remaining {
+            pending.continuation.resume(returning: .failure(id, SofaError(.shuttingDown, "the connection to \(peerName) was closed")))
+        }
+    }
+
+    private func receiveAll(_ socket: ZMQSocket) {
+        while let received = try? socket.receive(limit: maxResponseBytes) {
+            guard case .message(let frames) = received, let payload = frames.last else { continue }
+            guard let response = try? Response.decode(payload) else { continue }
+            resolve(response)
+        }
+    }
+
+    /// The peer went away: calls already sent will get no answer on this connection.
+    private func connectionDropped(_ monitor: ZMQSocket) {
+        while (try? monitor.receive()) != nil {}
+        let lost = state.withLock { state in
+            let ids = state.pending.filter { $0.value.sent }.map(\.key)
+            return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+        }
+        for (id, pending) in lost {
+            pending.continuation.resume(returning: .failure(id, .unavailable(
+                "lost the connection to \(peerName) at \(endpoint) with the call in flight; it may or may not have been applied")))
+        }
+    }
+
+    private func expire(now: UInt64) {
+        let expired = state.withLock { state in
+            let ids = state.pending.filter { $0.value.deadline <= now }.map(\.key)
+            return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+        }
+        for (id, pending) in expired {
+            pending.continuation.resume(returning: .failure(id, .timeout("\(peerName) did not answer before the deadline")))
+        }
+    }
+}

@@ -1,0 +1,179 @@
+internal import CZeroMQ
+public import SofaCore
+
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// The process-wide ZeroMQ context (thread-safe by ZeroMQ's contract; sockets are not).
+enum ZMQContext {
+    nonisolated(unsafe) static let shared: UnsafeMutableRawPointer = {
+        let context = zmq_ctx_new()!
+        zmq_ctx_set(context, ZMQ_BLOCKY, 0)  // closing a socket never waits on unsent messages
+        return context
+    }()
+}
+
+func zmqError(_ what: String) -> SofaError {
+    let code = zmq_errno()
+    return SofaError(.zmq, code, "\(what): \(String(cString: zmq_strerror(code)))")
+}
+
+/// One ZeroMQ socket. It is created, used and closed by a single thread (the loop of the
+/// `SocketLoop` that owns it); the owner is recorded and checked on every use.
+final class ZMQSocket {
+    let handle: UnsafeMutableRawPointer
+    private let owner = pthread_self()
+
+    init(type: Int32) throws(SofaError) {
+        guard let handle = zmq_socket(ZMQContext.shared, type) else { throw zmqError("zmq_socket") }
+        self.handle = handle
+        try set(ZMQ_LINGER, 0)
+    }
+
+    deinit { zmq_close(handle) }
+
+    private func checkOwner() {
+        precondition(pthread_equal(owner, pthread_self()) != 0, "a ZeroMQ socket used off its owning thread")
+    }
+
+    func set(_ option: Int32, _ value: Int32) throws(SofaError) {
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
+            throw zmqError("zmq_setsockopt(\(option))")
+        }
+    }
+
+    func set64(_ option: Int32, _ value: Int64) throws(SofaError) {
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
+            throw zmqError("zmq_setsockopt(\(option))")
+        }
+    }
+
+    func set(_ option: Int32, bytes: [UInt8]) throws(SofaError) {
+        let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, bytes.count) }
+        guard rc == 0 else { throw zmqError("zmq_setsockopt(\(option))") }
+    }
+
+    func bind(_ endpoint: String) throws(SofaError) {
+        checkOwner()
+        guard zmq_bind(handle, endpoint) == 0 else { throw zmqError("bind \(endpoint)") }
+    }
+
+    func connect(_ endpoint: String) throws(SofaError) {
+        checkOwner()
+        guard zmq_connect(handle, endpoint) == 0 else { throw zmqError("connect \(endpoint)") }
+    }
+
+    /// The endpoint actually bound (resolves `tcp://127.0.0.1:*` to the chosen port).
+    func lastEndpoint() -> String {
+        var buffer = [CChar](repeating: 0, count: 512)
+        var size = buffer.count
+        guard zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) == 0 else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Sends the frames as one multipart message without blocking.
+    /// Returns false when ZeroMQ cannot take it now (no peer connected, or the queue is full).
+    func send(_ frames: [[UInt8]]) throws(SofaError) -> Bool {
+        checkOwner()
+        for (index, frame) in frames.enumerated() {
+            let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
+            let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, frame.count, flags) }
+            if rc < 0 {
+                let code = zmq_errno()
+                // Only the first frame can fail with EAGAIN: ZeroMQ queues whole messages.
+                if code == EAGAIN && index == 0 { return false }
+                throw zmqError("zmq_send")
+            }
+        }
+        return true
+    }
+
+    /// Receives one multipart message if one is waiting; nil when none is.
+    /// A message of more than `limit` bytes is drained and returned as `.tooLarge`.
+    func receive(limit: Int = .max) throws(SofaError) -> Received? {
+        checkOwner()
+        var frames: [[UInt8]] = []
+        var total = 0
+        var oversized = false
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        defer { zmq_msg_close(&message) }
+        while true {
+            let rc = zmq_msg_recv(&message, handle, frames.isEmpty && !oversized ? ZMQ_DONTWAIT : 0)
+            if rc < 0 {
+                if zmq_errno() == EAGAIN && frames.isEmpty && !oversized { return nil }
+                throw zmqError("zmq_msg_recv")
+            }
+            let size = zmq_msg_size(&message)
+            total += size
+            if total > limit {
+                oversized = true
+            }
+            if oversized && frames.count >= 1 {
+                // Keep the routing frame (the first) so the sender can be answered; drop the rest.
+            } else {
+                let data = zmq_msg_data(&message)!.assumingMemoryBound(to: UInt8.self)
+                frames.append(Array(UnsafeBufferPointer(start: data, count: size)))
+            }
+            if zmq_msg_more(&message) == 0 { break }
+        }
+        return oversized ? .tooLarge(frames, total) : .message(frames)
+    }
+
+    enum Received {
+        case message([[UInt8]])
+        /// The frames kept (the first), and the total size of the message.
+        case tooLarge([[UInt8]], Int)
+    }
+}
+
+/// An eventfd that other threads signal to wake a socket loop blocked in `zmq_poll`.
+final class Wakeup: Sendable {
+    let fd: Int32
+
+    init() throws(SofaError) {
+        fd = sofa_eventfd()
+        guard fd >= 0 else { throw SofaError(.posix, sofa_errno(), "eventfd failed") }
+    }
+
+    deinit { close(fd) }
+
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    func drain() {
+        var value: UInt64 = 0
+        _ = read(fd, &value, 8)
+    }
+}
+
+/// Milliseconds since the Unix epoch (the unit of wire deadlines).
+public func wallClockMs() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
+}
+
+/// Milliseconds on a monotonic clock (heartbeats and local timeouts).
+func monotonicMs() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
+}
+
+/// Polls sockets and file descriptors; returns which of them are readable.
+func poll(_ sockets: [ZMQSocket], fds: [Int32], timeoutMs: Int) throws(SofaError) -> [Bool] {
+    var items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
+    items += fds.map { zmq_pollitem_t(socket: nil, fd: $0, events: Int16(ZMQ_POLLIN), revents: 0) }
+    let rc = zmq_poll(&items, Int32(items.count), timeoutMs)
+    if rc < 0 {
+        if zmq_errno() == EINTR { return Array(repeating: false, count: items.count) }
+        throw zmqError("zmq_poll")
+    }
+    return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+}

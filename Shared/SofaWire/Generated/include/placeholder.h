@@ -1,1 +1,0 @@
-int sofa_wire_placeholder(void);

@@ -1,2 +1,0 @@
-/* Placeholder until the generated code lands. */
-int sofa_wire_placeholder(void) { return 0; }

@@ -1,0 +1,130 @@
+import Foundation
+import SofaCore
+import SofaWire
+import Testing
+
+@Suite struct WireTests {
+    static let requests: [Request] = [
+        Request(id: 1, database: "", deadline: 0, operation: .health(service: "")),
+        Request(id: 2, database: "", deadline: 17, operation: .health(service: "storage")),
+        Request(id: 3, operation: .clusterStatus),
+        Request(id: 4, database: "app", operation: .createDatabase),
+        Request(id: 5, database: "app", operation: .deleteDatabase),
+        Request(id: 6, operation: .listDatabases),
+        Request(id: .max, database: "app", deadline: .max,
+                operation: .putDocument(id: "a", rev: "", body: Array(#"{"x":1}"#.utf8), deleted: false)),
+        Request(id: 8, database: "app",
+                operation: .putDocument(id: "", rev: "1-abcd", body: [], deleted: true)),
+        Request(id: 9, database: "ünïcode", operation: .getDocument(id: "dôc/1", rev: "")),
+        Request(id: 10, database: "app", operation: .getDocument(id: "a", rev: "2-ff")),
+        Request(id: 11, database: "app", operation: .deleteDocument(id: "a", rev: "2-ff")),
+        Request(id: 12, operation: .echo(payload: [0, 1, 2, 255], delayMs: 250, service: "query")),
+    ]
+
+    @Test(arguments: requests)
+    func requestRoundTrip(_ request: Request) throws {
+        #expect(try Request.decode(request.encoded()) == request)
+    }
+
+    static let responses: [Response] = [
+        .ok(1),
+        .failure(2, SofaError(.conflict, "document a has a newer revision")),
+        .failure(3, SofaError(.sqlite, 5, "database is locked")),
+        .ok(4, .health(HealthInfo(service: "storage", version: "0.1.0", pid: 42, uptimeMs: 1000,
+                                  instance: "storage-1"))),
+        .ok(5, .cluster([ServiceStatus(name: "storage", healthy: true, detail: "", instances: 1),
+                         ServiceStatus(name: "query", healthy: false, detail: "no worker", instances: 0)])),
+        .ok(6, .cluster([])),
+        .ok(7, .databases([])),
+        .ok(8, .databases(["a", "b", "c"])),
+        .ok(9, .document(StoredDocument(id: "a", rev: "1-ab", body: Array(#"{"x":1}"#.utf8), deleted: false,
+                                        sequence: 9))),
+        .ok(10, .document(StoredDocument(id: "a", rev: "2-cd", body: [], deleted: true, sequence: 10))),
+        .ok(11, .revision(id: "a", rev: "3-ef", sequence: 11)),
+        .ok(12, .echo(payload: Array(repeating: 7, count: 300), instance: "query-2")),
+    ]
+
+    @Test(arguments: responses)
+    func responseRoundTrip(_ response: Response) throws {
+        #expect(try Response.decode(response.encoded()) == response)
+    }
+
+    @Test(arguments: [WorkerFrame.Kind.ready, .heartbeat, .request, .reply, .disconnect])
+    func workerFrameRoundTrip(_ kind: WorkerFrame.Kind) throws {
+        let frame = WorkerFrame(kind: kind, instance: "query-\(kind.rawValue)", pid: 77, service: "query",
+                                payload: [1, 2, 3])
+        #expect(try WorkerFrame.decode(frame.encoded()) == frame)
+    }
+
+    @Test func emptyRequestHasNoOperation() {
+        #expect(throws: SofaError.self) { try Request.decode([UInt8]()) }
+        do {
+            _ = try Request.decode([UInt8]())
+        } catch {
+            #expect(error.sofaCode == .malformedMessage)
+        }
+    }
+
+    @Test func invalidUTF8IDIsMalformed() throws {
+        var bytes = Request(id: 1, database: "app", operation: .getDocument(id: "ab", rev: "")).encoded()
+        // The id "ab" sits in the bytes as 0x61 0x62; make it an invalid UTF-8 sequence.
+        let index = try #require(bytes.firstIndex(of: 0x61))
+        bytes[index] = 0xC3
+        bytes[index + 1] = 0x28
+        #expect(throws: SofaError(.malformedMessage, "malformed message: field getDocument.id is not valid UTF-8")) {
+            try Request.decode(bytes)
+        }
+    }
+
+    @Test func garbageNeverCrashes() {
+        var generator = SplitMix64(seed: 0x5EED)
+        var malformed = 0
+        for _ in 0..<20_000 {
+            let count = Int(generator.next() % 64)
+            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            do {
+                let request = try Request.decode(bytes)
+                // Whatever decodes must survive a round trip of its own.
+                #expect(try Request.decode(request.encoded()) == request)
+            } catch {
+                malformed += 1
+            }
+            _ = try? Response.decode(bytes)
+            _ = try? WorkerFrame.decode(bytes)
+        }
+        #expect(malformed > 10_000)
+    }
+
+    /// The committed protobuf-c code must be what the script makes from the committed .proto.
+    @Test func generatedCodeIsCurrent() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let wire = root.appendingPathComponent("Shared/SofaWire")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-wire-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = Process()
+        process.executableURL = wire.appendingPathComponent("generate.sh")
+        process.arguments = [output.path]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "generate.sh failed (is protobuf-c-compiler installed?)")
+        for file in ["sofa.pb-c.c", "include/sofa.pb-c.h"] {
+            let fresh = try Data(contentsOf: output.appendingPathComponent(file))
+            let committed = try Data(contentsOf: wire.appendingPathComponent("Generated/\(file)"))
+            #expect(fresh == committed, "\(file) is stale: run Shared/SofaWire/generate.sh and commit")
+        }
+    }
+}
+
+/// A small seeded generator so the garbage test is repeatable.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

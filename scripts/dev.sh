@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Sofa developer entry point. The README's two commands:
+#   scripts/dev.sh up     install what is missing, build, start the local cluster (`sofa up`)
+#   scripts/dev.sh test   install what is missing, build, run every test
+# Other subcommands: setup, build. Works on Debian 12 with a Swift 6 toolchain on PATH.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+# System packages the build and the test suite need (Debian 12 names).
+packages=(
+    libsqlite3-dev
+    libzmq3-dev
+    libssl-dev
+    libprotobuf-c-dev
+    protobuf-c-compiler
+    pkg-config
+    docker-compose
+    git
+)
+
+log() { printf 'dev.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+    cat >&2 <<'USAGE'
+usage: scripts/dev.sh <command> [args...]
+  setup              install the missing Debian packages (apt-get; sudo if not root)
+  build [swift build args]
+                     setup, then `swift build --build-tests`
+  up [sofa up flags] build, then run the local cluster: .build/debug/sofa up ...
+  test [swift test args]
+                     build, then run every test (`swift test --skip-build`)
+USAGE
+}
+
+missing_packages() {
+    local pkg status
+    for pkg in "${packages[@]}"; do
+        status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
+        if [[ "$status" != "installed" ]]; then
+            printf '%s\n' "$pkg"
+        fi
+    done
+}
+
+check_swift() {
+    if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
+        export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 \
+        || die "swift not found on PATH. Install a Swift 6 toolchain for Debian 12 from https://swift.org/install (e.g. unpacked in /opt/swift, with /opt/swift/usr/bin on PATH) and run this again."
+    local version
+    version="$(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9][0-9]*\)\..*/\1/p' | head -n 1)"
+    if [[ -z "$version" || "$version" -lt 6 ]]; then
+        die "Sofa needs Swift 6 or newer; found: $(swift --version 2>&1 | head -n 1)"
+    fi
+}
+
+cmd_setup() {
+    command -v dpkg-query >/dev/null 2>&1 \
+        || die "dpkg-query not found: scripts/dev.sh supports Debian 12 (bookworm) only."
+    local -a missing sudo=()
+    mapfile -t missing < <(missing_packages)
+    if [[ ${#missing[@]} -gt 0 ]]; then
+        if [[ "$(id -u)" -ne 0 ]]; then
+            command -v sudo >/dev/null 2>&1 \
+                || die "not root and sudo is not installed; as root, run: apt-get install ${missing[*]}"
+            sudo=(sudo)
+        fi
+        log "installing: ${missing[*]}"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    fi
+    check_swift
+}
+
+cmd_build() {
+    cmd_setup
+    swift build --build-tests "$@"
+}
+
+cmd_up() {
+    cmd_build
+    exec .build/debug/sofa up "$@"
+}
+
+cmd_test() {
+    cmd_build
+    swift test --skip-build "$@"
+}
+
+if [[ $# -lt 1 ]]; then
+    usage
+    exit 2
+fi
+
+command="$1"
+shift
+case "$command" in
+    setup) cmd_setup ;;
+    build) cmd_build "$@" ;;
+    up)    cmd_up "$@" ;;
+    test)  cmd_test "$@" ;;
+    -h|--help|help) usage ;;
+    *) log "unknown command: $command"; usage; exit 2 ;;
+esac
