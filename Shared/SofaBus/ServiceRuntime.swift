@@ -1,0 +1,70 @@
+public import Logging
+public import SofaCore
+public import SofaWire
+internal import Foundation
+internal import ServiceLifecycle
+internal import UnixSignals
+
+/// What every Sofa process shares: logging set up from `SOFA_LOG_LEVEL`, its settings, a
+/// health answer, and a run loop that starts the process's parts and stops them gracefully on
+/// SIGTERM or SIGINT.
+public enum ServiceRuntime {
+    public static let version = "0.1.0"
+
+    /// Runs a process until SIGTERM/SIGINT. `start` brings its parts up and returns how to stop them.
+    public static func main(
+        service: String,
+        start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
+    ) async {
+        let settings = Settings()
+        let level = Logger.Level(rawValue: settings.string("LOG_LEVEL", default: "info").lowercased()) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = {
+            var logger = Logger(label: "sofa-\(service)")
+            logger[metadataKey: "pid"] = "\(getpid())"
+            return logger
+        }()
+        let process = ProcessService(start: { try await start(settings, logger) }, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: process)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+            logger.info("stopped")
+        } catch {
+            logger.critical("failed", metadata: ["error": "\(error)"])
+            exit(1)
+        }
+    }
+
+    /// The health answer of this process.
+    public static func health(service: String, instance: String, started: ContinuousClock.Instant) -> HealthInfo {
+        let uptime = ContinuousClock.now - started
+        return HealthInfo(service: service, version: version, pid: UInt32(getpid()),
+                          uptimeMs: UInt64(uptime.components.seconds) * 1000
+                              + UInt64(uptime.components.attoseconds / 1_000_000_000_000_000),
+                          instance: instance)
+    }
+
+    /// A default instance name: service, host and pid.
+    public static func defaultInstance(_ service: String) -> String {
+        "\(service)-\(ProcessInfo.processInfo.hostName)-\(getpid())"
+    }
+}
+
+private struct ProcessService: Service {
+    let start: @Sendable () async throws -> (@Sendable () async -> Void)
+    let logger: Logger
+
+    func run() async throws {
+        let stop = try await start()
+        logger.info("ready")
+        // Wait for SIGTERM/SIGINT (or cancellation), then stop the parts in order.
+        try? await gracefulShutdown()
+        logger.info("shutting down")
+        await stop()
+    }
+}

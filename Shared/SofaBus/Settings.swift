@@ -1,0 +1,60 @@
+public import Foundation
+
+/// A process's configuration: `--some-flag VALUE` (or `--some-flag=VALUE`) on the command line,
+/// else the environment variable `SOFA_SOME_FLAG`, else the default given at the lookup.
+public struct Settings: Sendable {
+    private let flags: [String: String]
+    private let environment: [String: String]
+
+    public init(arguments: [String] = Array(CommandLine.arguments.dropFirst()),
+                environment: [String: String] = ProcessInfo.processInfo.environment) {
+        var flags: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--") else { continue }
+            let body = argument.dropFirst(2)
+            if let equals = body.firstIndex(of: "=") {
+                flags[Self.key(body[..<equals])] = String(body[body.index(after: equals)...])
+            } else if index < arguments.count, !arguments[index].hasPrefix("--") {
+                flags[Self.key(body)] = arguments[index]
+                index += 1
+            } else {
+                flags[Self.key(body)] = "true"
+            }
+        }
+        self.flags = flags
+        self.environment = environment
+    }
+
+    private static func key(_ flag: Substring) -> String {
+        flag.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// `key` is the variable's name without `SOFA_`, e.g. "DATA_DIR" for `--data-dir`/`SOFA_DATA_DIR`.
+    public func string(_ key: String, default defaultValue: String) -> String {
+        flags[key] ?? environment["SOFA_\(key)"] ?? defaultValue
+    }
+
+    public func int(_ key: String, default defaultValue: Int) -> Int {
+        Int(string(key, default: "")) ?? defaultValue
+    }
+
+    /// Default endpoints: the ports of the docker-compose file, on loopback.
+    public static let defaultGateway = "tcp://127.0.0.1:7420"
+    public static let defaultStorage = "tcp://127.0.0.1:7421"
+    public static let defaultBlob = "tcp://127.0.0.1:7422"
+    public static let defaultReplicator = "tcp://127.0.0.1:7423"
+    public static let defaultBroker = "tcp://127.0.0.1:7424"
+
+    public var dataDirectory: String { string("DATA_DIR", default: "./.sofa-data") }
+    public var gatewayEndpoint: String { string("GATEWAY_ENDPOINT", default: Self.defaultGateway) }
+    public var storageEndpoint: String { string("STORAGE_ENDPOINT", default: Self.defaultStorage) }
+    public var blobEndpoint: String { string("BLOB_ENDPOINT", default: Self.defaultBlob) }
+    public var replicatorEndpoint: String { string("REPLICATOR_ENDPOINT", default: Self.defaultReplicator) }
+    public var brokerEndpoint: String { string("BROKER_ENDPOINT", default: Self.defaultBroker) }
+    public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
+    public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: 16 << 20) }
+    public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
+}
