@@ -1,0 +1,329 @@
+/// Strict RFC 8259 parsing, straight over UTF-8 bytes.
+///
+/// The whole input must be one JSON value, optionally surrounded by whitespace (space, tab, LF,
+/// CR). Rejected, with `.badJSON` naming the byte offset and the reason: invalid UTF-8, a
+/// byte-order mark, control characters inside strings, lone UTF-16 surrogates in `\u` escapes,
+/// leading zeros, `NaN`/`Infinity`, numbers whose magnitude overflows `Double`, trailing commas,
+/// nesting deeper than `JSON.maxDepth`. A repeated object key keeps its first position and takes
+/// the last value. Integers that fit `Int64` become `.int`; every other number becomes `.double`.
+///
+/// Example: `{"a":[1,2.5,"x\u00e9"]}` → `.object(["a": .array([.int(1), .double(2.5), .string("xé")])])`.
+extension JSON {
+    /// The deepest nesting of arrays and objects accepted.
+    public static let maxDepth = 512
+
+    public static func parse(_ bytes: some Collection<UInt8>) throws(SofaError) -> JSON {
+        let result = bytes.withContiguousStorageIfAvailable { JSONParser.parse($0) }
+            ?? Array(bytes).withUnsafeBufferPointer { JSONParser.parse($0) }
+        return try result.get()
+    }
+
+    public static func parse(_ string: String) throws(SofaError) -> JSON {
+        var string = string
+        return try string.withUTF8 { buffer in JSONParser.parse(buffer) }.get()
+    }
+
+    public static func tryParse(_ bytes: some Collection<UInt8>) -> JSON? {
+        try? parse(bytes)
+    }
+
+    public static func tryParse(_ string: String) -> JSON? {
+        try? parse(string)
+    }
+}
+
+private enum Byte {
+    static let quote = UInt8(ascii: "\"")
+    static let backslash = UInt8(ascii: "\\")
+    static let slash = UInt8(ascii: "/")
+    static let zero = UInt8(ascii: "0")
+    static let nine = UInt8(ascii: "9")
+    static let minus = UInt8(ascii: "-")
+    static let plus = UInt8(ascii: "+")
+    static let dot = UInt8(ascii: ".")
+    static let comma = UInt8(ascii: ",")
+    static let colon = UInt8(ascii: ":")
+}
+
+struct JSONParser {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var pos = 0
+    private var depth = 0
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSON, SofaError> {
+        var parser = JSONParser(bytes)
+        do throws(SofaError) {
+            let value = try parser.parseValue()
+            parser.skipWhitespace()
+            if parser.pos < bytes.count { throw parser.fail("unexpected data after the JSON value") }
+            return .success(value)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func fail(_ reason: String, at offset: Int? = nil) -> SofaError {
+        SofaError(.badJSON, "Invalid JSON at byte \(offset ?? pos): \(reason)")
+    }
+
+    private mutating func skipWhitespace() {
+        while pos < bytes.count {
+            switch bytes[pos] {
+            case 0x20, 0x09, 0x0A, 0x0D: pos += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(SofaError) -> JSON {
+        skipWhitespace()
+        guard pos < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[pos] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case Byte.quote: return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case Byte.minus, Byte.zero...Byte.nine: return try parseNumber()
+        default: throw fail("unexpected character")
+        }
+    }
+
+    private mutating func expectLiteral(_ word: StaticString) throws(SofaError) {
+        let count = word.utf8CodeUnitCount
+        guard bytes.count - pos >= count else { throw fail("invalid literal") }
+        let text = word.utf8Start
+        for i in 0..<count where bytes[pos + i] != text[i] { throw fail("invalid literal", at: pos + i) }
+        pos += count
+    }
+
+    private mutating func enter() throws(SofaError) {
+        depth += 1
+        if depth > JSON.maxDepth { throw fail("nesting deeper than \(JSON.maxDepth)") }
+        pos += 1
+    }
+
+    private mutating func parseArray() throws(SofaError) -> JSON {
+        try enter()
+        var array: [JSON] = []
+        skipWhitespace()
+        if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") {
+            pos += 1
+            depth -= 1
+            return .array(array)
+        }
+        while true {
+            array.append(try parseValue())
+            skipWhitespace()
+            guard pos < bytes.count else { throw fail("unterminated array") }
+            let c = bytes[pos]
+            pos += 1
+            if c == Byte.comma { continue }
+            if c == UInt8(ascii: "]") { break }
+            throw fail("expected ',' or ']'", at: pos - 1)
+        }
+        depth -= 1
+        return .array(array)
+    }
+
+    private mutating func parseObject() throws(SofaError) -> JSON {
+        try enter()
+        var object = JSONObject()
+        skipWhitespace()
+        if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") {
+            pos += 1
+            depth -= 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard pos < bytes.count, bytes[pos] == Byte.quote else { throw fail("expected a string key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard pos < bytes.count, bytes[pos] == Byte.colon else { throw fail("expected ':'") }
+            pos += 1
+            object[key] = try parseValue()
+            skipWhitespace()
+            guard pos < bytes.count else { throw fail("unterminated object") }
+            let c = bytes[pos]
+            pos += 1
+            if c == Byte.comma { continue }
+            if c == UInt8(ascii: "}") { break }
+            throw fail("expected ',' or '}'", at: pos - 1)
+        }
+        depth -= 1
+        return .object(object)
+    }
+
+    // MARK: Strings
+
+    /// Parses a string starting at its opening quote.
+    private mutating func parseString() throws(SofaError) -> String {
+        let open = pos
+        pos += 1
+        let start = pos
+        var ascii = true
+        while pos < bytes.count {
+            let c = bytes[pos]
+            if c == Byte.quote {
+                let s = try makeString(UnsafeBufferPointer(rebasing: bytes[start..<pos]), ascii: ascii, at: open)
+                pos += 1
+                return s
+            }
+            if c == Byte.backslash { return try parseEscapedString(from: start, ascii: ascii, open: open) }
+            if c < 0x20 { throw fail("control character in string") }
+            if c >= 0x80 { ascii = false }
+            pos += 1
+        }
+        throw fail("unterminated string", at: open)
+    }
+
+    private func makeString(_ utf8: UnsafeBufferPointer<UInt8>, ascii: Bool, at open: Int) throws(SofaError) -> String {
+        if ascii { return String(decoding: utf8, as: UTF8.self) }
+        guard let s = String(validating: utf8, as: UTF8.self) else { throw fail("invalid UTF-8 in string", at: open) }
+        return s
+    }
+
+    private mutating func parseEscapedString(from start: Int, ascii: Bool, open: Int) throws(SofaError) -> String {
+        var ascii = ascii
+        var out = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<pos]))
+        out.reserveCapacity(out.count + 16)
+        while pos < bytes.count {
+            let c = bytes[pos]
+            if c == Byte.quote {
+                pos += 1
+                return try out.withUnsafeBufferPointer { buffer throws(SofaError) in
+                    try makeString(buffer, ascii: ascii, at: open)
+                }
+            }
+            if c < 0x20 { throw fail("control character in string") }
+            if c >= 0x80 { ascii = false }
+            if c != Byte.backslash {
+                out.append(c)
+                pos += 1
+                continue
+            }
+            guard pos + 1 < bytes.count else { break }
+            let escape = bytes[pos + 1]
+            pos += 2
+            switch escape {
+            case Byte.quote, Byte.backslash, Byte.slash: out.append(escape)
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"): appendUTF8(try parseUnicodeEscape(), to: &out)
+            default: throw fail("invalid escape", at: pos - 2)
+            }
+        }
+        throw fail("unterminated string", at: open)
+    }
+
+    /// After `\u`: four hex digits, and for a high surrogate the `\uXXXX` low surrogate after it.
+    private mutating func parseUnicodeEscape() throws(SofaError) -> Unicode.Scalar {
+        let escapeStart = pos - 2
+        let unit = try parseHex4()
+        if unit >= 0xDC00 && unit <= 0xDFFF { throw fail("lone low surrogate", at: escapeStart) }
+        if unit >= 0xD800 && unit <= 0xDBFF {
+            guard bytes.count - pos >= 6, bytes[pos] == Byte.backslash, bytes[pos + 1] == UInt8(ascii: "u") else {
+                throw fail("lone high surrogate", at: escapeStart)
+            }
+            pos += 2
+            let low = try parseHex4()
+            guard low >= 0xDC00 && low <= 0xDFFF else { throw fail("lone high surrogate", at: escapeStart) }
+            let value = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+            return Unicode.Scalar(value)!
+        }
+        return Unicode.Scalar(UInt32(unit))!
+    }
+
+    private mutating func parseHex4() throws(SofaError) -> UInt16 {
+        guard bytes.count - pos >= 4 else { throw fail("truncated \\u escape") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let c = bytes[pos]
+            let digit: UInt8
+            switch c {
+            case Byte.zero...Byte.nine: digit = c - Byte.zero
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+            default: throw fail("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | UInt16(digit)
+            pos += 1
+        }
+        return value
+    }
+
+    private func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+        let v = scalar.value
+        switch v {
+        case 0..<0x80:
+            out.append(UInt8(v))
+        case 0x80..<0x800:
+            out.append(UInt8(0xC0 | v >> 6))
+            out.append(UInt8(0x80 | v & 0x3F))
+        case 0x800..<0x10000:
+            out.append(UInt8(0xE0 | v >> 12))
+            out.append(UInt8(0x80 | v >> 6 & 0x3F))
+            out.append(UInt8(0x80 | v & 0x3F))
+        default:
+            out.append(UInt8(0xF0 | v >> 18))
+            out.append(UInt8(0x80 | v >> 12 & 0x3F))
+            out.append(UInt8(0x80 | v >> 6 & 0x3F))
+            out.append(UInt8(0x80 | v & 0x3F))
+        }
+    }
+
+    // MARK: Numbers
+
+    private func isDigit(_ i: Int) -> Bool {
+        i < bytes.count && bytes[i] >= Byte.zero && bytes[i] <= Byte.nine
+    }
+
+    private mutating func parseNumber() throws(SofaError) -> JSON {
+        let start = pos
+        let negative = bytes[pos] == Byte.minus
+        if negative { pos += 1 }
+        guard isDigit(pos) else { throw fail("expected a digit") }
+        var magnitude: UInt64 = 0
+        var overflow = false
+        if bytes[pos] == Byte.zero {
+            pos += 1
+            if isDigit(pos) { throw fail("leading zero in number", at: pos - 1) }
+        } else {
+            while isDigit(pos) {
+                let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (m2, o2) = m1.addingReportingOverflow(UInt64(bytes[pos] - Byte.zero))
+                overflow = overflow || o1 || o2
+                magnitude = m2
+                pos += 1
+            }
+        }
+        var integral = true
+        if pos < bytes.count, bytes[pos] == Byte.dot {
+            integral = false
+            pos += 1
+            guard isDigit(pos) else { throw fail("expected a digit after '.'") }
+            while isDigit(pos) { pos += 1 }
+        }
+        if pos < bytes.count, bytes[pos] | 0x20 == UInt8(ascii: "e") {
+            integral = false
+            pos += 1
+            if pos < bytes.count, bytes[pos] == Byte.plus || bytes[pos] == Byte.minus { pos += 1 }
+            guard isDigit(pos) else { throw fail("expected a digit in exponent") }
+            while isDigit(pos) { pos += 1 }
+        }
+        if integral && !overflow {
+            if !negative, magnitude <= UInt64(Int64.max) { return .int(Int64(magnitude)) }
+            if negative, magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(bitPattern: 0 &- magnitude)) }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { throw fail("number out of range", at: start) }
+        return .double(value)
+    }
+}
