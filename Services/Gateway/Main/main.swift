@@ -1,1 +1,6 @@
-print("sofa")
+import SofaBus
+import SofaGateway
+
+await ServiceRuntime.main(service: "gateway") { settings, logger in
+    try await GatewayService.start(settings: settings, logger: logger)
+}

@@ -1,1 +1,6 @@
-print("sofa")
+import SofaBus
+import SofaQuery
+
+await ServiceRuntime.main(service: "query") { settings, logger in
+    try await QueryService.start(settings: settings, logger: logger)
+}

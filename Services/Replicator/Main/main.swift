@@ -1,1 +1,6 @@
-print("sofa")
+import SofaReplicator
+import SofaBus
+
+await ServiceRuntime.main(service: "replicator") { settings, logger in
+    try await ReplicatorService.start(settings: settings, logger: logger)
+}

@@ -1,1 +1,6 @@
-print("sofa")
+import SofaBus
+import SofaStorage
+
+await ServiceRuntime.main(service: "storage") { settings, logger in
+    try await StorageService.start(settings: settings, logger: logger)
+}

@@ -1,0 +1,118 @@
+public import SofaBus
+public import SofaCore
+public import SofaWire
+public import Logging
+
+/// `sofa-gateway`: the one endpoint clients use. It checks each request, routes it (documents and
+/// databases to storage, query work through the broker to an idle worker, health to whoever it
+/// names) and hands back the answer, or a clear error when a service cannot be reached.
+public final class GatewayService: Sendable {
+    public let storage: BusClient
+    public let blob: BusClient
+    public let replicator: BusClient
+    public let broker: Broker
+    private let basic: BasicHandler
+    private let logger: Logger
+
+    public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String, logger: Logger) {
+        self.storage = storage
+        self.blob = blob
+        self.replicator = replicator
+        self.broker = broker
+        self.basic = BasicHandler(service: "gateway", instance: instance)
+        self.logger = logger
+    }
+
+    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+        let storage = try await BusClient.connect(settings.storageEndpoint, peerName: "storage")
+        let blob = try await BusClient.connect(settings.blobEndpoint, peerName: "blob")
+        let replicator = try await BusClient.connect(settings.replicatorEndpoint, peerName: "replicator")
+        let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs, logger: logger)
+        let gateway = GatewayService(storage: storage, blob: blob, replicator: replicator, broker: broker,
+                                     instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"), logger: logger)
+        let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
+                                              maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
+            await gateway.handle(request)
+        }
+        logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
+        return {
+            await server.close()
+            broker.close()
+            storage.close()
+            blob.close()
+            replicator.close()
+        }
+    }
+
+    static let forwardTimeout: Duration = .seconds(30)
+
+    public func handle(_ request: Request) async -> Response {
+        switch request.operation {
+        case .health(let service), .echo(_, _, let service):
+            return await route(request, to: service)
+        case .clusterStatus:
+            return .ok(request.id, .cluster(await clusterStatus()))
+        case .createDatabase, .deleteDatabase, .listDatabases:
+            return await storage.send(request, timeout: Self.forwardTimeout)
+        case .putDocument, .getDocument, .deleteDocument:
+            guard !request.database.isEmpty else {
+                return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
+            }
+            return await storage.send(request, timeout: Self.forwardTimeout)
+        }
+    }
+
+    private func route(_ request: Request, to service: String) async -> Response {
+        var forwarded = request
+        if case .health = request.operation { forwarded.operation = .health(service: "") }
+        if case .echo(let payload, let delay, _) = request.operation {
+            forwarded.operation = .echo(payload: payload, delayMs: delay, service: "")
+        }
+        switch service {
+        case "", "gateway": return await basic.handle(request)
+        case "storage": return await storage.send(forwarded, timeout: Self.forwardTimeout)
+        case "blob": return await blob.send(forwarded, timeout: Self.forwardTimeout)
+        case "replicator": return await replicator.send(forwarded, timeout: Self.forwardTimeout)
+        case "query": return await broker.submit(forwarded, timeout: Self.forwardTimeout)
+        default:
+            return .failure(request.id, SofaError(.invalidParameter,
+                "unknown service '\(service)': use storage, query, blob, replicator or gateway"))
+        }
+    }
+
+    /// Every service's health, asked concurrently with a short deadline.
+    public func clusterStatus() async -> [ServiceStatus] {
+        async let storageHealth = probe(storage)
+        async let blobHealth = probe(blob)
+        async let replicatorHealth = probe(replicator)
+        let workers = broker.snapshot
+        var services = [ServiceStatus(name: "gateway", healthy: true, detail: basic.instance, instances: 1)]
+        for (name, outcome) in [("storage", await storageHealth), ("blob", await blobHealth),
+                                ("replicator", await replicatorHealth)] {
+            switch outcome {
+            case .success(let info):
+                services.append(ServiceStatus(name: name, healthy: true, detail: "\(info.instance) pid \(info.pid)", instances: 1))
+            case .failure(let error):
+                services.append(ServiceStatus(name: name, healthy: false, detail: error.message, instances: 0))
+            }
+        }
+        services.append(ServiceStatus(
+            name: "query", healthy: !workers.workers.isEmpty,
+            detail: workers.workers.isEmpty ? "no query worker connected"
+                : "\(workers.busy) busy, \(workers.queued) queued: \(workers.workers.joined(separator: ", "))",
+            instances: UInt32(workers.workers.count)))
+        return services
+    }
+
+    private func probe(_ client: BusClient) async -> Result<HealthInfo, SofaError> {
+        do {
+            let reply = try await client.call(.health(service: ""), timeout: .seconds(1))
+            guard case .health(let info) = reply else {
+                return .failure(SofaError(.unexpectedError, "\(client.peerName) sent no health"))
+            }
+            return .success(info)
+        } catch {
+            return .failure(error)
+        }
+    }
+}

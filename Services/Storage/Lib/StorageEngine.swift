@@ -1,0 +1,120 @@
+public import SofaCore
+public import Foundation
+internal import Synchronization
+
+/// Every database under one data directory. Creating, opening and deleting databases is
+/// serialised on one queue; documents go straight to each database's `DatabaseStore`.
+public final class StorageEngine: Sendable {
+    public let dataDirectory: URL
+    private let open = Mutex<[String: DatabaseStore]>([:])
+    private let adminQueue = DispatchQueue(label: "sofa.storage.admin")
+
+    public init(dataDirectory: URL) throws(SofaError) {
+        self.dataDirectory = dataDirectory
+        do {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw SofaError(.cantOpenFile, "cannot create the data directory \(dataDirectory.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
+    /// letters, digits and `_$()+-`, at most 238 characters.
+    public static func validate(databaseName name: String) throws(SofaError) {
+        guard !name.isEmpty else { throw SofaError(.badDatabaseName, "database name is empty") }
+        guard name.utf8.count <= 238 else {
+            throw SofaError(.badDatabaseName, "database name is \(name.utf8.count) characters; the limit is 238")
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
+        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first),
+              name.utf8.allSatisfy({ allowed.contains($0) }) else {
+            throw SofaError(.badDatabaseName,
+                            "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
+        }
+    }
+
+    private func admin<T: Sendable>(_ body: @escaping @Sendable () throws(SofaError) -> T) async throws(SofaError) -> T {
+        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
+            adminQueue.async { continuation.resume(returning: Result { () throws(SofaError) -> T in try body() }) }
+        }
+        return try result.get()
+    }
+
+    private func directory(of name: String) -> URL {
+        dataDirectory.appendingPathComponent("\(name).sofa", isDirectory: true)
+    }
+
+    private func exists(_ name: String) -> Bool {
+        FileManager.default.fileExists(atPath: directory(of: name).appendingPathComponent("db.sqlite3").path)
+    }
+
+    public func createDatabase(_ name: String) async throws(SofaError) {
+        try Self.validate(databaseName: name)
+        try await admin { () throws(SofaError) in
+            guard !self.exists(name) else { throw SofaError(.databaseExists, "database '\(name)' already exists") }
+            let directory = self.directory(of: name)
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw SofaError(.cantOpenFile, "cannot create \(directory.path): \(error.localizedDescription)")
+            }
+            let store = try DatabaseStore.open(name: name, in: self.dataDirectory)
+            syncDirectory(directory)
+            syncDirectory(self.dataDirectory)
+            self.open.withLock { $0[name] = store }
+        }
+    }
+
+    public func deleteDatabase(_ name: String) async throws(SofaError) {
+        try Self.validate(databaseName: name)
+        try await admin { () throws(SofaError) in
+            guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
+            let store = self.open.withLock { $0.removeValue(forKey: name) }
+            store?.close()
+            do {
+                try FileManager.default.removeItem(at: self.directory(of: name))
+            } catch {
+                throw SofaError(.ioError, "cannot delete database '\(name)': \(error.localizedDescription)")
+            }
+            syncDirectory(self.dataDirectory)
+        }
+    }
+
+    public func listDatabases() async throws(SofaError) -> [String] {
+        try await admin { () throws(SofaError) -> [String] in
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: self.dataDirectory.path)) ?? []
+            return entries.filter { $0.hasSuffix(".sofa") }.map { String($0.dropLast(5)) }
+                .filter { self.exists($0) }.sorted()
+        }
+    }
+
+    /// The open database called `name`, opening it on first use.
+    public func database(_ name: String) async throws(SofaError) -> DatabaseStore {
+        if let store = open.withLock({ $0[name] }) { return store }
+        try Self.validate(databaseName: name)
+        return try await admin { () throws(SofaError) -> DatabaseStore in
+            if let store = self.open.withLock({ $0[name] }) { return store }
+            guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
+            let store = try DatabaseStore.open(name: name, in: self.dataDirectory)
+            self.open.withLock { $0[name] = store }
+            return store
+        }
+    }
+
+    /// Closes every database (at shutdown, after the last write was answered).
+    public func close() {
+        let stores = open.withLock { open in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for store in stores { store.close() }
+    }
+}
+
+/// Makes a directory's new or removed entries durable.
+private func syncDirectory(_ url: URL) {
+    let fd = Foundation.open(url.path, O_RDONLY | O_DIRECTORY)
+    guard fd >= 0 else { return }
+    fsync(fd)
+    Foundation.close(fd)
+}
