@@ -1,1 +1,3 @@
-print("sofa")
+import SofaCLI
+
+await SofaCommand.runMain()

@@ -1,0 +1,2 @@
+internal import ArgumentParser
+struct Bench: AsyncParsableCommand { func run() async throws {} }

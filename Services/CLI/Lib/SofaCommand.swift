@@ -1,0 +1,198 @@
+public import ArgumentParser
+internal import SofaClient
+internal import Foundation
+
+/// `sofa`: the admin and data tool. JSON on stdout; errors on stderr with a non-zero exit.
+public struct SofaCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "sofa",
+        abstract: "Sofa: a document database served by a cluster of processes.",
+        subcommands: [Up.self, Status.self, Ping.self, DB.self, Put.self, Get.self, Delete.self, Bench.self])
+
+    public init() {}
+
+    /// The entry point of the `sofa` executable.
+    public static func runMain() async {
+        do {
+            var command = try parseAsRoot(nil)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+struct GatewayOptions: ParsableArguments {
+    @Option(help: "The gateway endpoint (or SOFA_GATEWAY).")
+    var gateway: String = ProcessInfo.processInfo.environment["SOFA_GATEWAY"] ?? "tcp://127.0.0.1:7420"
+
+    @Option(help: "Seconds to wait for an answer.")
+    var timeout: Double = 10
+
+    func connect() async throws -> SofaClient {
+        try await SofaClient.connect(gateway, timeout: .milliseconds(Int(timeout * 1000)))
+    }
+}
+
+/// Runs a command body, printing a `SofaError` on stderr and exiting 1.
+func reporting(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as SofaError {
+        let json = JSON.object(JSONObject([("error", .object(JSONObject([
+            ("domain", .string(error.domain.rawValue)), ("code", .int(Int64(error.code))),
+            ("message", .string(error.message)),
+        ])))]))
+        FileHandle.standardError.write(Data("sofa: \(error)\n\(json.compactString)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+func printJSON(_ json: JSON) {
+    print(json.compactString)
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show every service of the cluster.")
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            let services = try await client.clusterStatus()
+            printJSON(.object(JSONObject([
+                ("gateway", .string(options.gateway)),
+                ("healthy", .bool(services.allSatisfy(\.healthy))),
+                ("services", .array(services.map { service in
+                    .object(JSONObject([("name", .string(service.name)), ("healthy", .bool(service.healthy)),
+                                        ("instances", .int(Int64(service.instances))), ("detail", .string(service.detail))]))
+                })),
+            ])))
+            if !services.allSatisfy(\.healthy) { throw ExitCode(1) }
+        }
+    }
+}
+
+struct Ping: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a health call straight to an endpoint (any Sofa process that binds one).")
+    @Argument(help: "The endpoint, e.g. tcp://127.0.0.1:7421") var endpoint: String
+    @Option(help: "Through a gateway: the service to ask (storage, query, blob, replicator).")
+    var service: String = ""
+    @Option(help: "Seconds to wait.") var timeout: Double = 5
+
+    func run() async throws {
+        try await reporting {
+            let client = try await SofaClient.connect(endpoint, timeout: .milliseconds(Int(timeout * 1000)))
+            defer { client.close() }
+            let info = try await client.health(service: service)
+            printJSON(.object(JSONObject([("service", .string(info.service)), ("instance", .string(info.instance)),
+                                          ("pid", .int(Int64(info.pid))), ("version", .string(info.version)),
+                                          ("uptime_ms", .int(Int64(info.uptimeMs)))])))
+        }
+    }
+}
+
+struct DB: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "db", abstract: "Create, delete or list databases.",
+        subcommands: [Create.self, Remove.self, List.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a database.")
+        @Argument var name: String
+        @OptionGroup var options: GatewayOptions
+        func run() async throws {
+            try await reporting {
+                let client = try await options.connect()
+                defer { client.close() }
+                try await client.createDatabase(name)
+                printJSON(.object(JSONObject([("ok", true), ("db", .string(name))])))
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a database and its files.")
+        @Argument var name: String
+        @OptionGroup var options: GatewayOptions
+        func run() async throws {
+            try await reporting {
+                let client = try await options.connect()
+                defer { client.close() }
+                try await client.deleteDatabase(name)
+                printJSON(.object(JSONObject([("ok", true), ("db", .string(name))])))
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List databases.")
+        @OptionGroup var options: GatewayOptions
+        func run() async throws {
+            try await reporting {
+                let client = try await options.connect()
+                defer { client.close() }
+                printJSON(.array(try await client.databases().map { .string($0) }))
+            }
+        }
+    }
+}
+
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a document; prints {\"id\",\"rev\"}. `_rev` in the body or --rev updates it.")
+    @Argument var db: String
+    @Argument var id: String
+    @Argument(help: "The JSON body, or - to read it from stdin.") var json: String
+    @Option(help: "The current revision, to update.") var rev: String?
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let body: [UInt8] = json == "-" ? Array(FileHandle.standardInput.readDataToEndOfFile()) : Array(json.utf8)
+            let client = try await options.connect()
+            defer { client.close() }
+            let saved = try await client.database(db).put(id: id, body: body, rev: rev)
+            printJSON(.object(JSONObject([("id", .string(saved.id)), ("rev", .string(saved.rev))])))
+        }
+    }
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a document with its _id and _rev.")
+    @Argument var db: String
+    @Argument var id: String
+    @Option(help: "A specific revision.") var rev: String?
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            print(try await client.database(db).get(id: id, rev: rev).jsonWithMetadata)
+        }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete a document (its current revision).")
+    @Argument var db: String
+    @Argument var id: String
+    @Option(help: "The current revision.") var rev: String
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            let deleted = try await client.database(db).delete(id: id, rev: rev)
+            printJSON(.object(JSONObject([("id", .string(deleted.id)), ("rev", .string(deleted.rev)), ("deleted", true)])))
+        }
+    }
+}

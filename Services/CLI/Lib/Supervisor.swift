@@ -1,0 +1,226 @@
+public import Foundation
+public import SofaCore
+internal import SofaClient
+internal import Synchronization
+
+/// Runs a whole Sofa cluster as child processes of this one, as `sofa up` does (and the
+/// integration tests, through this same code): storage, blob, replicator, gateway and N query
+/// workers, with internal sockets as ipc:// files under `<data>/run/` and the gateway on TCP.
+/// A child that exits unexpectedly is restarted with exponential backoff (100 ms doubling to
+/// 5 s, reset once it has run for 10 s); every line a child prints is prefixed with its name.
+public final class Supervisor: Sendable {
+    public struct Options: Sendable {
+        public var binDirectory: URL
+        public var dataDirectory: URL
+        public var gatewayPort: Int
+        public var queryWorkers: Int
+        public var heartbeatMs: Int
+        public var logLevel: String
+
+        public init(binDirectory: URL = Supervisor.defaultBinDirectory, dataDirectory: URL, gatewayPort: Int,
+                    queryWorkers: Int = 2, heartbeatMs: Int = 500, logLevel: String = "info") {
+            self.binDirectory = binDirectory
+            self.dataDirectory = dataDirectory
+            self.gatewayPort = gatewayPort
+            self.queryWorkers = queryWorkers
+            self.heartbeatMs = heartbeatMs
+            self.logLevel = logLevel
+        }
+    }
+
+    struct Child {
+        var name: String
+        var executable: String
+        var environment: [String: String]
+        var process: Process?
+        var startedAt = ContinuousClock.now
+        var backoffMs = 100
+        var restarts = 0
+    }
+
+    public let options: Options
+    public let gatewayEndpoint: String
+    private let log: @Sendable (String) -> Void
+    private let children: Mutex<[String: Child]>
+    private let stopping = Mutex(false)
+
+    /// The folder of the running executable: where `swift build` puts all six binaries.
+    public static var defaultBinDirectory: URL {
+        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    public init(_ options: Options, log: @escaping @Sendable (String) -> Void) throws(SofaError) {
+        self.options = options
+        self.log = log
+        gatewayEndpoint = "tcp://127.0.0.1:\(options.gatewayPort)"
+        let run = options.dataDirectory.appendingPathComponent("run")
+        do {
+            try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
+        } catch {
+            throw SofaError(.cantOpenFile, "cannot create \(run.path): \(error.localizedDescription)")
+        }
+        func endpoint(_ name: String) throws(SofaError) -> String {
+            let path = run.appendingPathComponent("\(name).sock").path
+            // ipc:// paths are limited to ~107 bytes by the OS; fall back to a free loopback port.
+            return path.utf8.count < 100 ? "ipc://\(path)" : "tcp://127.0.0.1:\(try freePort())"
+        }
+        var common = ProcessInfo.processInfo.environment
+        common["SOFA_DATA_DIR"] = options.dataDirectory.path
+        common["SOFA_GATEWAY_ENDPOINT"] = gatewayEndpoint
+        common["SOFA_STORAGE_ENDPOINT"] = try endpoint("storage")
+        common["SOFA_BLOB_ENDPOINT"] = try endpoint("blob")
+        common["SOFA_REPLICATOR_ENDPOINT"] = try endpoint("replicator")
+        common["SOFA_BROKER_ENDPOINT"] = try endpoint("broker")
+        common["SOFA_HEARTBEAT_MS"] = "\(options.heartbeatMs)"
+        common["SOFA_LOG_LEVEL"] = options.logLevel
+        var children: [String: Child] = [:]
+        let services = ["storage", "blob", "replicator", "gateway"].map { ($0, "sofa-\($0)") }
+            + (0..<options.queryWorkers).map { ("query-\($0 + 1)", "sofa-query") }
+        for (name, executable) in services {
+            var environment = common
+            environment["SOFA_INSTANCE"] = name
+            children[name] = Child(name: name, executable: options.binDirectory.appendingPathComponent(executable).path,
+                                   environment: environment)
+        }
+        self.children = Mutex(children)
+    }
+
+    public var childNames: [String] { children.withLock { Array($0.keys).sorted() } }
+
+    /// The pid of a child now (it changes when the child is restarted).
+    public func pid(of name: String) -> Int32? {
+        children.withLock { $0[name]?.process.map { $0.processIdentifier } }
+    }
+
+    public func restartCount(of name: String) -> Int { children.withLock { $0[name]?.restarts ?? 0 } }
+
+    /// Starts every child and waits until the gateway reports all of them healthy.
+    public func start(timeout: Duration = .seconds(60)) async throws(SofaError) {
+        for name in ["storage", "blob", "replicator", "gateway"] + childNames.filter({ $0.hasPrefix("query-") }) {
+            try launch(name)
+        }
+        try await waitUntilHealthy(timeout: timeout)
+    }
+
+    /// Waits until the gateway answers and sees storage, blob, replicator and every query worker.
+    public func waitUntilHealthy(timeout: Duration = .seconds(60)) async throws(SofaError) {
+        let deadline = ContinuousClock.now + timeout
+        var lastProblem = "the gateway did not answer"
+        while ContinuousClock.now < deadline {
+            if let client = try? await SofaClient.connect(gatewayEndpoint, timeout: .seconds(2)) {
+                defer { client.close() }
+                while ContinuousClock.now < deadline {
+                    if let services = try? await client.clusterStatus() {
+                        let unhealthy = services.filter { !$0.healthy }
+                        let workers = services.first { $0.name == "query" }?.instances ?? 0
+                        if unhealthy.isEmpty && workers >= options.queryWorkers { return }
+                        lastProblem = unhealthy.map { "\($0.name): \($0.detail)" }.joined(separator: "; ")
+                            + (workers < options.queryWorkers ? " \(workers)/\(options.queryWorkers) query workers" : "")
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        throw SofaError(.timeout, "the cluster did not become healthy in time: \(lastProblem)")
+    }
+
+    /// Stops every child: SIGTERM, then SIGKILL for any still running after `grace`.
+    public func stop(grace: Duration = .seconds(10)) async {
+        stopping.withLock { $0 = true }
+        let processes = children.withLock { $0.values.compactMap(\.process) }
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = ContinuousClock.now + grace
+        while processes.contains(where: \.isRunning) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        for process in processes { process.waitUntilExit() }
+    }
+
+    private func launch(_ name: String) throws(SofaError) {
+        guard let child = children.withLock({ $0[name] }) else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: child.executable)
+        process.environment = child.environment
+        process.arguments = []
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        let prefix = "[\(name)] "
+        let log = self.log
+        let pending = Mutex<[UInt8]>([])
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                return
+            }
+            let lines: [String] = pending.withLock { buffer in
+                buffer.append(contentsOf: data)
+                var lines: [String] = []
+                while let newline = buffer.firstIndex(of: 10) {
+                    lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                }
+                return lines
+            }
+            for line in lines { log(prefix + line) }
+        }
+        process.terminationHandler = { [weak self] finished in
+            self?.childExited(name, process: finished)
+        }
+        do {
+            try process.run()
+        } catch {
+            throw SofaError(.cantOpenFile, "cannot start \(child.executable): \(error.localizedDescription)")
+        }
+        children.withLock {
+            $0[name]?.process = process
+            $0[name]?.startedAt = .now
+        }
+    }
+
+    private func childExited(_ name: String, process: Process) {
+        guard !stopping.withLock({ $0 }) else { return }
+        let delay: Int = children.withLock { children in
+            guard var child = children[name], child.process === process else { return -1 }
+            if ContinuousClock.now - child.startedAt > .seconds(10) { child.backoffMs = 100 }
+            let delay = child.backoffMs
+            child.backoffMs = min(child.backoffMs * 2, 5000)
+            child.restarts += 1
+            children[name] = child
+            return delay
+        }
+        guard delay >= 0 else { return }
+        let how = process.terminationReason == .uncaughtSignal ? "killed by signal" : "exited with status"
+        log("[supervisor] \(name) \(how) \(process.terminationStatus); restarting in \(delay) ms")
+        Task {
+            try? await Task.sleep(for: .milliseconds(delay))
+            guard !self.stopping.withLock({ $0 }) else { return }
+            do {
+                try self.launch(name)
+            } catch {
+                self.log("[supervisor] cannot restart \(name): \(error)")
+            }
+        }
+    }
+}
+
+/// A TCP port on loopback that nothing listens on now.
+public func freePort() throws(SofaError) -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SofaError(.posix, errno, "socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw SofaError(.posix, errno, "cannot find a free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,93 @@
+@_exported public import SofaCore
+@_exported public import SofaWire
+internal import SofaBus
+public import Foundation
+
+/// The Sofa SDK: one connection to a cluster's gateway, shared by any number of concurrent calls.
+///
+/// ```swift
+/// let client = try await SofaClient.connect("tcp://127.0.0.1:7420")
+/// let app = try await client.createDatabase("app")
+/// let saved = try await app.put(id: "a", json: #"{"x":1}"#)
+/// let doc = try await app.get(id: "a")
+/// ```
+/// Every failure is a `SofaError` (domain, code, message); `error.is(.conflict)` and friends
+/// tell them apart.
+public final class SofaClient: Sendable {
+    public let endpoint: String
+    let bus: BusClient
+    public let timeout: Duration
+
+    private init(endpoint: String, bus: BusClient, timeout: Duration) {
+        self.endpoint = endpoint
+        self.bus = bus
+        self.timeout = timeout
+    }
+
+    /// Connects to a gateway and checks that it answers.
+    public static func connect(_ endpoint: String, timeout: Duration = .seconds(10)) async throws(SofaError) -> SofaClient {
+        let bus = try await BusClient.connect(endpoint, peerName: "gateway")
+        let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout)
+        // ZeroMQ connects in the background: wait (within the timeout) for the first answer.
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                _ = try await client.health()
+                return client
+            } catch where error.is(.unavailable) && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            } catch {
+                bus.close()
+                throw error
+            }
+        }
+    }
+
+    public func close() { bus.close() }
+
+    func call(_ operation: Op, database: String = "") async throws(SofaError) -> Reply {
+        try await bus.call(operation, database: database, timeout: timeout)
+    }
+
+    /// Health of the gateway, or of the service named ("storage", "query", "blob", "replicator").
+    public func health(service: String = "") async throws(SofaError) -> HealthInfo {
+        guard case .health(let info) = try await call(.health(service: service)) else { throw unexpected("health") }
+        return info
+    }
+
+    /// Every service of the cluster as the gateway sees it.
+    public func clusterStatus() async throws(SofaError) -> [ServiceStatus] {
+        guard case .cluster(let services) = try await call(.clusterStatus) else { throw unexpected("status") }
+        return services
+    }
+
+    /// A round trip through the gateway to `service` ("" = the gateway itself).
+    public func echo(_ payload: [UInt8], service: String = "", delayMs: UInt32 = 0) async throws(SofaError) -> (payload: [UInt8], instance: String) {
+        guard case .echo(let back, let instance) = try await call(.echo(payload: payload, delayMs: delayMs, service: service)) else {
+            throw unexpected("echo")
+        }
+        return (back, instance)
+    }
+
+    public func databases() async throws(SofaError) -> [String] {
+        guard case .databases(let names) = try await call(.listDatabases) else { throw unexpected("databases") }
+        return names
+    }
+
+    @discardableResult
+    public func createDatabase(_ name: String) async throws(SofaError) -> Database {
+        _ = try await call(.createDatabase, database: name)
+        return Database(client: self, name: name)
+    }
+
+    public func deleteDatabase(_ name: String) async throws(SofaError) {
+        _ = try await call(.deleteDatabase, database: name)
+    }
+
+    /// A handle on a database (no call is made until it is used).
+    public func database(_ name: String) -> Database { Database(client: self, name: name) }
+}
+
+func unexpected(_ what: String) -> SofaError {
+    SofaError(.unexpectedError, "the gateway answered \(what) with an unexpected reply")
+}
