@@ -14,6 +14,7 @@ public final class Broker: Sendable {
         public var pids: [UInt32]
         public var busy: Int
         public var busyPids: [UInt32]
+        public var busyWorkers: [String]
         public var queued: Int
     }
 
@@ -22,7 +23,7 @@ public final class Broker: Sendable {
     private let inbox = Mutex<(jobs: [BrokerState.Job], closed: Bool)>(([], false))
     private let waiting = Mutex<[UInt64: CheckedContinuation<Response, Never>]>([:])
     private let nextID = Mutex<UInt64>(1)
-    private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], queued: 0))
+    private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], busyWorkers: [], queued: 0))
 
     private init(endpoint: String, wakeup: Wakeup) {
         self.endpoint = endpoint
@@ -131,6 +132,7 @@ public final class Broker: Sendable {
             snapshotBox.withLock {
                 $0 = Snapshot(workers: workers.map(\.instance), pids: workers.map(\.pid),
                               busy: state.busyCount, busyPids: workers.filter { $0.job != nil }.map(\.pid),
+                              busyWorkers: workers.filter { $0.job != nil }.map(\.instance),
                               queued: state.queuedCount)
             }
         }

@@ -1,2 +1,156 @@
 internal import ArgumentParser
-struct Bench: AsyncParsableCommand { func run() async throws {} }
+internal import CZeroMQ
+internal import Foundation
+internal import SofaClient
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print performance figures.", subcommands: [RTT.self])
+
+    struct RTT: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Round trip of a 300-byte get through the gateway vs. a bare ZeroMQ echo of the same size.",
+            discussion: "Uses the cluster at --gateway if one answers there; otherwise starts a temporary one.")
+        @OptionGroup var options: GatewayOptions
+        @Option(help: "Round trips per measurement.") var count: Int = 5000
+        @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
+
+        func run() async throws {
+            try await reporting {
+                var supervisor: Supervisor?
+                var temporary: URL?
+                let client: SofaClient
+                if let running = try? await SofaClient.connect(options.gateway, timeout: .seconds(1)) {
+                    client = running
+                } else {
+                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-\(getpid())")
+                    temporary = directory
+                    let started = try Supervisor(.init(dataDirectory: directory, gatewayPort: try freePort(),
+                                                       queryWorkers: 1, logLevel: "warning")) { _ in }
+                    try await started.start()
+                    supervisor = started
+                    client = try await SofaClient.connect(started.gatewayEndpoint)
+                }
+                let figures = try await measure(client)
+                client.close()
+                await supervisor?.stop()
+                if let temporary { try? FileManager.default.removeItem(at: temporary) }
+                printJSON(figures)
+            }
+        }
+
+        func measure(_ client: SofaClient) async throws -> JSON {
+            let name = "bench-rtt-\(getpid())"
+            let db = try await client.createDatabase(name)
+            defer { Task { try? await client.deleteDatabase(name) } }
+            // A body whose compact JSON is exactly 300 bytes.
+            let padding = String(repeating: "x", count: 300 - #"{"pad":""}"#.utf8.count)
+            let body = #"{"pad":"\#(padding)"}"#
+            try await db.put(id: "doc", json: body)
+            for _ in 0..<200 { _ = try await db.get(id: "doc") }  // warm up
+            var gateway: [UInt64] = []
+            gateway.reserveCapacity(count)
+            for _ in 0..<count {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try await db.get(id: "doc")
+                gateway.append(DispatchTime.now().uptimeNanoseconds - start)
+            }
+            let throughputStart = DispatchTime.now().uptimeNanoseconds
+            let total = count * 4
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<inFlight {
+                    group.addTask {
+                        for _ in stride(from: lane, to: total, by: inFlight) { _ = try await db.get(id: "doc") }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - throughputStart) / 1e9
+            let echo = try await bareEcho(size: 300, count: count)
+            let g50 = percentile(gateway, 0.50), g99 = percentile(gateway, 0.99)
+            let e50 = percentile(echo, 0.50), e99 = percentile(echo, 0.99)
+            return .object(JSONObject([
+                ("count", .int(Int64(count))),
+                ("gateway_get_p50_us", .double(g50)), ("gateway_get_p99_us", .double(g99)),
+                ("zmq_echo_p50_us", .double(e50)), ("zmq_echo_p99_us", .double(e99)),
+                ("ratio_p50", .double(round(g50 / e50 * 100) / 100)), ("ratio_p99", .double(round(g99 / e99 * 100) / 100)),
+                ("gateway_get_pipelined_per_s", .int(Int64(Double(total) / seconds))),
+                ("in_flight", .int(Int64(inFlight))),
+            ]))
+        }
+    }
+}
+
+/// Microseconds at a percentile of nanosecond samples.
+func percentile(_ samples: [UInt64], _ p: Double) -> Double {
+    let sorted = samples.sorted()
+    let index = min(sorted.count - 1, Int(Double(sorted.count) * p))
+    return (Double(sorted[index]) / 1000 * 10).rounded() / 10
+}
+
+/// A bare ZeroMQ ROUTER echo and a DEALER client on loopback TCP, each on its own thread, one
+/// round trip at a time: the floor any bus hop is compared with.
+func bareEcho(size: Int, count: Int) async throws -> [UInt64] {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do {
+                continuation.resume(returning: try runBareEcho(size: size, count: count))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+        thread.start()
+    }
+}
+
+private func runBareEcho(size: Int, count: Int) throws -> [UInt64] {
+    let context = zmq_ctx_new()
+    defer { zmq_ctx_term(context) }
+    let server = zmq_socket(context, ZMQ_ROUTER)
+    var linger: Int32 = 0
+    zmq_setsockopt(server, ZMQ_LINGER, &linger, 4)
+    guard zmq_bind(server, "tcp://127.0.0.1:*") == 0 else { throw SofaError(.zmq, zmq_errno(), "bind failed") }
+    var buffer = [CChar](repeating: 0, count: 256)
+    var length = buffer.count
+    zmq_getsockopt(server, ZMQ_LAST_ENDPOINT, &buffer, &length)
+    let endpoint = String(cString: buffer)
+    let serverSocket = UnsafeSendable(server)
+    let echo = Thread {
+        // The server socket is used only by this thread from here on.
+        let socket = serverSocket.value
+        var identity = [UInt8](repeating: 0, count: 256)
+        var payload = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let idSize = zmq_recv(socket, &identity, identity.count, 0)
+            if idSize < 0 { break }
+            let size = zmq_recv(socket, &payload, payload.count, 0)
+            if size <= 0 { break }  // an empty payload means stop
+            zmq_send(socket, identity, Int(idSize), ZMQ_SNDMORE)
+            zmq_send(socket, payload, Int(size), 0)
+        }
+        zmq_close(socket)
+    }
+    echo.start()
+    let client = zmq_socket(context, ZMQ_DEALER)
+    zmq_setsockopt(client, ZMQ_LINGER, &linger, 4)
+    defer { zmq_close(client) }
+    zmq_connect(client, endpoint)
+    let message = [UInt8](repeating: 0x61, count: size)
+    var reply = [UInt8](repeating: 0, count: size * 2)
+    var samples: [UInt64] = []
+    for index in 0..<(count + 200) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        zmq_send(client, message, message.count, 0)
+        zmq_recv(client, &reply, reply.count, 0)
+        if index >= 200 { samples.append(DispatchTime.now().uptimeNanoseconds - start) }
+    }
+    zmq_send(client, message, 0, 0)
+    while echo.isExecuting { usleep(1000) }
+    return samples
+}
+
+/// Hands a raw socket to the one thread that will use it from then on.
+private struct UnsafeSendable: @unchecked Sendable {  // safe: the socket is used by one thread at a time, handed over once
+    let value: UnsafeMutableRawPointer?
+    init(_ value: UnsafeMutableRawPointer?) { self.value = value }
+}

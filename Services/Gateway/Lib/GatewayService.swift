@@ -99,7 +99,7 @@ public final class GatewayService: Sendable {
         services.append(ServiceStatus(
             name: "query", healthy: !workers.workers.isEmpty,
             detail: workers.workers.isEmpty ? "no query worker connected"
-                : "\(workers.busy) busy, \(workers.queued) queued: \(workers.workers.joined(separator: ", "))",
+                : "workers: \(workers.workers.joined(separator: ",")); busy: \(workers.busyWorkers.joined(separator: ",")); queued: \(workers.queued)",
             instances: UInt32(workers.workers.count)))
         return services
     }
