@@ -55,6 +55,8 @@ public struct Database: Sendable {
 
     @discardableResult
     public func put(id: String? = nil, body: [UInt8], rev: String? = nil, deleted: Bool = false) async throws(SofaError) -> DocumentRevision {
+        // On the wire an empty ID asks storage to generate one; an empty ID given here is a mistake.
+        if let id { try DocumentID.validate(id) }
         let reply = try await client.call(.putDocument(id: id ?? "", rev: rev ?? "", body: body, deleted: deleted),
                                           database: name)
         guard case .revision(let id, let rev, let sequence) = reply else { throw unexpected("put") }

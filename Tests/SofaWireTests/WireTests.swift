@@ -66,7 +66,7 @@ import Testing
     }
 
     @Test func invalidUTF8IDIsMalformed() throws {
-        var bytes = Request(id: 1, database: "app", operation: .getDocument(id: "ab", rev: "")).encoded()
+        var bytes = Request(id: 1, database: "", operation: .getDocument(id: "ab", rev: "")).encoded()
         // The id "ab" sits in the bytes as 0x61 0x62; make it an invalid UTF-8 sequence.
         let index = try #require(bytes.firstIndex(of: 0x61))
         bytes[index] = 0xC3

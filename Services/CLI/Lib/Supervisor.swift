@@ -40,6 +40,8 @@ public final class Supervisor: Sendable {
 
     public let options: Options
     public let gatewayEndpoint: String
+    /// The endpoint of each bound service: storage, blob, replicator, broker, gateway.
+    public let endpoints: [String: String]
     private let log: @Sendable (String) -> Void
     private let children: Mutex<[String: Child]>
     private let stopping = Mutex(false)
@@ -74,6 +76,9 @@ public final class Supervisor: Sendable {
         common["SOFA_BROKER_ENDPOINT"] = try endpoint("broker")
         common["SOFA_HEARTBEAT_MS"] = "\(options.heartbeatMs)"
         common["SOFA_LOG_LEVEL"] = options.logLevel
+        endpoints = ["gateway": gatewayEndpoint, "storage": common["SOFA_STORAGE_ENDPOINT"]!,
+                     "blob": common["SOFA_BLOB_ENDPOINT"]!, "replicator": common["SOFA_REPLICATOR_ENDPOINT"]!,
+                     "broker": common["SOFA_BROKER_ENDPOINT"]!]
         var children: [String: Child] = [:]
         let services = ["storage", "blob", "replicator", "gateway"].map { ($0, "sofa-\($0)") }
             + (0..<options.queryWorkers).map { ("query-\($0 + 1)", "sofa-query") }

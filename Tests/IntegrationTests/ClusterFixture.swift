@@ -1,0 +1,121 @@
+import CZeroMQ
+import Foundation
+import SofaCLI
+import SofaClient
+import SofaWire
+import Testing
+
+/// A whole cluster started through the same supervisor code as `sofa up`, in a temporary
+/// directory with a free gateway port; always stopped and removed at the end.
+struct Cluster {
+    let supervisor: Supervisor
+    let directory: URL
+    let client: SofaClient
+
+    static func with<T>(
+        queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
+        _ body: (Cluster) async throws -> T
+    ) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let logFile = directory.appendingPathComponent("cluster.log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logFile)
+        let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
+                                              gatewayPort: try freePort(), queryWorkers: queryWorkers,
+                                              heartbeatMs: heartbeatMs, logLevel: "info")) { line in
+            log.write(Data((line + "\n").utf8))
+        }
+        do {
+            try await supervisor.start(timeout: .seconds(60))
+            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: clientTimeout)
+            let cluster = Cluster(supervisor: supervisor, directory: directory, client: client)
+            let result: T
+            do {
+                result = try await body(cluster)
+            } catch {
+                client.close()
+                await supervisor.stop()
+                dumpLog(logFile)
+                throw error
+            }
+            client.close()
+            await supervisor.stop()
+            try? FileManager.default.removeItem(at: directory)
+            return result
+        } catch {
+            await supervisor.stop()
+            dumpLog(logFile)
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func dumpLog(_ file: URL) {
+        if let text = try? String(contentsOf: file, encoding: .utf8) {
+            print("---- cluster log ----\n\(text.suffix(6000))")
+        }
+    }
+}
+
+/// A raw DEALER socket for sending bytes that no Sofa client would send. Used by one test task.
+final class RawDealer {
+    private let context = zmq_ctx_new()
+    private let socket: UnsafeMutableRawPointer
+
+    init(_ endpoint: String) {
+        socket = zmq_socket(context, ZMQ_DEALER)
+        var linger: Int32 = 0
+        zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        zmq_connect(socket, endpoint)
+    }
+
+    deinit {
+        zmq_close(socket)
+        zmq_ctx_term(context)
+    }
+
+    func send(_ frames: [[UInt8]]) {
+        for (index, frame) in frames.enumerated() {
+            _ = frame.withUnsafeBytes {
+                zmq_send(socket, $0.baseAddress, frame.count, index < frames.count - 1 ? ZMQ_SNDMORE : 0)
+            }
+        }
+    }
+
+    /// The next message's last frame, waiting at most `timeoutMs`.
+    func receive(timeoutMs: Int32 = 5000) -> [UInt8]? {
+        var item = zmq_pollitem_t(socket: socket, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+        guard zmq_poll(&item, 1, Int(timeoutMs)) == 1 else { return nil }
+        var last: [UInt8] = []
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        defer { zmq_msg_close(&message) }
+        repeat {
+            guard zmq_msg_recv(&message, socket, 0) >= 0 else { return nil }
+            last = Array(UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: zmq_msg_size(&message)))
+        } while zmq_msg_more(&message) != 0
+        return last
+    }
+}
+
+/// Runs the `sofa` executable built beside the tests.
+func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    let process = Process()
+    process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent("sofa")
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["SOFA_GATEWAY"] = gateway
+    process.environment = environment
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    let errors = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+}

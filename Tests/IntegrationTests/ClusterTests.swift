@@ -1,0 +1,155 @@
+import Foundation
+import SofaCLI
+import SofaClient
+import SofaWire
+import Synchronization
+import Testing
+
+/// End to end through real processes: SDK and CLI → gateway → storage → SQLite.
+@Suite(.serialized) struct ClusterTests {
+    struct Point: Codable, Equatable {
+        var x: Int
+        var label: String
+    }
+
+    @Test func documentsThroughTheGateway() async throws {
+        try await Cluster.with { cluster in
+            let client = cluster.client
+            let app = try await client.createDatabase("app")
+            #expect(try await client.databases() == ["app"])
+            let first = try await app.put(id: "a", json: #"{"x":1}"#)
+            #expect(first.rev == "1-6f9a1fe5dfad0377e089c5e8e0afab815938295d")
+            let read = try await app.get(id: "a")
+            #expect(read.rev == first.rev)
+            #expect(try read.json() == ["x": 1])
+            let second = try await app.put(Point(x: 2, label: "two"), id: "a", rev: first.rev)
+            #expect(second.rev.hasPrefix("2-"))
+            #expect(try await app.get(Point.self, id: "a") == Point(x: 2, label: "two"))
+            let generated = try await app.put(json: #"{"y":true}"#)
+            #expect(generated.id.hasPrefix("~"))
+            let deleted = try await app.delete(id: "a", rev: second.rev)
+            #expect(deleted.rev.hasPrefix("3-"))
+            await #expect(throws: SofaError.self) { try await app.get(id: "a") }
+            let tombstone = try await app.get(id: "a", rev: deleted.rev)
+            #expect(tombstone.deleted)
+            let again = try await app.put(id: "a", json: #"{"x":4}"#)
+            #expect(again.rev.hasPrefix("4-"))
+            try await client.deleteDatabase("app")
+            #expect(try await client.databases() == [])
+            #expect(!FileManager.default.fileExists(atPath: cluster.directory.appendingPathComponent("data/app.sofa").path))
+        }
+    }
+
+    /// Each bad input gets its own clear error, and the document already stored is untouched.
+    @Test func badInputIsRefusedAndLosesNothing() async throws {
+        try await Cluster.with { cluster in
+            let app = try await cluster.client.createDatabase("app")
+            let saved = try await app.put(id: "a", json: #"{"x":1}"#)
+            let cases: [(String, SofaError.Code, () async throws -> Void)] = [
+                ("invalid JSON", .badJSON, { _ = try await app.put(id: "a", json: #"{"x":"#, rev: saved.rev) }),
+                ("array body", .badJSON, { _ = try await app.put(id: "a", json: "[1,2]", rev: saved.rev) }),
+                ("string body", .badJSON, { _ = try await app.put(id: "a", json: #""text""#, rev: saved.rev) }),
+                ("empty ID", .badDocID, { _ = try await app.put(id: "", json: "{}") }),
+                ("over-long ID", .badDocID, { _ = try await app.put(id: String(repeating: "i", count: 241), json: "{}") }),
+                ("control character in ID", .badDocID, { _ = try await app.put(id: "a\u{1}b", json: "{}") }),
+                ("stale _rev", .conflict, { _ = try await app.put(id: "a", json: #"{"x":9}"#, rev: "1-0000") }),
+                ("missing _rev", .conflict, { _ = try await app.put(id: "a", json: #"{"x":9}"#) }),
+                ("malformed _rev", .badRevisionID, { _ = try await app.put(id: "a", json: #"{"x":9}"#, rev: "one") }),
+                ("unknown database", .notFound, { _ = try await cluster.client.database("nope").get(id: "a") }),
+                ("write to unknown database", .notFound, { _ = try await cluster.client.database("nope").put(id: "a", json: "{}") }),
+                ("bad database name", .badDatabaseName, { _ = try await cluster.client.createDatabase("Bad/Name") }),
+                ("existing database", .databaseExists, { _ = try await cluster.client.createDatabase("app") }),
+                ("delete without rev", .conflict, { _ = try await app.delete(id: "a", rev: "") }),
+            ]
+            for (name, code, attempt) in cases {
+                do {
+                    try await attempt()
+                    Issue.record("\(name): accepted")
+                } catch let error as SofaError {
+                    #expect(error.sofaCode == code, "\(name): \(error)")
+                    #expect(!error.message.isEmpty)
+                }
+                let current = try await app.get(id: "a")
+                #expect(current.rev == saved.rev, "\(name) changed the document")
+                #expect(try current.json() == ["x": 1])
+            }
+        }
+    }
+
+    /// Garbage straight to the gateway's and storage's sockets: an error response each time, and
+    /// both keep serving.
+    @Test func garbageFramesAreAnsweredAndServiceGoesOn() async throws {
+        try await Cluster.with { cluster in
+            let app = try await cluster.client.createDatabase("app")
+            for target in ["gateway", "storage"] {
+                let raw = RawDealer(try #require(cluster.supervisor.endpoints[target]))
+                let probes: [(String, [[UInt8]], SofaError.Code)] = [
+                    ("random bytes", [[0xFF, 0x00, 0x13, 0x37, 0xDE, 0xAD, 0xBE, 0xEF]], .malformedMessage),
+                    ("empty frame", [[]], .malformedMessage),
+                    ("text", [Array("GET / HTTP/1.1\r\n\r\n".utf8)], .malformedMessage),
+                    ("three frames", [[1], [2], [3]], .malformedMessage),
+                    ("oversized", [[UInt8](repeating: 0x41, count: (16 << 20) + 1)], .messageTooLarge),
+                ]
+                for (name, frames, code) in probes {
+                    raw.send(frames)
+                    let reply = try #require(raw.receive(), "\(target) did not answer \(name)")
+                    let response = try Response.decode(reply)
+                    guard case .failure(let error) = response.outcome else {
+                        Issue.record("\(target) accepted \(name)")
+                        continue
+                    }
+                    #expect(error.sofaCode == code, "\(target), \(name): \(error)")
+                }
+                let saved = try await app.put(id: "after-\(target)", json: #"{"ok":true}"#)
+                #expect(try await app.get(id: saved.id).rev == saved.rev)
+            }
+        }
+    }
+
+    @Test func cliPrintsJSONAndErrors() async throws {
+        try await Cluster.with { cluster in
+            let gateway = cluster.supervisor.gatewayEndpoint
+            #expect(try runSofa(["db", "create", "app"], gateway: gateway).status == 0)
+            let put = try runSofa(["put", "app", "a", #"{"x":1}"#], gateway: gateway)
+            #expect(put.status == 0)
+            let written = try JSON.parse(put.out.trimmingCharacters(in: .whitespacesAndNewlines))
+            let rev = try #require(written["rev"]?.stringValue)
+            #expect(written["id"] == "a")
+            let get = try runSofa(["get", "app", "a"], gateway: gateway)
+            #expect(get.status == 0)
+            #expect(try JSON.parse(get.out.trimmingCharacters(in: .whitespacesAndNewlines))
+                == .object(JSONObject([("_id", "a"), ("_rev", .string(rev)), ("x", 1)])))
+            let update = try runSofa(["put", "app", "a", "-"], gateway: gateway, stdin: #"{"x":2,"_rev":"\#(rev)"}"#)
+            #expect(update.status == 0, "\(update.err)")
+            let stale = try runSofa(["put", "app", "a", #"{"x":3}"#, "--rev", rev], gateway: gateway)
+            #expect(stale.status != 0)
+            #expect(stale.out.isEmpty)
+            #expect(stale.err.contains("\"code\":8"))
+            let missing = try runSofa(["get", "app", "zz"], gateway: gateway)
+            #expect(missing.status != 0)
+            #expect(missing.err.contains("not found"))
+            let list = try runSofa(["db", "list"], gateway: gateway)
+            #expect(try JSON.parse(list.out.trimmingCharacters(in: .whitespacesAndNewlines)) == ["app"])
+            let status = try runSofa(["status"], gateway: gateway)
+            #expect(status.status == 0)
+            #expect(try JSON.parse(status.out.trimmingCharacters(in: .whitespacesAndNewlines))["healthy"] == true)
+        }
+    }
+
+    @Test func everyServiceAnswersHealthThroughTheGateway() async throws {
+        try await Cluster.with(queryWorkers: 2) { cluster in
+            for service in ["", "storage", "blob", "replicator", "query"] {
+                let info = try await cluster.client.health(service: service)
+                #expect(info.service == (service.isEmpty ? "gateway" : service))
+                #expect(info.pid > 0)
+            }
+            let status = try await cluster.client.clusterStatus()
+            #expect(status.map(\.name) == ["gateway", "storage", "blob", "replicator", "query"])
+            #expect(status.allSatisfy { $0.healthy })
+            #expect(status.last?.instances == 2)
+            let echo = try await cluster.client.echo([1, 2, 3], service: "query")
+            #expect(echo.payload == [1, 2, 3])
+            #expect(echo.instance.hasPrefix("query-"))
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import SofaCLI
+import SofaClient
+import Synchronization
+import Testing
+
+/// Killing processes under load: what was acknowledged survives, what was not fails clearly.
+@Suite(.serialized) struct FaultTests {
+    final class Ledger: Sendable {
+        let acknowledged = Mutex<[String: String]>([:])
+        let failures = Mutex<[(code: SofaError.Code?, seconds: Double)]>([])
+        let killed = Mutex(false)
+    }
+
+    /// 1,000 documents written 8 at a time; storage is `kill -9`ed after the 300th
+    /// acknowledgement. Calls during the outage fail with a clear error, promptly; the supervisor
+    /// restarts storage; each writer retries until its document is in; and every acknowledged
+    /// write is there afterwards with the acknowledged revision.
+    @Test func acknowledgedWritesSurviveKillingStorage() async throws {
+        try await Cluster.with(clientTimeout: .seconds(5)) { cluster in
+            let db = try await cluster.client.createDatabase("crash")
+            let storagePid = try #require(cluster.supervisor.pid(of: "storage"))
+            let ledger = Ledger()
+            let lanes = 8
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<lanes {
+                    group.addTask {
+                        for index in stride(from: lane, to: 1000, by: lanes) {
+                            let id = String(format: "doc-%04d", index)
+                            try await write(id, index: index, to: db, ledger: ledger, cluster: cluster, storagePid: storagePid)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(ledger.killed.withLock { $0 })
+            #expect(cluster.supervisor.restartCount(of: "storage") >= 1)
+            #expect(cluster.supervisor.pid(of: "storage") != storagePid)
+            let failures = ledger.failures.withLock { $0 }
+            #expect(!failures.isEmpty, "no call happened during the outage")
+            for failure in failures {
+                #expect([.unavailable, .timeout, .shuttingDown].contains(failure.code), "unclear failure \(String(describing: failure.code))")
+                #expect(failure.seconds < 6, "a call hung for \(failure.seconds) s")
+            }
+            let acknowledged = ledger.acknowledged.withLock { $0 }
+            #expect(acknowledged.count == 1000)
+            for (id, rev) in acknowledged {
+                let doc = try await db.get(id: id)
+                #expect(doc.rev == rev, "\(id) lost its acknowledged revision")
+            }
+        }
+    }
+
+    private func write(_ id: String, index: Int, to db: Database, ledger: Ledger, cluster: Cluster, storagePid: Int32) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let started = ContinuousClock.now
+            do {
+                let saved = try await db.put(id: id, json: #"{"n":\#(index)}"#)
+                let count = ledger.acknowledged.withLock { acknowledged in
+                    acknowledged[id] = saved.rev
+                    return acknowledged.count
+                }
+                if count == 300 && !ledger.killed.withLock({ $0 }) {
+                    ledger.killed.withLock { $0 = true }
+                    kill(storagePid, SIGKILL)
+                }
+                return
+            } catch where error.is(.conflict) {
+                // An earlier attempt was applied although its answer was lost: it is in.
+                let doc = try await db.get(id: id)
+                ledger.acknowledged.withLock { $0[id] = doc.rev }
+                return
+            } catch {
+                let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+                    + Double((ContinuousClock.now - started).components.seconds)
+                ledger.failures.withLock { $0.append((error.sofaCode, seconds)) }
+                // Wait for storage to come back before trying again (the event, with a deadline).
+                await waitForStorage(cluster, until: deadline)
+            }
+        }
+        Issue.record("\(id) could not be written within a minute")
+    }
+
+    private func waitForStorage(_ cluster: Cluster, until deadline: ContinuousClock.Instant) async {
+        while ContinuousClock.now < deadline {
+            if (try? await cluster.client.health(service: "storage")) != nil { return }
+            await Task.yield()
+        }
+    }
+
+    /// A query worker is killed while the broker has routed it a request: the broker notices the
+    /// missing heartbeats and the request is answered by the other worker.
+    @Test func requestOfAKilledWorkerIsAnsweredByAnother() async throws {
+        try await Cluster.with(queryWorkers: 2, heartbeatMs: 200) { cluster in
+            let client = cluster.client
+            let payload: [UInt8] = Array("in flight".utf8)
+            async let answer = client.echo(payload, service: "query", delayMs: 2000)
+            // Wait until the broker reports which worker holds it.
+            var busy = ""
+            let deadline = ContinuousClock.now + .seconds(10)
+            while busy.isEmpty && ContinuousClock.now < deadline {
+                let query = try await client.clusterStatus().first { $0.name == "query" }
+                if let detail = query?.detail, let range = detail.range(of: "busy: ") {
+                    busy = String(detail[range.upperBound...].prefix { $0 != ";" && $0 != "," })
+                }
+            }
+            try #require(!busy.isEmpty, "the broker never routed the request")
+            let pid = try #require(cluster.supervisor.pid(of: busy))
+            kill(pid, SIGKILL)
+            let reply = try await answer
+            #expect(reply.payload == payload)
+            #expect(reply.instance != busy)
+            #expect(reply.instance.hasPrefix("query-"))
+        }
+    }
+}
