@@ -62,8 +62,21 @@ private struct ProcessService: Service {
     func run() async throws {
         let stop = try await start()
         logger.info("ready")
-        // Wait for SIGTERM/SIGINT (or cancellation), then stop the parts in order.
-        try? await gracefulShutdown()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Wait for SIGTERM/SIGINT (or cancellation)…
+            group.addTask { try? await gracefulShutdown() }
+            // …or, under `sofa up`, for the supervisor to vanish (killed without a chance to stop us).
+            if let parent = ProcessInfo.processInfo.environment["SOFA_SUPERVISOR_PID"].flatMap(Int32.init) {
+                group.addTask {
+                    while getppid() == parent && !Task.isCancelled {
+                        try await Task.sleep(for: .milliseconds(500))
+                    }
+                    logger.warning("the supervisor is gone")
+                }
+            }
+            _ = try await group.next()
+            group.cancelAll()
+        }
         logger.info("shutting down")
         await stop()
     }

@@ -44,6 +44,7 @@ public final class Supervisor: Sendable {
     public let endpoints: [String: String]
     private let log: @Sendable (String) -> Void
     private let children: Mutex<[String: Child]>
+    private let lockDescriptor: Int32
     private let stopping = Mutex(false)
 
     /// The folder of the running executable: where `swift build` puts all six binaries.
@@ -62,6 +63,14 @@ public final class Supervisor: Sendable {
         } catch {
             throw SofaError(.cantOpenFile, "cannot create \(run.path): \(error.localizedDescription)")
         }
+        // One cluster per data directory: a second one would unlink this one's ipc sockets.
+        let lockPath = run.appendingPathComponent("supervisor.lock").path
+        lockDescriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lockDescriptor >= 0 else { throw SofaError(.posix, errno, "cannot open \(lockPath)") }
+        guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(lockDescriptor)
+            throw SofaError(.busy, "a Sofa cluster is already running on \(options.dataDirectory.path)")
+        }
         func endpoint(_ name: String) throws(SofaError) -> String {
             let path = run.appendingPathComponent("\(name).sock").path
             // ipc:// paths are limited to ~107 bytes by the OS; fall back to a free loopback port.
@@ -76,6 +85,7 @@ public final class Supervisor: Sendable {
         common["SOFA_BROKER_ENDPOINT"] = try endpoint("broker")
         common["SOFA_HEARTBEAT_MS"] = "\(options.heartbeatMs)"
         common["SOFA_LOG_LEVEL"] = options.logLevel
+        common["SOFA_SUPERVISOR_PID"] = "\(getpid())"
         endpoints = ["gateway": gatewayEndpoint, "storage": common["SOFA_STORAGE_ENDPOINT"]!,
                      "blob": common["SOFA_BLOB_ENDPOINT"]!, "replicator": common["SOFA_REPLICATOR_ENDPOINT"]!,
                      "broker": common["SOFA_BROKER_ENDPOINT"]!]
@@ -90,6 +100,8 @@ public final class Supervisor: Sendable {
         }
         self.children = Mutex(children)
     }
+
+    deinit { close(lockDescriptor) }
 
     public var childNames: [String] { children.withLock { Array($0.keys).sorted() } }
 

@@ -8,7 +8,10 @@ public final class StorageEngine: Sendable {
     public let dataDirectory: URL
     private let open = Mutex<[String: DatabaseStore]>([:])
     private let adminQueue = DispatchQueue(label: "sofa.storage.admin")
+    private let lockDescriptor: Int32
 
+    /// Opens the data directory, taking its lock: one storage process per directory (a second
+    /// one would unlink the first one's ipc socket and write the same files).
     public init(dataDirectory: URL) throws(SofaError) {
         self.dataDirectory = dataDirectory
         do {
@@ -16,7 +19,18 @@ public final class StorageEngine: Sendable {
         } catch {
             throw SofaError(.cantOpenFile, "cannot create the data directory \(dataDirectory.path): \(error.localizedDescription)")
         }
+        let lockPath = dataDirectory.appendingPathComponent("storage.lock").path
+        lockDescriptor = Foundation.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lockDescriptor >= 0 else {
+            throw SofaError(.posix, errno, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            Foundation.close(lockDescriptor)
+            throw SofaError(.busy, "the data directory \(dataDirectory.path) is in use by another sofa-storage")
+        }
     }
+
+    deinit { Foundation.close(lockDescriptor) }
 
     /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
     /// letters, digits and `_$()+-`, at most 238 characters.
