@@ -66,11 +66,16 @@ public enum DocumentVersion: Sendable, Hashable, CustomStringConvertible {
     case vector(VersionVector)
 
     public init(binary: some Collection<UInt8>) throws(SofaError) {
-        if binary.first == 0 {
-            self = .vector(try VersionVector(binary: binary))
-        } else {
-            self = .revID(try RevID(binary: binary))
-        }
+        self = try binary.withBytes { Self.parse($0) }.get()
+    }
+
+    public static func tryParse(binary: some Collection<UInt8>) -> DocumentVersion? {
+        binary.withBytes { parse($0) }.value
+    }
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<DocumentVersion, SofaError> {
+        if bytes.first == 0 { return VersionVector.parseBinary(bytes).map { .vector($0) } }
+        return RevID.parseBinary(bytes).map { .revID($0) }
     }
 
     public var binary: [UInt8] {

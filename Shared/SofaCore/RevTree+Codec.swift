@@ -59,7 +59,7 @@ extension RevTree {
     }
 
     public static func tryDecode(_ bytes: some Collection<UInt8>, currentBody: [UInt8]? = nil) -> RevTree? {
-        try? RevTree(encoded: bytes, currentBody: currentBody)
+        bytes.withBytes { decode($0, currentBody: currentBody) }.value
     }
 
     static func decode(_ b: UnsafeBufferPointer<UInt8>, currentBody: [UInt8]?) -> Result<RevTree, SofaError> {
@@ -69,6 +69,11 @@ extension RevTree {
         }
         func int(_ limit: Int) -> Int? {
             guard let v = Varint.read(b, at: &pos), v <= UInt64(limit) else { return nil }
+            return Int(v)
+        }
+        /// A length of bytes that follow it (checked against what is left after the varint).
+        func length() -> Int? {
+            guard let v = Varint.read(b, at: &pos), v <= UInt64(b.count - pos) else { return nil }
             return Int(v)
         }
         var tree = RevTree()
@@ -89,9 +94,9 @@ extension RevTree {
             switch bodyKind {
             case 0: break
             case 1:
-                guard let length = int(b.count - pos) else { return fail("bad body length") }
-                body = Array(b[pos..<pos + length])
-                pos += length
+                guard let bodyLength = length() else { return fail("bad body length") }
+                body = Array(b[pos..<pos + bodyLength])
+                pos += bodyLength
             case 2:
                 guard external == nil else { return fail("two bodies in the record") }
                 guard let currentBody else { return fail("body in the record, but none given") }
@@ -99,11 +104,11 @@ extension RevTree {
                 body = currentBody
             default: return fail("bad body kind")
             }
-            guard let length = int(b.count - pos) else { return fail("bad revID length") }
-            guard let revID = RevID.tryParse(binary: UnsafeBufferPointer(rebasing: b[pos..<pos + length])) else {
+            guard let revIDLength = length() else { return fail("bad revID length") }
+            guard let revID = RevID.tryParse(binary: UnsafeBufferPointer(rebasing: b[pos..<pos + revIDLength])) else {
                 return fail("bad revID")
             }
-            pos += length
+            pos += revIDLength
             let parent = parentPlusOne == 0 ? nil : parentPlusOne - 1
             if let parent, tree.revisions[parent].revID.generation >= revID.generation {
                 return fail("generation not above the parent's")
@@ -117,7 +122,7 @@ extension RevTree {
             guard let remote = Varint.read(b, at: &pos), remote <= UInt64(RemoteID.max) else { return fail("bad remote ID") }
             guard last.map({ remote > $0 }) ?? true else { return fail("remote IDs not ascending") }
             last = remote
-            guard let index = int(count - 1), count > 0 else { return fail("bad remote revision index") }
+            guard count > 0, let index = int(count - 1) else { return fail("bad remote revision index") }
             tree.remoteRevisions[RemoteID(remote)] = index
         }
         guard pos == b.count else { return fail("trailing bytes") }

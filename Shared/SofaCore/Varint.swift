@@ -74,6 +74,15 @@ enum Hex {
     }
 }
 
+extension Result {
+    /// The success value, without throwing (thrown errors are costly under test harnesses that
+    /// record a backtrace per throw, and `tryParse` runs on hot paths).
+    var value: Success? {
+        if case .success(let v) = self { return v }
+        return nil
+    }
+}
+
 extension Collection<UInt8> {
     /// Runs `body` over the bytes as one contiguous buffer, copying only when they are not.
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {

@@ -55,17 +55,22 @@ public struct Version: Sendable, Hashable, CustomStringConvertible {
 
     public static func parse(_ ascii: String) throws(SofaError) -> Version {
         var ascii = ascii
-        return try ascii.withUTF8 { buffer -> Result<Version, SofaError> in
-            var i = 0
-            let result = parseASCII(buffer, at: &i)
-            if case .success = result, i != buffer.count {
-                return .failure(SofaError(.badRevisionID, "Invalid version \"\(String(decoding: buffer.prefix(100), as: UTF8.self))\": unexpected trailing characters"))
-            }
-            return result
-        }.get()
+        return try ascii.withUTF8 { parseWhole($0) }.get()
     }
 
-    public static func tryParse(_ ascii: String) -> Version? { try? parse(ascii) }
+    public static func tryParse(_ ascii: String) -> Version? {
+        var ascii = ascii
+        return ascii.withUTF8 { parseWhole($0) }.value
+    }
+
+    static func parseWhole(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<Version, SofaError> {
+        var i = 0
+        let result = parseASCII(buffer, at: &i)
+        if case .success = result, i != buffer.count {
+            return .failure(SofaError(.badRevisionID, "Invalid version \"\(String(decoding: buffer.prefix(100), as: UTF8.self))\": unexpected trailing characters"))
+        }
+        return result
+    }
 
     /// Parses one version at `i`, stopping at the end or at the first byte that cannot continue it.
     static func parseASCII(_ s: UnsafeBufferPointer<UInt8>, at i: inout Int) -> Result<Version, SofaError> {

@@ -52,7 +52,10 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
         try bytes.withBytes { parseASCII($0) }.get()
     }
 
-    public static func tryParse(_ ascii: String) -> VersionVector? { try? parse(ascii) }
+    public static func tryParse(_ ascii: String) -> VersionVector? {
+        var ascii = ascii
+        return ascii.withUTF8 { parseASCII($0) }.value
+    }
 
     static func parseASCII(_ s: UnsafeBufferPointer<UInt8>) -> Result<VersionVector, SofaError> {
         if s.isEmpty { return .failure(SofaError(.badRevisionID, "Empty version vector")) }
@@ -92,7 +95,7 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func tryParse(binary: some Collection<UInt8>) -> VersionVector? {
-        try? VersionVector(binary: binary)
+        binary.withBytes { parseBinary($0) }.value
     }
 
     static func parseBinary(_ b: UnsafeBufferPointer<UInt8>) -> Result<VersionVector, SofaError> {
