@@ -63,6 +63,11 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Bytes for an error message: printable ASCII as is, anything else as `?`.
+    static func printable(_ bytes: some Sequence<UInt8>) -> String {
+        String(decoding: bytes.map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+
     /// The value of a lowercase hex digit; nil for anything else (uppercase included).
     @inline(__always)
     static func value(_ c: UInt8) -> UInt8? {

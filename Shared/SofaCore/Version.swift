@@ -67,7 +67,7 @@ public struct Version: Sendable, Hashable, CustomStringConvertible {
         var i = 0
         let result = parseASCII(buffer, at: &i)
         if case .success = result, i != buffer.count {
-            return .failure(SofaError(.badRevisionID, "Invalid version \"\(String(decoding: buffer.prefix(100), as: UTF8.self))\": unexpected trailing characters"))
+            return .failure(SofaError(.badRevisionID, "Invalid version \"\(Hex.printable(buffer.prefix(100)))\": unexpected trailing characters"))
         }
         return result
     }
@@ -75,7 +75,7 @@ public struct Version: Sendable, Hashable, CustomStringConvertible {
     /// Parses one version at `i`, stopping at the end or at the first byte that cannot continue it.
     static func parseASCII(_ s: UnsafeBufferPointer<UInt8>, at i: inout Int) -> Result<Version, SofaError> {
         func fail(_ why: String) -> Result<Version, SofaError> {
-            .failure(SofaError(.badRevisionID, "Invalid version \"\(String(decoding: s.prefix(100), as: UTF8.self))\": \(why)"))
+            .failure(SofaError(.badRevisionID, "Invalid version \"\(Hex.printable(s.prefix(100)))\": \(why)"))
         }
         guard let generation = parseHex(s, at: &i) else { return fail("bad hex generation") }
         guard generation > 0 else { return fail("generation 0") }

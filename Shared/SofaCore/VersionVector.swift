@@ -52,6 +52,10 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
         try bytes.withBytes { parseASCII($0) }.get()
     }
 
+    public static func tryParse(ascii bytes: some Collection<UInt8>) -> VersionVector? {
+        bytes.withBytes { parseASCII($0) }.value
+    }
+
     public static func tryParse(_ ascii: String) -> VersionVector? {
         var ascii = ascii
         return ascii.withUTF8 { parseASCII($0) }.value
