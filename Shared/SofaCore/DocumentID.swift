@@ -5,19 +5,21 @@ public enum DocumentID {
     public static let maxLength = 240
 
     public static func validate(_ id: String) throws(SofaError) {
-        let length = id.utf8.count
-        if length == 0 { throw SofaError(.badDocID, "Document ID is empty") }
-        if length > maxLength {
-            throw SofaError(.badDocID, "Document ID is \(length) bytes long; the limit is \(maxLength)")
-        }
-        for scalar in id.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-            let hex = String(scalar.value, radix: 16, uppercase: true)
-            let code = "U+" + String(repeating: "0", count: 4 - hex.count) + hex
-            throw SofaError(.badDocID, "Document ID contains the control character \(code)")
-        }
+        if let problem = problem(id) { throw SofaError(.badDocID, problem) }
     }
 
-    public static func isValid(_ id: String) -> Bool { (try? validate(id)) != nil }
+    public static func isValid(_ id: String) -> Bool { problem(id) == nil }
+
+    private static func problem(_ id: String) -> String? {
+        let length = id.utf8.count
+        if length == 0 { return "Document ID is empty" }
+        if length > maxLength { return "Document ID is \(length) bytes long; the limit is \(maxLength)" }
+        for scalar in id.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            return "Document ID contains the control character U+" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
+        return nil
+    }
 
     public static func generate() -> String {
         var rng = SystemRandomNumberGenerator()

@@ -13,9 +13,7 @@ extension JSON {
     public static let maxDepth = 512
 
     public static func parse(_ bytes: some Collection<UInt8>) throws(SofaError) -> JSON {
-        let result = bytes.withContiguousStorageIfAvailable { JSONParser.parse($0) }
-            ?? Array(bytes).withUnsafeBufferPointer { JSONParser.parse($0) }
-        return try result.get()
+        try bytes.withBytes { JSONParser.parse($0) }.get()
     }
 
     public static func parse(_ string: String) throws(SofaError) -> JSON {
@@ -24,11 +22,12 @@ extension JSON {
     }
 
     public static func tryParse(_ bytes: some Collection<UInt8>) -> JSON? {
-        try? parse(bytes)
+        bytes.withBytes { JSONParser.parse($0) }.value
     }
 
     public static func tryParse(_ string: String) -> JSON? {
-        try? parse(string)
+        var string = string
+        return string.withUTF8 { JSONParser.parse($0) }.value
     }
 }
 
@@ -49,23 +48,26 @@ struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var pos = 0
     private var depth = 0
+    private var error: SofaError?
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSON, SofaError> {
         var parser = JSONParser(bytes)
-        do throws(SofaError) {
-            let value = try parser.parseValue()
+        if let value = parser.parseValue() {
             parser.skipWhitespace()
-            if parser.pos < bytes.count { throw parser.fail("unexpected data after the JSON value") }
-            return .success(value)
-        } catch {
-            return .failure(error)
+            if parser.pos == bytes.count { return .success(value) }
+            _ = parser.fail("unexpected data after the JSON value") as Void?
         }
+        return .failure(parser.error ?? SofaError(.badJSON, "Invalid JSON"))
     }
 
-    private func fail(_ reason: String, at offset: Int? = nil) -> SofaError {
-        SofaError(.badJSON, "Invalid JSON at byte \(offset ?? pos): \(reason)")
+    /// Records the first failure and returns nil, so callers can `return fail(…)`. The parser
+    /// does not throw internally: a throw is costly where a harness records a backtrace per throw,
+    /// and invalid input is common on the `tryParse` path.
+    private mutating func fail<T>(_ reason: String, at offset: Int? = nil) -> T? {
+        if error == nil { error = SofaError(.badJSON, "Invalid JSON at byte \(offset ?? pos): \(reason)") }
+        return nil
     }
 
     private mutating func skipWhitespace() {
@@ -77,37 +79,39 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws(SofaError) -> JSON {
+    private mutating func parseValue() -> JSON? {
         skipWhitespace()
-        guard pos < bytes.count else { throw fail("unexpected end of input") }
+        guard pos < bytes.count else { return fail("unexpected end of input") }
         switch bytes[pos] {
-        case UInt8(ascii: "{"): return try parseObject()
-        case UInt8(ascii: "["): return try parseArray()
-        case Byte.quote: return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
-        case Byte.minus, Byte.zero...Byte.nine: return try parseNumber()
-        default: throw fail("unexpected character")
+        case UInt8(ascii: "{"): return parseObject()
+        case UInt8(ascii: "["): return parseArray()
+        case Byte.quote: return parseString().map { .string($0) }
+        case UInt8(ascii: "t"): return expectLiteral("true").map { .bool(true) }
+        case UInt8(ascii: "f"): return expectLiteral("false").map { .bool(false) }
+        case UInt8(ascii: "n"): return expectLiteral("null").map { .null }
+        case Byte.minus, Byte.zero...Byte.nine: return parseNumber()
+        default: return fail("unexpected character")
         }
     }
 
-    private mutating func expectLiteral(_ word: StaticString) throws(SofaError) {
+    private mutating func expectLiteral(_ word: StaticString) -> Void? {
         let count = word.utf8CodeUnitCount
-        guard bytes.count - pos >= count else { throw fail("invalid literal") }
+        guard bytes.count - pos >= count else { return fail("invalid literal") }
         let text = word.utf8Start
-        for i in 0..<count where bytes[pos + i] != text[i] { throw fail("invalid literal", at: pos + i) }
+        for i in 0..<count where bytes[pos + i] != text[i] { return fail("invalid literal", at: pos + i) }
         pos += count
+        return ()
     }
 
-    private mutating func enter() throws(SofaError) {
+    private mutating func enter() -> Void? {
         depth += 1
-        if depth > JSON.maxDepth { throw fail("nesting deeper than \(JSON.maxDepth)") }
+        if depth > JSON.maxDepth { return fail("nesting deeper than \(JSON.maxDepth)") }
         pos += 1
+        return ()
     }
 
-    private mutating func parseArray() throws(SofaError) -> JSON {
-        try enter()
+    private mutating func parseArray() -> JSON? {
+        guard enter() != nil else { return nil }
         var array: [JSON] = []
         skipWhitespace()
         if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") {
@@ -116,21 +120,22 @@ struct JSONParser {
             return .array(array)
         }
         while true {
-            array.append(try parseValue())
+            guard let element = parseValue() else { return nil }
+            array.append(element)
             skipWhitespace()
-            guard pos < bytes.count else { throw fail("unterminated array") }
+            guard pos < bytes.count else { return fail("unterminated array") }
             let c = bytes[pos]
             pos += 1
             if c == Byte.comma { continue }
             if c == UInt8(ascii: "]") { break }
-            throw fail("expected ',' or ']'", at: pos - 1)
+            return fail("expected ',' or ']'", at: pos - 1)
         }
         depth -= 1
         return .array(array)
     }
 
-    private mutating func parseObject() throws(SofaError) -> JSON {
-        try enter()
+    private mutating func parseObject() -> JSON? {
+        guard enter() != nil else { return nil }
         var object = JSONObject()
         skipWhitespace()
         if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") {
@@ -140,19 +145,20 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
-            guard pos < bytes.count, bytes[pos] == Byte.quote else { throw fail("expected a string key") }
-            let key = try parseString()
+            guard pos < bytes.count, bytes[pos] == Byte.quote else { return fail("expected a string key") }
+            guard let key = parseString() else { return nil }
             skipWhitespace()
-            guard pos < bytes.count, bytes[pos] == Byte.colon else { throw fail("expected ':'") }
+            guard pos < bytes.count, bytes[pos] == Byte.colon else { return fail("expected ':'") }
             pos += 1
-            object[key] = try parseValue()
+            guard let value = parseValue() else { return nil }
+            object[key] = value
             skipWhitespace()
-            guard pos < bytes.count else { throw fail("unterminated object") }
+            guard pos < bytes.count else { return fail("unterminated object") }
             let c = bytes[pos]
             pos += 1
             if c == Byte.comma { continue }
             if c == UInt8(ascii: "}") { break }
-            throw fail("expected ',' or '}'", at: pos - 1)
+            return fail("expected ',' or '}'", at: pos - 1)
         }
         depth -= 1
         return .object(object)
@@ -161,7 +167,7 @@ struct JSONParser {
     // MARK: Strings
 
     /// Parses a string starting at its opening quote.
-    private mutating func parseString() throws(SofaError) -> String {
+    private mutating func parseString() -> String? {
         let open = pos
         pos += 1
         let start = pos
@@ -169,25 +175,25 @@ struct JSONParser {
         while pos < bytes.count {
             let c = bytes[pos]
             if c == Byte.quote {
-                let s = try makeString(UnsafeBufferPointer(rebasing: bytes[start..<pos]), ascii: ascii, at: open)
+                guard let s = makeString(UnsafeBufferPointer(rebasing: bytes[start..<pos]), ascii: ascii, at: open) else { return nil }
                 pos += 1
                 return s
             }
-            if c == Byte.backslash { return try parseEscapedString(from: start, ascii: ascii, open: open) }
-            if c < 0x20 { throw fail("control character in string") }
+            if c == Byte.backslash { return parseEscapedString(from: start, ascii: ascii, open: open) }
+            if c < 0x20 { return fail("control character in string") }
             if c >= 0x80 { ascii = false }
             pos += 1
         }
-        throw fail("unterminated string", at: open)
+        return fail("unterminated string", at: open)
     }
 
-    private func makeString(_ utf8: UnsafeBufferPointer<UInt8>, ascii: Bool, at open: Int) throws(SofaError) -> String {
+    private mutating func makeString(_ utf8: UnsafeBufferPointer<UInt8>, ascii: Bool, at open: Int) -> String? {
         if ascii { return String(decoding: utf8, as: UTF8.self) }
-        guard let s = String(validating: utf8, as: UTF8.self) else { throw fail("invalid UTF-8 in string", at: open) }
+        guard let s = String(validating: utf8, as: UTF8.self) else { return fail("invalid UTF-8 in string", at: open) }
         return s
     }
 
-    private mutating func parseEscapedString(from start: Int, ascii: Bool, open: Int) throws(SofaError) -> String {
+    private mutating func parseEscapedString(from start: Int, ascii: Bool, open: Int) -> String? {
         var ascii = ascii
         var out = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<pos]))
         out.reserveCapacity(out.count + 16)
@@ -195,11 +201,9 @@ struct JSONParser {
             let c = bytes[pos]
             if c == Byte.quote {
                 pos += 1
-                return try out.withUnsafeBufferPointer { buffer throws(SofaError) in
-                    try makeString(buffer, ascii: ascii, at: open)
-                }
+                return out.withUnsafeBufferPointer { buffer in makeString(buffer, ascii: ascii, at: open) }
             }
-            if c < 0x20 { throw fail("control character in string") }
+            if c < 0x20 { return fail("control character in string") }
             if c >= 0x80 { ascii = false }
             if c != Byte.backslash {
                 out.append(c)
@@ -216,33 +220,35 @@ struct JSONParser {
             case UInt8(ascii: "n"): out.append(0x0A)
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"): appendUTF8(try parseUnicodeEscape(), to: &out)
-            default: throw fail("invalid escape", at: pos - 2)
+            case UInt8(ascii: "u"):
+                guard let scalar = parseUnicodeEscape() else { return nil }
+                appendUTF8(scalar, to: &out)
+            default: return fail("invalid escape", at: pos - 2)
             }
         }
-        throw fail("unterminated string", at: open)
+        return fail("unterminated string", at: open)
     }
 
     /// After `\u`: four hex digits, and for a high surrogate the `\uXXXX` low surrogate after it.
-    private mutating func parseUnicodeEscape() throws(SofaError) -> Unicode.Scalar {
+    private mutating func parseUnicodeEscape() -> Unicode.Scalar? {
         let escapeStart = pos - 2
-        let unit = try parseHex4()
-        if unit >= 0xDC00 && unit <= 0xDFFF { throw fail("lone low surrogate", at: escapeStart) }
+        guard let unit = parseHex4() else { return nil }
+        if unit >= 0xDC00 && unit <= 0xDFFF { return fail("lone low surrogate", at: escapeStart) }
         if unit >= 0xD800 && unit <= 0xDBFF {
             guard bytes.count - pos >= 6, bytes[pos] == Byte.backslash, bytes[pos + 1] == UInt8(ascii: "u") else {
-                throw fail("lone high surrogate", at: escapeStart)
+                return fail("lone high surrogate", at: escapeStart)
             }
             pos += 2
-            let low = try parseHex4()
-            guard low >= 0xDC00 && low <= 0xDFFF else { throw fail("lone high surrogate", at: escapeStart) }
+            guard let low = parseHex4() else { return nil }
+            guard low >= 0xDC00 && low <= 0xDFFF else { return fail("lone high surrogate", at: escapeStart) }
             let value = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
             return Unicode.Scalar(value)!
         }
         return Unicode.Scalar(UInt32(unit))!
     }
 
-    private mutating func parseHex4() throws(SofaError) -> UInt16 {
-        guard bytes.count - pos >= 4 else { throw fail("truncated \\u escape") }
+    private mutating func parseHex4() -> UInt16? {
+        guard bytes.count - pos >= 4 else { return fail("truncated \\u escape") }
         var value: UInt16 = 0
         for _ in 0..<4 {
             let c = bytes[pos]
@@ -251,7 +257,7 @@ struct JSONParser {
             case Byte.zero...Byte.nine: digit = c - Byte.zero
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-            default: throw fail("invalid hex digit in \\u escape")
+            default: return fail("invalid hex digit in \\u escape")
             }
             value = value << 4 | UInt16(digit)
             pos += 1
@@ -285,16 +291,16 @@ struct JSONParser {
         i < bytes.count && bytes[i] >= Byte.zero && bytes[i] <= Byte.nine
     }
 
-    private mutating func parseNumber() throws(SofaError) -> JSON {
+    private mutating func parseNumber() -> JSON? {
         let start = pos
         let negative = bytes[pos] == Byte.minus
         if negative { pos += 1 }
-        guard isDigit(pos) else { throw fail("expected a digit") }
+        guard isDigit(pos) else { return fail("expected a digit") }
         var magnitude: UInt64 = 0
         var overflow = false
         if bytes[pos] == Byte.zero {
             pos += 1
-            if isDigit(pos) { throw fail("leading zero in number", at: pos - 1) }
+            if isDigit(pos) { return fail("leading zero in number", at: pos - 1) }
         } else {
             while isDigit(pos) {
                 let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
@@ -308,14 +314,14 @@ struct JSONParser {
         if pos < bytes.count, bytes[pos] == Byte.dot {
             integral = false
             pos += 1
-            guard isDigit(pos) else { throw fail("expected a digit after '.'") }
+            guard isDigit(pos) else { return fail("expected a digit after '.'") }
             while isDigit(pos) { pos += 1 }
         }
         if pos < bytes.count, bytes[pos] | 0x20 == UInt8(ascii: "e") {
             integral = false
             pos += 1
             if pos < bytes.count, bytes[pos] == Byte.plus || bytes[pos] == Byte.minus { pos += 1 }
-            guard isDigit(pos) else { throw fail("expected a digit in exponent") }
+            guard isDigit(pos) else { return fail("expected a digit in exponent") }
             while isDigit(pos) { pos += 1 }
         }
         if integral && !overflow {
@@ -323,7 +329,7 @@ struct JSONParser {
             if negative, magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(bitPattern: 0 &- magnitude)) }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { throw fail("number out of range", at: start) }
+        guard let value = Double(text), value.isFinite else { return fail("number out of range", at: start) }
         return .double(value)
     }
 }

@@ -2,6 +2,10 @@
 ///
 /// Small objects are searched linearly; from `indexThreshold` members on, a hash index maps keys to
 /// positions. Two objects are equal when they hold the same members, in any order.
+///
+/// Keys compare as Swift `String`s, that is by Unicode canonical equivalence: `"é"` (U+00E9) and
+/// `"e\u{301}"` are the same key, so a document holding both keeps one (the last value, as for
+/// any repeated key).
 public struct JSONObject: Sendable, Sequence {
     public typealias Element = (key: String, value: JSON)
 

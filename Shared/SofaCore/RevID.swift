@@ -63,11 +63,18 @@ public struct RevID: Sendable, Hashable, Comparable, CustomStringConvertible {
         try bytes.withBytes { parseASCII($0) }.get()
     }
 
-    public static func tryParse(_ ascii: String) -> RevID? { try? parse(ascii) }
+    public static func tryParse(ascii bytes: some Collection<UInt8>) -> RevID? {
+        bytes.withBytes { parseASCII($0) }.value
+    }
+
+    public static func tryParse(_ ascii: String) -> RevID? {
+        var ascii = ascii
+        return ascii.withUTF8 { parseASCII($0) }.value
+    }
 
     static func parseASCII(_ s: UnsafeBufferPointer<UInt8>) -> Result<RevID, SofaError> {
         func fail(_ why: String) -> Result<RevID, SofaError> {
-            .failure(SofaError(.badRevisionID, "Invalid revision ID \"\(String(decoding: s.prefix(100), as: UTF8.self))\": \(why)"))
+            .failure(SofaError(.badRevisionID, "Invalid revision ID \"\(Hex.printable(s.prefix(100)))\": \(why)"))
         }
         var i = 0
         var generation: UInt64 = 0
@@ -109,7 +116,7 @@ public struct RevID: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     public static func tryParse(binary: some Collection<UInt8>) -> RevID? {
-        try? RevID(binary: binary)
+        binary.withBytes { parseBinary($0) }.value
     }
 
     static func parseBinary(_ b: UnsafeBufferPointer<UInt8>) -> Result<RevID, SofaError> {

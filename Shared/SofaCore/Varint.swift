@@ -63,6 +63,11 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Bytes for an error message: printable ASCII as is, anything else as `?`.
+    static func printable(_ bytes: some Sequence<UInt8>) -> String {
+        String(decoding: bytes.map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+
     /// The value of a lowercase hex digit; nil for anything else (uppercase included).
     @inline(__always)
     static func value(_ c: UInt8) -> UInt8? {
@@ -71,6 +76,15 @@ enum Hex {
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
         default: return nil
         }
+    }
+}
+
+extension Result {
+    /// The success value, without throwing (thrown errors are costly under test harnesses that
+    /// record a backtrace per throw, and `tryParse` runs on hot paths).
+    var value: Success? {
+        if case .success(let v) = self { return v }
+        return nil
     }
 }
 

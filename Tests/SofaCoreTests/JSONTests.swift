@@ -225,3 +225,11 @@ import Testing
         #expect(JSON.int(1).objectValue == nil)
     }
 }
+
+@Suite struct JSONCanonicalEquivalenceTests {
+    @Test func canonicallyEquivalentKeysAreOneKey() throws {
+        let value = try JSON.parse("{\"\\u00e9\":1,\"e\\u0301\":2}")
+        #expect(value.objectValue?.count == 1)
+        #expect(value["é"] == 2)
+    }
+}
