@@ -93,7 +93,8 @@ public final class BusServer: Sendable {
                 case .tooLarge(let frames, let size):
                     guard let identity = frames.first else { continue }
                     logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
-                    _ = try? socket.send([identity, Response.failure(0, SofaError(
+                    let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
+                    _ = try? socket.send([identity, Response.failure(id, SofaError(
                         .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")).encoded()])
                 case .message(let frames):
                     guard frames.count == 2 else {
@@ -109,7 +110,7 @@ public final class BusServer: Sendable {
                         request = try Request.decode(frames[1])
                     } catch {
                         logger.debug("rejected a malformed request", metadata: ["bytes": "\(frames[1].count)"])
-                        _ = try? socket.send([identity, Response.failure(0, error).encoded()])
+                        _ = try? socket.send([identity, Response.failure(Request.peekID(frames[1]) ?? 0, error).encoded()])
                         continue
                     }
                     if request.deadline != 0 && request.deadline < wallClockMs() {

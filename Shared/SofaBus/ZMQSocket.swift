@@ -92,40 +92,37 @@ final class ZMQSocket {
     }
 
     /// Receives one multipart message if one is waiting; nil when none is.
-    /// A message of more than `limit` bytes is drained and returned as `.tooLarge`.
+    /// A message of more than `limit` bytes is drained and returned as `.tooLarge`, keeping only
+    /// its first frame and the first bytes of the second (enough to read a request id).
     func receive(limit: Int = .max) throws(SofaError) -> Received? {
         checkOwner()
         var frames: [[UInt8]] = []
         var total = 0
-        var oversized = false
         var message = zmq_msg_t()
         zmq_msg_init(&message)
         defer { zmq_msg_close(&message) }
         while true {
-            let rc = zmq_msg_recv(&message, handle, frames.isEmpty && !oversized ? ZMQ_DONTWAIT : 0)
+            let rc = zmq_msg_recv(&message, handle, frames.isEmpty && total == 0 ? ZMQ_DONTWAIT : 0)
             if rc < 0 {
-                if zmq_errno() == EAGAIN && frames.isEmpty && !oversized { return nil }
+                if zmq_errno() == EAGAIN && frames.isEmpty && total == 0 { return nil }
                 throw zmqError("zmq_msg_recv")
             }
             let size = zmq_msg_size(&message)
             total += size
-            if total > limit {
-                oversized = true
-            }
-            if oversized && frames.count >= 1 {
-                // Keep the routing frame (the first) so the sender can be answered; drop the rest.
-            } else {
-                let data = zmq_msg_data(&message)!.assumingMemoryBound(to: UInt8.self)
+            let data = zmq_msg_data(&message)!.assumingMemoryBound(to: UInt8.self)
+            if total <= limit {
                 frames.append(Array(UnsafeBufferPointer(start: data, count: size)))
+            } else if frames.count < 2 {
+                frames.append(Array(UnsafeBufferPointer(start: data, count: min(size, 16))))
             }
             if zmq_msg_more(&message) == 0 { break }
         }
-        return oversized ? .tooLarge(frames, total) : .message(frames)
+        return total > limit ? .tooLarge(frames, total) : .message(frames)
     }
 
     enum Received {
         case message([[UInt8]])
-        /// The frames kept (the first), and the total size of the message.
+        /// The first frame, the head of the second, and the total size of the message.
         case tooLarge([[UInt8]], Int)
     }
 }

@@ -128,3 +128,17 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct PeekIDTests {
+    @Test(arguments: [UInt64(1), 127, 128, 300, 1 << 35, .max])
+    func idIsReadFromTheHead(_ id: UInt64) {
+        let bytes = Request(id: id, database: "app", operation: .listDatabases).encoded()
+        #expect(Request.peekID(Array(bytes.prefix(16))) == id)
+    }
+
+    @Test func garbageHasNoID() {
+        #expect(Request.peekID([]) == nil)
+        #expect(Request.peekID([0x12, 0x01]) == nil)
+        #expect(Request.peekID([0x08, 0xFF, 0xFF]) == nil)
+    }
+}

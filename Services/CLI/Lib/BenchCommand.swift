@@ -1,11 +1,12 @@
 internal import ArgumentParser
 internal import CZeroMQ
 internal import Foundation
+internal import SofaBenchmarks
 internal import SofaClient
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print performance figures.", subcommands: [RTT.self])
+        abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self])
 
     struct RTT: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -77,6 +78,16 @@ struct Bench: AsyncParsableCommand {
                 ("gateway_get_pipelined_per_s", .int(Int64(Double(total) / seconds))),
                 ("in_flight", .int(Int64(inFlight))),
             ]))
+        }
+    }
+}
+
+extension Bench {
+    struct Codecs: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Parse/encode rates of SofaCore's codecs.")
+        func run() async throws {
+            let figures = CodecBenchmarks.run()
+            printJSON(.object(JSONObject(figures.map { ($0.name, .int(Int64($0.perSecond))) })))
         }
     }
 }

@@ -32,16 +32,6 @@ public struct DocumentRecord: Sendable, Equatable {
     public var sequence: UInt64
 }
 
-/// LiteCore's document flags (the low bits of the `flags` column).
-public struct DocumentFlags: OptionSet, Sendable {
-    public let rawValue: Int64
-    public init(rawValue: Int64) { self.rawValue = rawValue }
-    public static let deleted = DocumentFlags(rawValue: 1)
-    public static let conflicted = DocumentFlags(rawValue: 2)
-    public static let hasAttachments = DocumentFlags(rawValue: 4)
-    public static let synced = DocumentFlags(rawValue: 8)
-}
-
 extension DatabaseStore {
     /// MVCC: a new document needs no parent; an existing live one must name its current revision;
     /// a deleted one may be re-created without a parent (the new revision follows the tombstone).
@@ -49,8 +39,8 @@ extension DatabaseStore {
         var current: (rev: RevID, flags: DocumentFlags)?
         var corrupt = false
         try writer.run("SELECT version, flags FROM kv_default WHERE key = ?", [.text(write.id)]) { row in
-            if let rev = RevID.tryParse(binary: row.blob(0)) {
-                current = (rev, DocumentFlags(rawValue: row.integer(1)))
+            if let rev = RevID.tryParse(binary: row.blob(0)), let split = try? Record.splitFlagsColumn(row.integer(1)) {
+                current = (rev, split.flags)
             } else {
                 corrupt = true
             }
@@ -84,11 +74,12 @@ extension DatabaseStore {
         lastSequence += 1
         var flags: DocumentFlags = []
         if write.deleted { flags.insert(.deleted) }
+        let record = Record(key: write.id, flags: flags)
         try writer.run("""
             INSERT INTO kv_default (key, sequence, flags, version, body, extra, expiration) VALUES (?, ?, ?, ?, ?, NULL, NULL)
             ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,
                 version = excluded.version, body = excluded.body, extra = NULL
-            """, [.text(write.id), .integer(lastSequence), .integer(flags.rawValue), .blob(rev.binary),
+            """, [.text(write.id), .integer(lastSequence), .integer(record.flagsColumn), .blob(rev.binary),
                   .blob(write.body.compactBytes())])
         return .success(WriteResult(id: write.id, rev: rev, sequence: UInt64(lastSequence)))
     }
@@ -110,11 +101,11 @@ extension DatabaseStore {
         var record: DocumentRecord?
         var corrupt = false
         try reader.run("SELECT version, flags, body, sequence FROM kv_default WHERE key = ?", [.text(id)]) { row in
-            guard let current = RevID.tryParse(binary: row.blob(0)) else {
+            guard let current = RevID.tryParse(binary: row.blob(0)),
+                  let flags = try? Record.splitFlagsColumn(row.integer(1)).flags else {
                 corrupt = true
                 return
             }
-            let flags = DocumentFlags(rawValue: row.integer(1))
             record = DocumentRecord(id: id, rev: current, body: row.blob(2), deleted: flags.contains(.deleted),
                                     sequence: UInt64(row.integer(3)))
         }

@@ -109,6 +109,21 @@ extension Request {
     }
 }
 
+extension Request {
+    /// The request id from the first bytes of an encoded request, without decoding the rest, so
+    /// that a request too large or too broken to decode can still be answered with its id.
+    /// (Field 1, a varint, is written first: its tag byte is 0x08.)
+    public static func peekID(_ head: [UInt8]) -> UInt64? {
+        guard head.first == 0x08 else { return nil }
+        var value: UInt64 = 0
+        for (index, byte) in head.dropFirst().prefix(10).enumerated() {
+            value |= UInt64(byte & 0x7F) << (7 * UInt64(index))
+            if byte & 0x80 == 0 { return value }
+        }
+        return nil
+    }
+}
+
 private func missing(_ what: String) -> SofaError {
     SofaError(.malformedMessage, "malformed request: operation \(what) has no body")
 }
