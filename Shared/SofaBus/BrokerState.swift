@@ -81,7 +81,7 @@ public struct BrokerState: Sendable {
         switch frame.kind {
         case .reply:
             var actions: [Action] = []
-            if let job = worker.job {
+            if let job = worker.job, job.id != 0 {
                 let response: Response
                 if var decoded = try? Response.decode(frame.payload) {
                     decoded.id = job.id

@@ -147,12 +147,8 @@ extension BusClient {
         started.resume(returning: .success(()))
         var lastScan = monotonicMs()
         while true {
-            let ready: [Bool]
-            do {
-                ready = try poll([socket, monitor], fds: [wakeup.fd], timeoutMs: 20)
-            } catch {
-                continue
-            }
+            // A failed poll reads as "nothing ready": deadlines are still checked below.
+            let ready = (try? poll([socket, monitor], fds: [wakeup.fd], timeoutMs: 20)) ?? [false, false, false]
             if ready[2] { wakeup.drain() }
             let (outgoing, closed) = state.withLock { state in
                 defer { state.outbox.removeAll(keepingCapacity: true) }
@@ -175,6 +171,11 @@ extension BusClient {
                 expire(now: now)
             }
         }
+        // Stop the monitor before closing its sockets: ZeroMQ's I/O thread would otherwise block
+        // for good delivering a disconnect event to a PAIR socket that nobody reads any more.
+        zmq_socket_monitor(socket.handle, nil, 0)
+        withExtendedLifetime(monitor) {}
+        withExtendedLifetime(socket) {}
         let remaining = state.withLock { state in
             defer { state.pending.removeAll() }
             return state.pending

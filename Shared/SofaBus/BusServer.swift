@@ -57,16 +57,17 @@ public final class BusServer: Sendable {
     /// Stops serving and waits until the socket is closed (so the endpoint can be bound again).
     public func close() async {
         await withCheckedContinuation { continuation in
+            // The waiter is in place before the socket thread can see `closed` and leave.
+            stopped.withLock { $0 = continuation }
             let alreadyClosed = state.withLock { state in
                 defer { state.closed = true }
                 return state.closed
             }
             if alreadyClosed {
-                continuation.resume()
-                return
+                stopped.withLock { $0.take() }?.resume()
+            } else {
+                wakeup.signal()
             }
-            stopped.withLock { $0 = continuation }
-            wakeup.signal()
         }
     }
 

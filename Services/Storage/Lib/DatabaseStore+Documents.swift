@@ -70,7 +70,7 @@ extension DatabaseStore {
         if let parent, !parent.canHaveChild {
             return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
         }
-        let rev = RevID.generate(parent: parent, deleted: write.deleted, body: write.deleted && write.body == .object(JSONObject()) ? nil : write.body)
+        let rev = RevID.generate(parent: parent, deleted: write.deleted, body: write.body)  // an empty object is `{}`
         lastSequence += 1
         var flags: DocumentFlags = []
         if write.deleted { flags.insert(.deleted) }

@@ -8,7 +8,8 @@ public final class StorageEngine: Sendable {
     public let dataDirectory: URL
     private let open = Mutex<[String: DatabaseStore]>([:])
     private let adminQueue = DispatchQueue(label: "sofa.storage.admin")
-    private let lockDescriptor: Int32
+    /// The data directory's lock, held from init to `close()`.
+    private let lockDescriptor: Mutex<Int32?>
 
     /// Opens the data directory, taking its lock: one storage process per directory (a second
     /// one would unlink the first one's ipc socket and write the same files).
@@ -20,17 +21,22 @@ public final class StorageEngine: Sendable {
             throw SofaError(.cantOpenFile, "cannot create the data directory \(dataDirectory.path): \(error.localizedDescription)")
         }
         let lockPath = dataDirectory.appendingPathComponent("storage.lock").path
-        lockDescriptor = Foundation.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard lockDescriptor >= 0 else {
+        let descriptor = Foundation.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
             throw SofaError(.posix, errno, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }
-        guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
-            Foundation.close(lockDescriptor)
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            Foundation.close(descriptor)
             throw SofaError(.busy, "the data directory \(dataDirectory.path) is in use by another sofa-storage")
         }
+        lockDescriptor = Mutex(descriptor)
     }
 
-    deinit { Foundation.close(lockDescriptor) }
+    deinit { releaseLock() }
+
+    private func releaseLock() {
+        if let descriptor = lockDescriptor.withLock({ $0.take() }) { Foundation.close(descriptor) }
+    }
 
     /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
     /// letters, digits and `_$()+-`, at most 238 characters.
@@ -122,6 +128,7 @@ public final class StorageEngine: Sendable {
             return Array(open.values)
         }
         for store in stores { store.close() }
+        releaseLock()
     }
 }
 

@@ -1,0 +1,302 @@
+import SofaBus
+import SofaCore
+import SofaWire
+import Testing
+
+/// `BrokerState` is pure: these tests drive it with frames and a fake monotonic clock (`now`, in
+/// ms), with no sockets and no real time.
+@Suite struct BrokerStateTests {
+    static let a: [UInt8] = [0, 0xA]
+    static let b: [UInt8] = [0, 0xB]
+    static let stranger: [UInt8] = [0, 0xF]
+
+    static func ready(_ instance: String, pid: UInt32 = 100) -> WorkerFrame {
+        WorkerFrame(kind: .ready, instance: instance, pid: pid, service: "query")
+    }
+
+    static func heartbeat() -> WorkerFrame { WorkerFrame(kind: .heartbeat) }
+
+    static func job(_ id: UInt64, deadline: UInt64 = 1_000_000) -> BrokerState.Job {
+        BrokerState.Job(id: id, request: Request(id: 999, database: "db", operation: .echo(
+            payload: [UInt8(truncatingIfNeeded: id)], delayMs: 0, service: "query")), deadline: deadline)
+    }
+
+    static func reply(_ response: Response) -> WorkerFrame {
+        WorkerFrame(kind: .reply, payload: response.encoded())
+    }
+
+    /// The requests sent to workers, decoded: (worker identity, request).
+    static func dispatched(_ actions: [BrokerState.Action]) throws -> [([UInt8], Request)] {
+        try actions.compactMap { action in
+            guard case .send(let identity, let frame) = action, frame.kind == .request else { return nil }
+            return (identity, try Request.decode(frame.payload))
+        }
+    }
+
+    static func completions(_ actions: [BrokerState.Action]) -> [(UInt64, Response)] {
+        actions.compactMap { action in
+            guard case .complete(let id, let response) = action else { return nil }
+            return (id, response)
+        }
+    }
+
+    static func heartbeatsSent(_ actions: [BrokerState.Action]) -> Set<[UInt8]> {
+        Set(actions.compactMap { action in
+            guard case .send(let identity, let frame) = action, frame.kind == .heartbeat else { return nil }
+            return identity
+        })
+    }
+
+    /// The request a worker must receive for `job`: the job's request with the job's id.
+    static func expectedRequest(_ job: BrokerState.Job) -> Request {
+        var request = job.request
+        request.id = job.id
+        return request
+    }
+
+    @Test func readyWorkerTakesSubmittedJob() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        #expect(state.received(Self.ready("A", pid: 42), from: Self.a, now: 0).isEmpty)
+        #expect(state.workers[Self.a]?.instance == "A")
+        #expect(state.workers[Self.a]?.pid == 42)
+
+        let job = Self.job(7)
+        let sent = try Self.dispatched(state.submit(job))
+        #expect(sent.count == 1)
+        #expect(sent.first?.0 == Self.a)
+        #expect(sent.first?.1 == Self.expectedRequest(job))
+        #expect(sent.first?.1.id == 7)
+        #expect(state.busyCount == 1)
+        #expect(state.queuedCount == 0)
+    }
+
+    @Test func jobQueuesUntilAWorkerIsReady() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        let first = Self.job(1), second = Self.job(2)
+        #expect(state.submit(first).isEmpty)
+        #expect(state.submit(second).isEmpty)
+        #expect(state.queuedCount == 2)
+
+        // One worker takes one job at a time, in submission order.
+        let sent = try Self.dispatched(state.received(Self.ready("A"), from: Self.a, now: 0))
+        #expect(sent.map(\.0) == [Self.a])
+        #expect(sent.map(\.1) == [Self.expectedRequest(first)])
+        #expect(state.queuedCount == 1)
+
+        let next = try Self.dispatched(state.received(Self.ready("B"), from: Self.b, now: 0))
+        #expect(next.map(\.0) == [Self.b])
+        #expect(next.map(\.1) == [Self.expectedRequest(second)])
+        #expect(state.queuedCount == 0)
+        #expect(state.busyCount == 2)
+    }
+
+    @Test func replyCompletesTheJobAndFreesTheWorker() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(5))
+        _ = state.submit(Self.job(6))  // queued behind job 5
+
+        // The worker answers with whatever id; the broker puts the job's id back.
+        let actions = state.received(Self.reply(.ok(12345, .echo(payload: [5], instance: "A"))), from: Self.a, now: 10)
+        let done = Self.completions(actions)
+        #expect(done.count == 1)
+        #expect(done.first?.0 == 5)
+        #expect(done.first?.1 == .ok(5, .echo(payload: [5], instance: "A")))
+        // Now idle, the worker gets the queued job at once.
+        #expect(try Self.dispatched(actions).map(\.1.id) == [6])
+
+        let last = Self.completions(state.received(Self.reply(.failure(0, .conflict("no"))), from: Self.a, now: 20))
+        #expect(last.map(\.0) == [6])
+        #expect(last.first?.1 == .failure(6, .conflict("no")))
+        #expect(state.busyCount == 0)
+        #expect(state.queuedCount == 0)
+    }
+
+    @Test func malformedReplyCompletesWithMalformedMessage() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(3))
+        let done = Self.completions(state.received(WorkerFrame(kind: .reply, payload: [0xFF, 0xFF, 0xFF]),
+                                                   from: Self.a, now: 1))
+        #expect(done.map(\.0) == [3])
+        #expect(done.first?.1.id == 3)
+        #expect((try? done.first?.1.outcome.get()) == nil)
+        if case .failure(let error)? = done.first?.1.outcome { #expect(error.is(.malformedMessage)) }
+        #expect(state.busyCount == 0)
+    }
+
+    @Test func idleWorkerThatWaitedLongestGoesFirst() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.received(Self.ready("B"), from: Self.b, now: 1)
+        #expect(try Self.dispatched(state.submit(Self.job(1))).map(\.0) == [Self.a])
+        #expect(try Self.dispatched(state.submit(Self.job(2))).map(\.0) == [Self.b])
+        // B finishes first, then A: B has waited longer.
+        _ = state.received(Self.reply(.ok(0)), from: Self.b, now: 2)
+        _ = state.received(Self.reply(.ok(0)), from: Self.a, now: 3)
+        #expect(try Self.dispatched(state.submit(Self.job(3))).map(\.0) == [Self.b])
+        #expect(try Self.dispatched(state.submit(Self.job(4))).map(\.0) == [Self.a])
+    }
+
+    /// (silent for ms, still known after tick) with heartbeatMs 100 × liveness 3.
+    static let silence: [(UInt64, Bool)] = [(0, true), (299, true), (300, true), (301, false), (10_000, false)]
+
+    @Test(arguments: silence)
+    func silentWorkerIsForgotten(silentMs: UInt64, alive: Bool) {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 1000)
+        _ = state.tick(now: 1000 + silentMs)
+        #expect((state.workers[Self.a] != nil) == alive)
+    }
+
+    @Test func anyFrameProvesAWorkerAlive() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.received(Self.heartbeat(), from: Self.a, now: 250)
+        _ = state.tick(now: 500)
+        #expect(state.workers[Self.a] != nil)
+        _ = state.tick(now: 551)
+        #expect(state.workers[Self.a] == nil)
+    }
+
+    @Test func deadWorkersJobIsRetriedOnceThenUnavailable() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        let job = Self.job(9)
+        #expect(try Self.dispatched(state.submit(job)).map(\.0) == [Self.a])
+        _ = state.received(Self.ready("B"), from: Self.b, now: 200)
+        _ = state.received(Self.heartbeat(), from: Self.b, now: 300)
+
+        // A has been silent for 301 ms: it is dead, and its job moves to B.
+        let failover = state.tick(now: 301)
+        #expect(state.workers[Self.a] == nil)
+        let retried = try Self.dispatched(failover)
+        #expect(retried.map(\.0) == [Self.b])
+        #expect(retried.map(\.1) == [Self.expectedRequest(job)])
+        #expect(Self.completions(failover).isEmpty)
+
+        // B dies with it too: the job has failed over once already, so it completes as unavailable.
+        let second = state.tick(now: 601)
+        #expect(state.workers.isEmpty)
+        let done = Self.completions(second)
+        #expect(done.map(\.0) == [9])
+        if case .failure(let error)? = done.first?.1.outcome {
+            #expect(error.is(.unavailable))
+        } else {
+            Issue.record("expected an unavailable failure, got \(String(describing: done.first?.1))")
+        }
+        #expect(state.queuedCount == 0)
+        #expect(state.busyCount == 0)
+    }
+
+    @Test func workerThatSaysDisconnectIsRemovedAndItsJobRetried() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(4))
+        _ = state.received(Self.ready("B"), from: Self.b, now: 0)
+        let actions = state.received(WorkerFrame(kind: .disconnect, instance: "A"), from: Self.a, now: 10)
+        #expect(state.workers[Self.a] == nil)
+        #expect(try Self.dispatched(actions).map(\.0) == [Self.b])
+        #expect(try Self.dispatched(actions).map(\.1.id) == [4])
+    }
+
+    @Test func workerAnnouncingItselfAgainLosesNothing() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(8))
+        // The same socket says READY while busy: it lost its job, which is sent again.
+        let actions = state.received(Self.ready("A"), from: Self.a, now: 5)
+        #expect(try Self.dispatched(actions).map(\.0) == [Self.a])
+        #expect(try Self.dispatched(actions).map(\.1.id) == [8])
+        #expect(state.workers.count == 1)
+        #expect(state.busyCount == 1)
+    }
+
+    @Test func queuedJobPastItsDeadlineTimesOut() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.submit(Self.job(1, deadline: 500))
+        _ = state.submit(Self.job(2, deadline: 900))
+        #expect(Self.completions(state.tick(now: 499)).isEmpty)
+        let done = Self.completions(state.tick(now: 500))
+        #expect(done.map(\.0) == [1])
+        if case .failure(let error)? = done.first?.1.outcome { #expect(error.is(.timeout)) } else {
+            Issue.record("expected a timeout")
+        }
+        #expect(done.first?.1.id == 1)
+        #expect(state.queuedCount == 1)
+    }
+
+    @Test func runningJobPastItsDeadlineTimesOut() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(1, deadline: 200))
+        _ = state.received(Self.heartbeat(), from: Self.a, now: 150)
+        #expect(Self.completions(state.tick(now: 199)).isEmpty)
+        let done = Self.completions(state.tick(now: 200))
+        #expect(done.map(\.0) == [1])
+        if case .failure(let error)? = done.first?.1.outcome { #expect(error.is(.timeout)) } else {
+            Issue.record("expected a timeout")
+        }
+        // Completed once only.
+        _ = state.received(Self.heartbeat(), from: Self.a, now: 250)
+        #expect(Self.completions(state.tick(now: 300)).isEmpty)
+        // The worker is still busy with it (it cannot be interrupted).
+        #expect(state.busyCount == 1)
+    }
+
+    /// BrokerState's rule: "The worker keeps working on it; its late reply is dropped and it
+    /// becomes idle then." Dropped means: no completion for anyone.
+    @Test func lateReplyAfterTimeoutIsDroppedAndFreesTheWorker() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(1, deadline: 200))
+        _ = state.tick(now: 200)
+        _ = state.submit(Self.job(2))  // waits: A is still busy with job 1
+        #expect(state.queuedCount == 1)
+
+        let actions = state.received(Self.reply(.ok(1)), from: Self.a, now: 250)
+        #expect(Self.completions(actions).isEmpty, "a late reply must not complete anything: \(Self.completions(actions).map(\.0))")
+        #expect(try Self.dispatched(actions).map(\.1.id) == [2])
+    }
+
+    @Test func workerDyingWithATimedOutJobCompletesNothing() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(1, deadline: 100))
+        _ = state.tick(now: 100)  // job 1 times out, A keeps it
+        let actions = state.tick(now: 400)  // A is dead
+        #expect(state.workers.isEmpty)
+        #expect(Self.completions(actions).isEmpty)
+        #expect(state.queuedCount == 0)
+    }
+
+    static let strangerFrames: [(WorkerFrame.Kind, Bool)] = [
+        (.heartbeat, true), (.reply, true), (.request, true), (.disconnect, false),
+    ]
+
+    @Test(arguments: strangerFrames)
+    func frameFromAnUnknownWorkerGetsDisconnect(kind: WorkerFrame.Kind, answered: Bool) {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        let actions = state.received(WorkerFrame(kind: kind, payload: Response.ok(1).encoded()), from: Self.stranger, now: 1)
+        let expected: [BrokerState.Action] = answered
+            ? [.send(identity: Self.stranger, frame: WorkerFrame(kind: .disconnect))] : []
+        #expect(actions == expected)
+        #expect(state.workers.keys.sorted { $0.lexicographicallyPrecedes($1) } == [Self.a])
+    }
+
+    @Test func tickSendsHeartbeatsEveryHeartbeatMs() {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 1000)
+        _ = state.received(Self.ready("B"), from: Self.b, now: 1000)
+        // (now, whether this tick heartbeats); workers keep heartbeating so none dies.
+        let ticks: [(UInt64, Bool)] = [(1000, true), (1050, false), (1099, false), (1100, true), (1110, false),
+                                       (1199, false), (1200, true), (1450, true), (1500, false), (1550, true)]
+        for (now, beats) in ticks {
+            _ = state.received(Self.heartbeat(), from: Self.a, now: now)
+            _ = state.received(Self.heartbeat(), from: Self.b, now: now)
+            let sent = Self.heartbeatsSent(state.tick(now: now))
+            #expect(sent == (beats ? [Self.a, Self.b] : []), "tick at \(now)")
+        }
+    }
+}

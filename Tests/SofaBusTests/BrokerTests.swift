@@ -1,0 +1,129 @@
+import Foundation
+import SofaBus
+import SofaCore
+import SofaWire
+import Testing
+
+/// Broker and BrokerWorker over real sockets. (A worker that dies without a word is covered by
+/// the process-level fault-injection tests; `BrokerStateTests` cover the failover rules.)
+@Suite struct BrokerTests {
+    static func startWorker(_ broker: Broker, _ instance: String) throws -> BrokerWorker {
+        let handler = BasicHandler(service: "query", instance: instance)
+        return try BrokerWorker.start(broker: broker.endpoint, service: "query", instance: instance, heartbeatMs: 100,
+                                      logger: .init(label: "sofa-bus-tests")) { request in
+            await handler.handle(request)
+        }
+    }
+
+    static func bindBroker() async throws -> Broker {
+        try await Broker.bind("tcp://127.0.0.1:*", heartbeatMs: 100, logger: .init(label: "sofa-bus-tests"))
+    }
+
+    static func echoReply(_ response: Response) -> (payload: [UInt8], instance: String)? {
+        guard case .success(.echo(let payload, let instance)) = response.outcome else { return nil }
+        return (payload, instance)
+    }
+
+    @Test func twoWorkersServeRequestsAndShareTheLoad() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let a = try Self.startWorker(broker, "A")
+        let b = try Self.startWorker(broker, "B")
+        let joined = await eventually("both workers to join") {
+            broker.snapshot.workers == ["A", "B"] ? true : nil
+        }
+        try #require(joined == true)
+        #expect(broker.snapshot.pids == [UInt32(getpid()), UInt32(getpid())])
+        #expect(broker.snapshot.busy == 0)
+        #expect(broker.snapshot.queued == 0)
+
+        let single = await broker.submit(Request(operation: echo([1, 2, 3])), timeout: .seconds(10))
+        #expect(Self.echoReply(single)?.payload == [1, 2, 3])
+
+        // Eight slow requests at once: a worker takes one at a time, so both must take some.
+        let results = await withTaskGroup(of: (Int, Response).self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    (index, await broker.submit(Request(operation: echo([UInt8(index)], delayMs: 100)), timeout: .seconds(20)))
+                }
+            }
+            return await group.reduce(into: [(Int, Response)]()) { $0.append($1) }
+        }
+        #expect(results.count == 8)
+        for (index, response) in results {
+            #expect(Self.echoReply(response)?.payload == [UInt8(index)], "request \(index): \(response)")
+        }
+        #expect(Set(results.compactMap { Self.echoReply($0.1)?.instance }) == ["A", "B"])
+
+        await a.close()
+        await b.close()
+        let left = await eventually("the workers to leave") { broker.snapshot.workers.isEmpty ? true : nil }
+        #expect(left == true)
+    }
+
+    @Test func snapshotShowsTheBusyWorker() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let a = try Self.startWorker(broker, "A")
+        _ = await eventually("the worker to join") { broker.snapshot.workers == ["A"] ? true : nil }
+
+        async let slow = broker.submit(Request(operation: echo([7], delayMs: 1000)), timeout: .seconds(20))
+        let busy = await eventually("the worker to be busy") { broker.snapshot.busy == 1 ? broker.snapshot : nil }
+        #expect(busy?.busyWorkers == ["A"])
+        #expect(busy?.busyPids == [UInt32(getpid())])
+        #expect(Self.echoReply(await slow)?.instance == "A")
+        let idle = await eventually("the worker to be idle") { broker.snapshot.busy == 0 ? true : nil }
+        #expect(idle == true)
+        await a.close()
+    }
+
+    /// A worker that leaves cleanly (DISCONNECT) in the middle of a request: the broker retries
+    /// the request on the other worker, so the caller still gets its answer.
+    @Test func requestOfAWorkerThatLeavesIsRetriedOnAnother() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let workers = ["A": try Self.startWorker(broker, "A"), "B": try Self.startWorker(broker, "B")]
+        _ = await eventually("both workers to join") { broker.snapshot.workers == ["A", "B"] ? true : nil }
+
+        async let slow = broker.submit(Request(operation: echo([5], delayMs: 500)), timeout: .seconds(20))
+        let busy = await eventually("a worker to take the request") { broker.snapshot.busyWorkers.first }
+        let taker = try #require(busy)
+        await workers[taker]!.close()
+        let response = await slow
+        let other = taker == "A" ? "B" : "A"
+        #expect(Self.echoReply(response)?.instance == other, "\(response)")
+        #expect(Self.echoReply(response)?.payload == [5])
+        #expect(broker.snapshot.workers == [other])
+        await workers[other]!.close()
+    }
+
+    @Test func requestWithNoWorkerTimesOut() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let response = await broker.submit(Request(operation: echo([1])), timeout: .milliseconds(300))
+        let elapsed = clock.now - start
+        guard case .failure(let error) = response.outcome else {
+            Issue.record("expected a timeout, got \(response)")
+            return
+        }
+        #expect(error.is(.timeout), "\(error)")
+        #expect(elapsed >= .milliseconds(290))
+        #expect(elapsed < .seconds(3))
+        // The snapshot is refreshed after the completion is delivered.
+        let emptied = await eventually("the queue to empty") { broker.snapshot.queued == 0 ? true : nil }
+        #expect(emptied == true)
+    }
+
+    @Test func closedBrokerAnswersShuttingDown() async throws {
+        let broker = try await Self.bindBroker()
+        broker.close()
+        let response = await broker.submit(Request(operation: echo([1])), timeout: .seconds(5))
+        guard case .failure(let error) = response.outcome else {
+            Issue.record("expected an error, got \(response)")
+            return
+        }
+        #expect(error.is(.shuttingDown), "\(error)")
+    }
+}

@@ -1,0 +1,68 @@
+import SofaBus
+import Testing
+
+@Suite struct SettingsTests {
+    /// (arguments, environment, expected data directory)
+    static let dataDirectory: [([String], [String: String], String)] = [
+        ([], [:], "./.sofa-data"),
+        (["--data-dir", "/flag"], [:], "/flag"),
+        (["--data-dir=/equals"], [:], "/equals"),
+        (["--data-dir=a=b"], [:], "a=b"),
+        ([], ["SOFA_DATA_DIR": "/env"], "/env"),
+        (["--data-dir", "/flag"], ["SOFA_DATA_DIR": "/env"], "/flag"),
+        (["--data-dir=/equals"], ["SOFA_DATA_DIR": "/env"], "/equals"),
+        ([], ["DATA_DIR": "/unprefixed"], "./.sofa-data"),
+        (["positional", "--verbose", "--data-dir", "/after"], [:], "/after"),
+        (["--data-dir", "/first", "--data-dir", "/last"], [:], "/last"),
+        (["--other-dir", "/x"], [:], "./.sofa-data"),
+    ]
+
+    @Test(arguments: dataDirectory)
+    func dataDirectoryFromFlagEnvironmentOrDefault(_ arguments: [String], _ environment: [String: String], _ expected: String) {
+        #expect(Settings(arguments: arguments, environment: environment).dataDirectory == expected)
+    }
+
+    @Test func flagWithoutValueIsTrue() {
+        let settings = Settings(arguments: ["--verbose", "--data-dir", "/d"], environment: [:])
+        #expect(settings.string("VERBOSE", default: "false") == "true")
+        #expect(settings.dataDirectory == "/d")
+    }
+
+    @Test func defaults() {
+        let settings = Settings(arguments: [], environment: [:])
+        #expect(settings.gatewayEndpoint == "tcp://127.0.0.1:7420")
+        #expect(settings.storageEndpoint == "tcp://127.0.0.1:7421")
+        #expect(settings.blobEndpoint == "tcp://127.0.0.1:7422")
+        #expect(settings.replicatorEndpoint == "tcp://127.0.0.1:7423")
+        #expect(settings.brokerEndpoint == "tcp://127.0.0.1:7424")
+        #expect(settings.heartbeatMs == 500)
+        #expect(settings.maxRequestBytes == 16 << 20)
+        #expect(settings.instance == nil)
+    }
+
+    /// (arguments, environment, expected heartbeatMs): integers parse, junk falls back, minimum 10.
+    static let heartbeat: [([String], [String: String], UInt64)] = [
+        (["--heartbeat-ms", "250"], [:], 250),
+        ([], ["SOFA_HEARTBEAT_MS": "75"], 75),
+        (["--heartbeat-ms=1"], [:], 10),
+        (["--heartbeat-ms", "-5"], [:], 10),
+        (["--heartbeat-ms", "fast"], [:], 500),
+        (["--heartbeat-ms", "300"], ["SOFA_HEARTBEAT_MS": "75"], 300),
+    ]
+
+    @Test(arguments: heartbeat)
+    func heartbeatMs(_ arguments: [String], _ environment: [String: String], _ expected: UInt64) {
+        #expect(Settings(arguments: arguments, environment: environment).heartbeatMs == expected)
+    }
+
+    @Test func endpointsAndInstanceFromFlagsAndEnvironment() {
+        let settings = Settings(arguments: ["--storage-endpoint", "ipc:///tmp/s.sock", "--instance=q2"],
+                                environment: ["SOFA_BROKER_ENDPOINT": "tcp://broker:1", "SOFA_INSTANCE": "env",
+                                              "SOFA_MAX_REQUEST_BYTES": "1024"])
+        #expect(settings.storageEndpoint == "ipc:///tmp/s.sock")
+        #expect(settings.brokerEndpoint == "tcp://broker:1")
+        #expect(settings.instance == "q2")
+        #expect(settings.maxRequestBytes == 1024)
+        #expect(Settings(arguments: [], environment: ["SOFA_INSTANCE": "env"]).instance == "env")
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import SofaCore
+@testable import SofaStorage
+import Testing
+
+/// A fresh, empty data directory for one test, removed afterwards.
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("sofa-storage-tests-\(UUID().uuidString)", isDirectory: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
+/// A StorageEngine on a fresh data directory, closed and removed afterwards.
+func withEngine<T>(_ body: (StorageEngine) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { url in
+        let engine = try StorageEngine(dataDirectory: url)
+        defer { engine.close() }
+        return try await body(engine)
+    }
+}
+
+/// A StorageEngine with one empty database "db".
+func withDatabase<T>(_ body: (StorageEngine, DatabaseStore) async throws -> T) async throws -> T {
+    try await withEngine { engine in
+        try await engine.createDatabase("db")
+        return try await body(engine, try await engine.database("db"))
+    }
+}
+
+/// The SofaError `body` fails with; records an issue when it succeeds or throws something else.
+@discardableResult
+func expectError<T>(_ code: SofaError.Code, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+                    _ body: () async throws -> T) async -> SofaError? {
+    do {
+        let value = try await body()
+        Issue.record("expected \(code), got \(value) \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as SofaError {
+        #expect(error.sofaCode == code, "\(comment.map { "\($0): " } ?? "")\(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+func put(_ id: String, _ body: JSON, parent: RevID? = nil, deleted: Bool = false) -> DocumentWrite {
+    DocumentWrite(id: id, parent: parent, body: body, deleted: deleted)
+}
+
+func json(_ text: String) throws -> JSON { try JSON.parse(text) }
