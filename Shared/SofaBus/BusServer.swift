@@ -119,8 +119,16 @@ public final class BusServer: Sendable {
                             "the request's deadline passed before \(name) could start it")).encoded()])
                         continue
                     }
+                    logger.trace("request", metadata: [
+                        "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
+                    ])
                     Task {
                         var response = await handler(request)
+                        if case .failure(let error) = response.outcome {
+                            logger.debug("request failed", metadata: [
+                                "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
+                            ])
+                        }
                         response.id = request.id
                         self.reply(identity, response)
                     }
