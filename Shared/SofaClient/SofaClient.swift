@@ -75,8 +75,8 @@ public final class SofaClient: Sendable {
     }
 
     @discardableResult
-    public func createDatabase(_ name: String) async throws(SofaError) -> Database {
-        _ = try await call(.createDatabase, database: name)
+    public func createDatabase(_ name: String, versioning: Versioning = .revisionTrees) async throws(SofaError) -> Database {
+        _ = try await call(.createDatabase(versioning: versioning), database: name)
         return Database(client: self, name: name)
     }
 

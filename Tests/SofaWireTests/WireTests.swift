@@ -8,7 +8,7 @@ import Testing
         Request(id: 1, database: "", deadline: 0, operation: .health(service: "")),
         Request(id: 2, database: "", deadline: 17, operation: .health(service: "storage")),
         Request(id: 3, operation: .clusterStatus),
-        Request(id: 4, database: "app", operation: .createDatabase),
+        Request(id: 4, database: "app", operation: .createDatabase()),
         Request(id: 5, database: "app", operation: .deleteDatabase),
         Request(id: 6, operation: .listDatabases),
         Request(id: .max, database: "app", deadline: .max,
@@ -19,6 +19,35 @@ import Testing
         Request(id: 10, database: "app", operation: .getDocument(id: "a", rev: "2-ff")),
         Request(id: 11, database: "app", operation: .deleteDocument(id: "a", rev: "2-ff")),
         Request(id: 12, operation: .echo(payload: [0, 1, 2, 255], delayMs: 250, service: "query")),
+        Request(id: 13, database: "app", operation: .createDatabase(versioning: .versionVectors)),
+        Request(id: 14, database: "app", collection: "store.orders", operation: .databaseInfo),
+        Request(id: 15, database: "app", collection: "orders", operation: .createCollection),
+        Request(id: 16, database: "app", collection: "orders", operation: .deleteCollection),
+        Request(id: 17, database: "app", operation: .listCollections),
+        Request(id: 18, database: "app", operation: .getDocument(id: "a", rev: "", history: true, openLeaves: true)),
+        Request(id: 19, database: "app", operation: .insertRevision(RevisionInsert(
+            id: "a", history: ["3-cc", "2-bb", "1-aa"], body: Array(#"{"v":3}"#.utf8), deleted: false))),
+        Request(id: 20, database: "app", operation: .bulkWrite([
+            .put(id: "a", rev: "", body: Array("{}".utf8), deleted: false),
+            .insert(RevisionInsert(id: "b", history: ["1-ab"], body: [], deleted: true)),
+        ])),
+        Request(id: 21, database: "app", operation: .bulkWrite([])),
+        Request(id: 22, database: "app", operation: .conflicts(id: "a")),
+        Request(id: 23, database: "app", operation: .resolveConflict(ConflictResolution(
+            id: "a", winner: "2-aa", loser: "2-bb", merge: true, mergedBody: Array(#"{"m":1}"#.utf8), mergedDeleted: false))),
+        Request(id: 24, database: "app", operation: .purge(id: "a", rev: "2-bb")),
+        Request(id: 25, database: "app", operation: .setExpiration(id: "a", expiration: 1_900_000_000_000)),
+        Request(id: 26, database: "app", operation: .getExpiration(id: "a")),
+        Request(id: 27, database: "app", operation: .nextExpiration),
+        Request(id: 28, database: "app", operation: .changes(ChangesQuery(
+            since: 7, descending: true, limit: 10, includeBodies: true, allLeaves: true, includeDeleted: false,
+            docIDs: ["a", "b"]))),
+        Request(id: 29, database: "app", operation: .allDocs(AllDocsQuery(
+            includeBodies: true, includeDeleted: true, limit: 5, skip: 2, descending: true, startKey: "a", endKey: "z"))),
+        Request(id: 30, database: "app", operation: .rawPut(store: "info", key: "k", version: [1, 2], body: [3])),
+        Request(id: 31, database: "app", operation: .rawGet(store: "info", key: "k")),
+        Request(id: 32, database: "app", operation: .rawDelete(store: "info", key: "k")),
+        Request(id: 33, database: "app", operation: .compact),
     ]
 
     @Test(arguments: requests)
@@ -42,6 +71,22 @@ import Testing
         .ok(10, .document(StoredDocument(id: "a", rev: "2-cd", body: [], deleted: true, sequence: 10))),
         .ok(11, .revision(id: "a", rev: "3-ef", sequence: 11)),
         .ok(12, .echo(payload: Array(repeating: 7, count: 300), instance: "query-2")),
+        .ok(13, .databaseInfo(DatabaseInfo(name: "app", documentCount: 3, lastSequence: 9, updateSequence: 11,
+                                           fileBytes: 4096, walBytes: 8192, publicUUID: "p", privateUUID: "q",
+                                           versioning: .versionVectors, collections: 2))),
+        .ok(14, .collections(["_default._default", "store.orders"])),
+        .ok(15, .documents([StoredDocument(id: "a", rev: "2-aa", body: [], deleted: false, sequence: 3,
+                                           history: ["2-aa", "1-aa"], conflicted: true),
+                            StoredDocument(id: "a", rev: "2-bb", body: [1], deleted: true, sequence: 4)])),
+        .ok(16, .bulk([BulkItemResult(id: "a", rev: "1-aa", sequence: 1),
+                       BulkItemResult(id: "b", rev: "", sequence: 0, error: SofaError(.conflict, "stale"))])),
+        .ok(17, .conflicts(["2-aa", "2-bb"])),
+        .ok(18, .expiration(1_900_000_000_000)),
+        .ok(19, .changes(ChangesBatch(changes: [Change(sequence: 4, id: "a", rev: "2-aa", deleted: true, body: [1],
+                                                       leaves: ["2-aa", "2-bb"]),
+                                                Change(sequence: 5, id: "b", rev: "")], lastSequence: 5))),
+        .ok(20, .raw(version: [1], body: [2, 3])),
+        .ok(21, .inserted(InsertResult(id: "a", rev: "3-cc", sequence: 8, added: 2, conflict: true))),
     ]
 
     @Test(arguments: responses)

@@ -52,9 +52,10 @@ public final class GatewayService: Sendable {
             return await route(request, to: service)
         case .clusterStatus:
             return .ok(request.id, .cluster(await clusterStatus()))
-        case .createDatabase, .deleteDatabase, .listDatabases:
+        case .listDatabases:
             return await storage.send(request, timeout: Self.forwardTimeout)
-        case .putDocument, .getDocument, .deleteDocument:
+        default:
+            // Everything else is about one database, and storage owns databases.
             guard !request.database.isEmpty else {
                 return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
             }

@@ -72,13 +72,15 @@ public final class StorageService: Sendable {
             let write = DocumentWrite(id: id, parent: try RevID.parse(rev), body: .object(JSONObject()), deleted: true)
             let result = try await engine.database(request.database).write(write)
             return .revision(id: result.id, rev: result.rev.ascii, sequence: result.sequence)
-        case .getDocument(let id, let rev):
+        case .getDocument(let id, let rev, _, _):
             try DocumentID.validate(id)
             let record = try await engine.database(request.database).read(id: id, rev: rev.isEmpty ? nil : try RevID.parse(rev))
             return .document(StoredDocument(id: record.id, rev: record.rev.ascii, body: record.body,
                                             deleted: record.deleted, sequence: record.sequence))
         case .clusterStatus:
             throw SofaError(.unsupported, "storage does not answer clusterStatus; ask the gateway")
+        default:
+            throw SofaError(.unimplemented, "sofa-storage does not serve \(request.operation.name) yet")
         }
     }
 

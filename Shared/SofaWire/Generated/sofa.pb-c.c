@@ -412,6 +412,861 @@ void   sofa__wire__delete_document__free_unpacked
   assert(message->base.descriptor == &sofa__wire__delete_document__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__database_info_request__init
+                     (Sofa__Wire__DatabaseInfoRequest         *message)
+{
+  static const Sofa__Wire__DatabaseInfoRequest init_value = SOFA__WIRE__DATABASE_INFO_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__database_info_request__get_packed_size
+                     (const Sofa__Wire__DatabaseInfoRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__database_info_request__pack
+                     (const Sofa__Wire__DatabaseInfoRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__database_info_request__pack_to_buffer
+                     (const Sofa__Wire__DatabaseInfoRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DatabaseInfoRequest *
+       sofa__wire__database_info_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DatabaseInfoRequest *)
+     protobuf_c_message_unpack (&sofa__wire__database_info_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__database_info_request__free_unpacked
+                     (Sofa__Wire__DatabaseInfoRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__database_info_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__create_collection__init
+                     (Sofa__Wire__CreateCollection         *message)
+{
+  static const Sofa__Wire__CreateCollection init_value = SOFA__WIRE__CREATE_COLLECTION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__create_collection__get_packed_size
+                     (const Sofa__Wire__CreateCollection *message)
+{
+  assert(message->base.descriptor == &sofa__wire__create_collection__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__create_collection__pack
+                     (const Sofa__Wire__CreateCollection *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__create_collection__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__create_collection__pack_to_buffer
+                     (const Sofa__Wire__CreateCollection *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__create_collection__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__CreateCollection *
+       sofa__wire__create_collection__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__CreateCollection *)
+     protobuf_c_message_unpack (&sofa__wire__create_collection__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__create_collection__free_unpacked
+                     (Sofa__Wire__CreateCollection *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__create_collection__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__delete_collection__init
+                     (Sofa__Wire__DeleteCollection         *message)
+{
+  static const Sofa__Wire__DeleteCollection init_value = SOFA__WIRE__DELETE_COLLECTION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__delete_collection__get_packed_size
+                     (const Sofa__Wire__DeleteCollection *message)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_collection__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__delete_collection__pack
+                     (const Sofa__Wire__DeleteCollection *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_collection__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__delete_collection__pack_to_buffer
+                     (const Sofa__Wire__DeleteCollection *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_collection__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DeleteCollection *
+       sofa__wire__delete_collection__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DeleteCollection *)
+     protobuf_c_message_unpack (&sofa__wire__delete_collection__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__delete_collection__free_unpacked
+                     (Sofa__Wire__DeleteCollection *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__delete_collection__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__list_collections__init
+                     (Sofa__Wire__ListCollections         *message)
+{
+  static const Sofa__Wire__ListCollections init_value = SOFA__WIRE__LIST_COLLECTIONS__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__list_collections__get_packed_size
+                     (const Sofa__Wire__ListCollections *message)
+{
+  assert(message->base.descriptor == &sofa__wire__list_collections__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__list_collections__pack
+                     (const Sofa__Wire__ListCollections *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__list_collections__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__list_collections__pack_to_buffer
+                     (const Sofa__Wire__ListCollections *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__list_collections__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ListCollections *
+       sofa__wire__list_collections__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ListCollections *)
+     protobuf_c_message_unpack (&sofa__wire__list_collections__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__list_collections__free_unpacked
+                     (Sofa__Wire__ListCollections *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__list_collections__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__insert_revision__init
+                     (Sofa__Wire__InsertRevision         *message)
+{
+  static const Sofa__Wire__InsertRevision init_value = SOFA__WIRE__INSERT_REVISION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__insert_revision__get_packed_size
+                     (const Sofa__Wire__InsertRevision *message)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_revision__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__insert_revision__pack
+                     (const Sofa__Wire__InsertRevision *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_revision__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__insert_revision__pack_to_buffer
+                     (const Sofa__Wire__InsertRevision *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_revision__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__InsertRevision *
+       sofa__wire__insert_revision__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__InsertRevision *)
+     protobuf_c_message_unpack (&sofa__wire__insert_revision__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__insert_revision__free_unpacked
+                     (Sofa__Wire__InsertRevision *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__insert_revision__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__bulk_item__init
+                     (Sofa__Wire__BulkItem         *message)
+{
+  static const Sofa__Wire__BulkItem init_value = SOFA__WIRE__BULK_ITEM__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__bulk_item__get_packed_size
+                     (const Sofa__Wire__BulkItem *message)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__bulk_item__pack
+                     (const Sofa__Wire__BulkItem *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__bulk_item__pack_to_buffer
+                     (const Sofa__Wire__BulkItem *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BulkItem *
+       sofa__wire__bulk_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BulkItem *)
+     protobuf_c_message_unpack (&sofa__wire__bulk_item__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__bulk_item__free_unpacked
+                     (Sofa__Wire__BulkItem *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__bulk_item__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__bulk_write__init
+                     (Sofa__Wire__BulkWrite         *message)
+{
+  static const Sofa__Wire__BulkWrite init_value = SOFA__WIRE__BULK_WRITE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__bulk_write__get_packed_size
+                     (const Sofa__Wire__BulkWrite *message)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_write__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__bulk_write__pack
+                     (const Sofa__Wire__BulkWrite *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_write__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__bulk_write__pack_to_buffer
+                     (const Sofa__Wire__BulkWrite *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_write__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BulkWrite *
+       sofa__wire__bulk_write__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BulkWrite *)
+     protobuf_c_message_unpack (&sofa__wire__bulk_write__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__bulk_write__free_unpacked
+                     (Sofa__Wire__BulkWrite *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__bulk_write__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__conflicts_request__init
+                     (Sofa__Wire__ConflictsRequest         *message)
+{
+  static const Sofa__Wire__ConflictsRequest init_value = SOFA__WIRE__CONFLICTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__conflicts_request__get_packed_size
+                     (const Sofa__Wire__ConflictsRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__conflicts_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__conflicts_request__pack
+                     (const Sofa__Wire__ConflictsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__conflicts_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__conflicts_request__pack_to_buffer
+                     (const Sofa__Wire__ConflictsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__conflicts_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ConflictsRequest *
+       sofa__wire__conflicts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ConflictsRequest *)
+     protobuf_c_message_unpack (&sofa__wire__conflicts_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__conflicts_request__free_unpacked
+                     (Sofa__Wire__ConflictsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__conflicts_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__resolve_conflict__init
+                     (Sofa__Wire__ResolveConflict         *message)
+{
+  static const Sofa__Wire__ResolveConflict init_value = SOFA__WIRE__RESOLVE_CONFLICT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__resolve_conflict__get_packed_size
+                     (const Sofa__Wire__ResolveConflict *message)
+{
+  assert(message->base.descriptor == &sofa__wire__resolve_conflict__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__resolve_conflict__pack
+                     (const Sofa__Wire__ResolveConflict *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__resolve_conflict__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__resolve_conflict__pack_to_buffer
+                     (const Sofa__Wire__ResolveConflict *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__resolve_conflict__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ResolveConflict *
+       sofa__wire__resolve_conflict__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ResolveConflict *)
+     protobuf_c_message_unpack (&sofa__wire__resolve_conflict__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__resolve_conflict__free_unpacked
+                     (Sofa__Wire__ResolveConflict *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__resolve_conflict__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__purge__init
+                     (Sofa__Wire__Purge         *message)
+{
+  static const Sofa__Wire__Purge init_value = SOFA__WIRE__PURGE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__purge__get_packed_size
+                     (const Sofa__Wire__Purge *message)
+{
+  assert(message->base.descriptor == &sofa__wire__purge__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__purge__pack
+                     (const Sofa__Wire__Purge *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__purge__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__purge__pack_to_buffer
+                     (const Sofa__Wire__Purge *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__purge__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__Purge *
+       sofa__wire__purge__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__Purge *)
+     protobuf_c_message_unpack (&sofa__wire__purge__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__purge__free_unpacked
+                     (Sofa__Wire__Purge *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__purge__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__set_expiration__init
+                     (Sofa__Wire__SetExpiration         *message)
+{
+  static const Sofa__Wire__SetExpiration init_value = SOFA__WIRE__SET_EXPIRATION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__set_expiration__get_packed_size
+                     (const Sofa__Wire__SetExpiration *message)
+{
+  assert(message->base.descriptor == &sofa__wire__set_expiration__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__set_expiration__pack
+                     (const Sofa__Wire__SetExpiration *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__set_expiration__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__set_expiration__pack_to_buffer
+                     (const Sofa__Wire__SetExpiration *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__set_expiration__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__SetExpiration *
+       sofa__wire__set_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__SetExpiration *)
+     protobuf_c_message_unpack (&sofa__wire__set_expiration__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__set_expiration__free_unpacked
+                     (Sofa__Wire__SetExpiration *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__set_expiration__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__get_expiration__init
+                     (Sofa__Wire__GetExpiration         *message)
+{
+  static const Sofa__Wire__GetExpiration init_value = SOFA__WIRE__GET_EXPIRATION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__get_expiration__get_packed_size
+                     (const Sofa__Wire__GetExpiration *message)
+{
+  assert(message->base.descriptor == &sofa__wire__get_expiration__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__get_expiration__pack
+                     (const Sofa__Wire__GetExpiration *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__get_expiration__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__get_expiration__pack_to_buffer
+                     (const Sofa__Wire__GetExpiration *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__get_expiration__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__GetExpiration *
+       sofa__wire__get_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__GetExpiration *)
+     protobuf_c_message_unpack (&sofa__wire__get_expiration__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__get_expiration__free_unpacked
+                     (Sofa__Wire__GetExpiration *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__get_expiration__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__next_expiration__init
+                     (Sofa__Wire__NextExpiration         *message)
+{
+  static const Sofa__Wire__NextExpiration init_value = SOFA__WIRE__NEXT_EXPIRATION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__next_expiration__get_packed_size
+                     (const Sofa__Wire__NextExpiration *message)
+{
+  assert(message->base.descriptor == &sofa__wire__next_expiration__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__next_expiration__pack
+                     (const Sofa__Wire__NextExpiration *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__next_expiration__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__next_expiration__pack_to_buffer
+                     (const Sofa__Wire__NextExpiration *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__next_expiration__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__NextExpiration *
+       sofa__wire__next_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__NextExpiration *)
+     protobuf_c_message_unpack (&sofa__wire__next_expiration__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__next_expiration__free_unpacked
+                     (Sofa__Wire__NextExpiration *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__next_expiration__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__changes_request__init
+                     (Sofa__Wire__ChangesRequest         *message)
+{
+  static const Sofa__Wire__ChangesRequest init_value = SOFA__WIRE__CHANGES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__changes_request__get_packed_size
+                     (const Sofa__Wire__ChangesRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__changes_request__pack
+                     (const Sofa__Wire__ChangesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__changes_request__pack_to_buffer
+                     (const Sofa__Wire__ChangesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ChangesRequest *
+       sofa__wire__changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ChangesRequest *)
+     protobuf_c_message_unpack (&sofa__wire__changes_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__changes_request__free_unpacked
+                     (Sofa__Wire__ChangesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__changes_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__all_docs_request__init
+                     (Sofa__Wire__AllDocsRequest         *message)
+{
+  static const Sofa__Wire__AllDocsRequest init_value = SOFA__WIRE__ALL_DOCS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__all_docs_request__get_packed_size
+                     (const Sofa__Wire__AllDocsRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__all_docs_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__all_docs_request__pack
+                     (const Sofa__Wire__AllDocsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__all_docs_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__all_docs_request__pack_to_buffer
+                     (const Sofa__Wire__AllDocsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__all_docs_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__AllDocsRequest *
+       sofa__wire__all_docs_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__AllDocsRequest *)
+     protobuf_c_message_unpack (&sofa__wire__all_docs_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__all_docs_request__free_unpacked
+                     (Sofa__Wire__AllDocsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__all_docs_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__raw_put__init
+                     (Sofa__Wire__RawPut         *message)
+{
+  static const Sofa__Wire__RawPut init_value = SOFA__WIRE__RAW_PUT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__raw_put__get_packed_size
+                     (const Sofa__Wire__RawPut *message)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_put__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__raw_put__pack
+                     (const Sofa__Wire__RawPut *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_put__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__raw_put__pack_to_buffer
+                     (const Sofa__Wire__RawPut *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_put__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RawPut *
+       sofa__wire__raw_put__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RawPut *)
+     protobuf_c_message_unpack (&sofa__wire__raw_put__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__raw_put__free_unpacked
+                     (Sofa__Wire__RawPut *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__raw_put__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__raw_get__init
+                     (Sofa__Wire__RawGet         *message)
+{
+  static const Sofa__Wire__RawGet init_value = SOFA__WIRE__RAW_GET__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__raw_get__get_packed_size
+                     (const Sofa__Wire__RawGet *message)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_get__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__raw_get__pack
+                     (const Sofa__Wire__RawGet *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_get__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__raw_get__pack_to_buffer
+                     (const Sofa__Wire__RawGet *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_get__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RawGet *
+       sofa__wire__raw_get__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RawGet *)
+     protobuf_c_message_unpack (&sofa__wire__raw_get__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__raw_get__free_unpacked
+                     (Sofa__Wire__RawGet *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__raw_get__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__raw_delete__init
+                     (Sofa__Wire__RawDelete         *message)
+{
+  static const Sofa__Wire__RawDelete init_value = SOFA__WIRE__RAW_DELETE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__raw_delete__get_packed_size
+                     (const Sofa__Wire__RawDelete *message)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_delete__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__raw_delete__pack
+                     (const Sofa__Wire__RawDelete *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_delete__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__raw_delete__pack_to_buffer
+                     (const Sofa__Wire__RawDelete *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_delete__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RawDelete *
+       sofa__wire__raw_delete__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RawDelete *)
+     protobuf_c_message_unpack (&sofa__wire__raw_delete__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__raw_delete__free_unpacked
+                     (Sofa__Wire__RawDelete *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__raw_delete__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__compact__init
+                     (Sofa__Wire__Compact         *message)
+{
+  static const Sofa__Wire__Compact init_value = SOFA__WIRE__COMPACT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__compact__get_packed_size
+                     (const Sofa__Wire__Compact *message)
+{
+  assert(message->base.descriptor == &sofa__wire__compact__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__compact__pack
+                     (const Sofa__Wire__Compact *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__compact__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__compact__pack_to_buffer
+                     (const Sofa__Wire__Compact *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__compact__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__Compact *
+       sofa__wire__compact__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__Compact *)
+     protobuf_c_message_unpack (&sofa__wire__compact__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__compact__free_unpacked
+                     (Sofa__Wire__Compact *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__compact__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__echo__init
                      (Sofa__Wire__Echo         *message)
 {
@@ -772,6 +1627,501 @@ void   sofa__wire__document__free_unpacked
   assert(message->base.descriptor == &sofa__wire__document__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__document_list__init
+                     (Sofa__Wire__DocumentList         *message)
+{
+  static const Sofa__Wire__DocumentList init_value = SOFA__WIRE__DOCUMENT_LIST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__document_list__get_packed_size
+                     (const Sofa__Wire__DocumentList *message)
+{
+  assert(message->base.descriptor == &sofa__wire__document_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__document_list__pack
+                     (const Sofa__Wire__DocumentList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__document_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__document_list__pack_to_buffer
+                     (const Sofa__Wire__DocumentList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__document_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DocumentList *
+       sofa__wire__document_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DocumentList *)
+     protobuf_c_message_unpack (&sofa__wire__document_list__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__document_list__free_unpacked
+                     (Sofa__Wire__DocumentList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__document_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__database_info__init
+                     (Sofa__Wire__DatabaseInfo         *message)
+{
+  static const Sofa__Wire__DatabaseInfo init_value = SOFA__WIRE__DATABASE_INFO__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__database_info__get_packed_size
+                     (const Sofa__Wire__DatabaseInfo *message)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__database_info__pack
+                     (const Sofa__Wire__DatabaseInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__database_info__pack_to_buffer
+                     (const Sofa__Wire__DatabaseInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__database_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DatabaseInfo *
+       sofa__wire__database_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DatabaseInfo *)
+     protobuf_c_message_unpack (&sofa__wire__database_info__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__database_info__free_unpacked
+                     (Sofa__Wire__DatabaseInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__database_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__collection_list__init
+                     (Sofa__Wire__CollectionList         *message)
+{
+  static const Sofa__Wire__CollectionList init_value = SOFA__WIRE__COLLECTION_LIST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__collection_list__get_packed_size
+                     (const Sofa__Wire__CollectionList *message)
+{
+  assert(message->base.descriptor == &sofa__wire__collection_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__collection_list__pack
+                     (const Sofa__Wire__CollectionList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__collection_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__collection_list__pack_to_buffer
+                     (const Sofa__Wire__CollectionList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__collection_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__CollectionList *
+       sofa__wire__collection_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__CollectionList *)
+     protobuf_c_message_unpack (&sofa__wire__collection_list__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__collection_list__free_unpacked
+                     (Sofa__Wire__CollectionList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__collection_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__bulk_item_result__init
+                     (Sofa__Wire__BulkItemResult         *message)
+{
+  static const Sofa__Wire__BulkItemResult init_value = SOFA__WIRE__BULK_ITEM_RESULT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__bulk_item_result__get_packed_size
+                     (const Sofa__Wire__BulkItemResult *message)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__bulk_item_result__pack
+                     (const Sofa__Wire__BulkItemResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__bulk_item_result__pack_to_buffer
+                     (const Sofa__Wire__BulkItemResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_item_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BulkItemResult *
+       sofa__wire__bulk_item_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BulkItemResult *)
+     protobuf_c_message_unpack (&sofa__wire__bulk_item_result__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__bulk_item_result__free_unpacked
+                     (Sofa__Wire__BulkItemResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__bulk_item_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__bulk_result__init
+                     (Sofa__Wire__BulkResult         *message)
+{
+  static const Sofa__Wire__BulkResult init_value = SOFA__WIRE__BULK_RESULT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__bulk_result__get_packed_size
+                     (const Sofa__Wire__BulkResult *message)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__bulk_result__pack
+                     (const Sofa__Wire__BulkResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__bulk_result__pack_to_buffer
+                     (const Sofa__Wire__BulkResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__bulk_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BulkResult *
+       sofa__wire__bulk_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BulkResult *)
+     protobuf_c_message_unpack (&sofa__wire__bulk_result__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__bulk_result__free_unpacked
+                     (Sofa__Wire__BulkResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__bulk_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__revision_list__init
+                     (Sofa__Wire__RevisionList         *message)
+{
+  static const Sofa__Wire__RevisionList init_value = SOFA__WIRE__REVISION_LIST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__revision_list__get_packed_size
+                     (const Sofa__Wire__RevisionList *message)
+{
+  assert(message->base.descriptor == &sofa__wire__revision_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__revision_list__pack
+                     (const Sofa__Wire__RevisionList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__revision_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__revision_list__pack_to_buffer
+                     (const Sofa__Wire__RevisionList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__revision_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RevisionList *
+       sofa__wire__revision_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RevisionList *)
+     protobuf_c_message_unpack (&sofa__wire__revision_list__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__revision_list__free_unpacked
+                     (Sofa__Wire__RevisionList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__revision_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__expiration_info__init
+                     (Sofa__Wire__ExpirationInfo         *message)
+{
+  static const Sofa__Wire__ExpirationInfo init_value = SOFA__WIRE__EXPIRATION_INFO__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__expiration_info__get_packed_size
+                     (const Sofa__Wire__ExpirationInfo *message)
+{
+  assert(message->base.descriptor == &sofa__wire__expiration_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__expiration_info__pack
+                     (const Sofa__Wire__ExpirationInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__expiration_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__expiration_info__pack_to_buffer
+                     (const Sofa__Wire__ExpirationInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__expiration_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ExpirationInfo *
+       sofa__wire__expiration_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ExpirationInfo *)
+     protobuf_c_message_unpack (&sofa__wire__expiration_info__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__expiration_info__free_unpacked
+                     (Sofa__Wire__ExpirationInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__expiration_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__change__init
+                     (Sofa__Wire__Change         *message)
+{
+  static const Sofa__Wire__Change init_value = SOFA__WIRE__CHANGE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__change__get_packed_size
+                     (const Sofa__Wire__Change *message)
+{
+  assert(message->base.descriptor == &sofa__wire__change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__change__pack
+                     (const Sofa__Wire__Change *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__change__pack_to_buffer
+                     (const Sofa__Wire__Change *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__Change *
+       sofa__wire__change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__Change *)
+     protobuf_c_message_unpack (&sofa__wire__change__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__change__free_unpacked
+                     (Sofa__Wire__Change *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__changes_batch__init
+                     (Sofa__Wire__ChangesBatch         *message)
+{
+  static const Sofa__Wire__ChangesBatch init_value = SOFA__WIRE__CHANGES_BATCH__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__changes_batch__get_packed_size
+                     (const Sofa__Wire__ChangesBatch *message)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_batch__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__changes_batch__pack
+                     (const Sofa__Wire__ChangesBatch *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_batch__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__changes_batch__pack_to_buffer
+                     (const Sofa__Wire__ChangesBatch *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__changes_batch__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ChangesBatch *
+       sofa__wire__changes_batch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ChangesBatch *)
+     protobuf_c_message_unpack (&sofa__wire__changes_batch__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__changes_batch__free_unpacked
+                     (Sofa__Wire__ChangesBatch *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__changes_batch__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__raw_value__init
+                     (Sofa__Wire__RawValue         *message)
+{
+  static const Sofa__Wire__RawValue init_value = SOFA__WIRE__RAW_VALUE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__raw_value__get_packed_size
+                     (const Sofa__Wire__RawValue *message)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_value__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__raw_value__pack
+                     (const Sofa__Wire__RawValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_value__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__raw_value__pack_to_buffer
+                     (const Sofa__Wire__RawValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__raw_value__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RawValue *
+       sofa__wire__raw_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RawValue *)
+     protobuf_c_message_unpack (&sofa__wire__raw_value__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__raw_value__free_unpacked
+                     (Sofa__Wire__RawValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__raw_value__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__insert_result__init
+                     (Sofa__Wire__InsertResult         *message)
+{
+  static const Sofa__Wire__InsertResult init_value = SOFA__WIRE__INSERT_RESULT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__insert_result__get_packed_size
+                     (const Sofa__Wire__InsertResult *message)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__insert_result__pack
+                     (const Sofa__Wire__InsertResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__insert_result__pack_to_buffer
+                     (const Sofa__Wire__InsertResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__insert_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__InsertResult *
+       sofa__wire__insert_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__InsertResult *)
+     protobuf_c_message_unpack (&sofa__wire__insert_result__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__insert_result__free_unpacked
+                     (Sofa__Wire__InsertResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__insert_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__revision__init
                      (Sofa__Wire__Revision         *message)
 {
@@ -907,7 +2257,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[12] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[31] =
 {
   {
     "id",
@@ -942,6 +2292,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[12]
     offsetof(Sofa__Wire__Request, deadline_ms),
     NULL,
     NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "collection",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Request, collection),
+    NULL,
+    &protobuf_c_empty_string,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -1053,26 +2415,261 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[12]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "database_info",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, database_info),
+    &sofa__wire__database_info_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "create_collection",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, create_collection),
+    &sofa__wire__create_collection__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "delete_collection",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, delete_collection),
+    &sofa__wire__delete_collection__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "list_collections",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, list_collections),
+    &sofa__wire__list_collections__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "insert_revision",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, insert_revision),
+    &sofa__wire__insert_revision__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bulk_write",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, bulk_write),
+    &sofa__wire__bulk_write__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, conflicts),
+    &sofa__wire__conflicts_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resolve_conflict",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, resolve_conflict),
+    &sofa__wire__resolve_conflict__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "purge",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, purge),
+    &sofa__wire__purge__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_expiration",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, set_expiration),
+    &sofa__wire__set_expiration__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "get_expiration",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, get_expiration),
+    &sofa__wire__get_expiration__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_expiration",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, next_expiration),
+    &sofa__wire__next_expiration__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changes",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, changes),
+    &sofa__wire__changes_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all_docs",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, all_docs),
+    &sofa__wire__all_docs_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raw_put",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, raw_put),
+    &sofa__wire__raw_put__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raw_get",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, raw_get),
+    &sofa__wire__raw_get__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raw_delete",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, raw_delete),
+    &sofa__wire__raw_delete__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "compact",
+    36,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, compact),
+    &sofa__wire__compact__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
-  4,   /* field[4] = cluster_status */
-  5,   /* field[5] = create_database */
+  26,   /* field[26] = all_docs */
+  18,   /* field[18] = bulk_write */
+  25,   /* field[25] = changes */
+  5,   /* field[5] = cluster_status */
+  3,   /* field[3] = collection */
+  30,   /* field[30] = compact */
+  19,   /* field[19] = conflicts */
+  14,   /* field[14] = create_collection */
+  6,   /* field[6] = create_database */
   1,   /* field[1] = database */
+  13,   /* field[13] = database_info */
   2,   /* field[2] = deadline_ms */
-  6,   /* field[6] = delete_database */
-  10,   /* field[10] = delete_document */
-  11,   /* field[11] = echo */
-  9,   /* field[9] = get_document */
-  3,   /* field[3] = health */
+  15,   /* field[15] = delete_collection */
+  7,   /* field[7] = delete_database */
+  11,   /* field[11] = delete_document */
+  12,   /* field[12] = echo */
+  10,   /* field[10] = get_document */
+  23,   /* field[23] = get_expiration */
+  4,   /* field[4] = health */
   0,   /* field[0] = id */
-  7,   /* field[7] = list_databases */
-  8,   /* field[8] = put_document */
+  17,   /* field[17] = insert_revision */
+  16,   /* field[16] = list_collections */
+  8,   /* field[8] = list_databases */
+  24,   /* field[24] = next_expiration */
+  21,   /* field[21] = purge */
+  9,   /* field[9] = put_document */
+  29,   /* field[29] = raw_delete */
+  28,   /* field[28] = raw_get */
+  27,   /* field[27] = raw_put */
+  20,   /* field[20] = resolve_conflict */
+  22,   /* field[22] = set_expiration */
 };
 static const ProtobufCIntRange sofa__wire__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 10, 3 },
-  { 0, 12 }
+  { 10, 4 },
+  { 0, 31 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -1082,7 +2679,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  12,
+  31,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   2,  sofa__wire__request__number_ranges,
@@ -1145,9 +2742,29 @@ const ProtobufCMessageDescriptor sofa__wire__cluster_status__descriptor =
   (ProtobufCMessageInit) sofa__wire__cluster_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define sofa__wire__create_database__field_descriptors NULL
-#define sofa__wire__create_database__field_indices_by_name NULL
-#define sofa__wire__create_database__number_ranges NULL
+static const ProtobufCFieldDescriptor sofa__wire__create_database__field_descriptors[1] =
+{
+  {
+    "versioning",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CreateDatabase, versioning),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__create_database__field_indices_by_name[] = {
+  0,   /* field[0] = versioning */
+};
+static const ProtobufCIntRange sofa__wire__create_database__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
 const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -1156,10 +2773,10 @@ const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor =
   "Sofa__Wire__CreateDatabase",
   "sofa.wire",
   sizeof(Sofa__Wire__CreateDatabase),
-  0,
+  1,
   sofa__wire__create_database__field_descriptors,
   sofa__wire__create_database__field_indices_by_name,
-  0,  sofa__wire__create_database__number_ranges,
+  1,  sofa__wire__create_database__number_ranges,
   (ProtobufCMessageInit) sofa__wire__create_database__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -1276,7 +2893,7 @@ const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor =
   (ProtobufCMessageInit) sofa__wire__put_document__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__get_document__field_descriptors[2] =
+static const ProtobufCFieldDescriptor sofa__wire__get_document__field_descriptors[4] =
 {
   {
     "id",
@@ -1302,15 +2919,41 @@ static const ProtobufCFieldDescriptor sofa__wire__get_document__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "history",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__GetDocument, history),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "open_leaves",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__GetDocument, open_leaves),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__get_document__field_indices_by_name[] = {
+  2,   /* field[2] = history */
   0,   /* field[0] = id */
+  3,   /* field[3] = open_leaves */
   1,   /* field[1] = rev */
 };
 static const ProtobufCIntRange sofa__wire__get_document__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor =
 {
@@ -1320,7 +2963,7 @@ const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor =
   "Sofa__Wire__GetDocument",
   "sofa.wire",
   sizeof(Sofa__Wire__GetDocument),
-  2,
+  4,
   sofa__wire__get_document__field_descriptors,
   sofa__wire__get_document__field_indices_by_name,
   1,  sofa__wire__get_document__number_ranges,
@@ -1376,6 +3019,972 @@ const ProtobufCMessageDescriptor sofa__wire__delete_document__descriptor =
   sofa__wire__delete_document__field_indices_by_name,
   1,  sofa__wire__delete_document__number_ranges,
   (ProtobufCMessageInit) sofa__wire__delete_document__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__database_info_request__field_descriptors NULL
+#define sofa__wire__database_info_request__field_indices_by_name NULL
+#define sofa__wire__database_info_request__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__database_info_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DatabaseInfoRequest",
+  "DatabaseInfoRequest",
+  "Sofa__Wire__DatabaseInfoRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DatabaseInfoRequest),
+  0,
+  sofa__wire__database_info_request__field_descriptors,
+  sofa__wire__database_info_request__field_indices_by_name,
+  0,  sofa__wire__database_info_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__database_info_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__create_collection__field_descriptors NULL
+#define sofa__wire__create_collection__field_indices_by_name NULL
+#define sofa__wire__create_collection__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__create_collection__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.CreateCollection",
+  "CreateCollection",
+  "Sofa__Wire__CreateCollection",
+  "sofa.wire",
+  sizeof(Sofa__Wire__CreateCollection),
+  0,
+  sofa__wire__create_collection__field_descriptors,
+  sofa__wire__create_collection__field_indices_by_name,
+  0,  sofa__wire__create_collection__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__create_collection__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__delete_collection__field_descriptors NULL
+#define sofa__wire__delete_collection__field_indices_by_name NULL
+#define sofa__wire__delete_collection__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__delete_collection__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DeleteCollection",
+  "DeleteCollection",
+  "Sofa__Wire__DeleteCollection",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DeleteCollection),
+  0,
+  sofa__wire__delete_collection__field_descriptors,
+  sofa__wire__delete_collection__field_indices_by_name,
+  0,  sofa__wire__delete_collection__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__delete_collection__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__list_collections__field_descriptors NULL
+#define sofa__wire__list_collections__field_indices_by_name NULL
+#define sofa__wire__list_collections__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__list_collections__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ListCollections",
+  "ListCollections",
+  "Sofa__Wire__ListCollections",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ListCollections),
+  0,
+  sofa__wire__list_collections__field_descriptors,
+  sofa__wire__list_collections__field_indices_by_name,
+  0,  sofa__wire__list_collections__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__list_collections__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__insert_revision__field_descriptors[4] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertRevision, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "history",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__InsertRevision, n_history),
+    offsetof(Sofa__Wire__InsertRevision, history),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertRevision, body),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertRevision, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__insert_revision__field_indices_by_name[] = {
+  2,   /* field[2] = body */
+  3,   /* field[3] = deleted */
+  1,   /* field[1] = history */
+  0,   /* field[0] = id */
+};
+static const ProtobufCIntRange sofa__wire__insert_revision__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor sofa__wire__insert_revision__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.InsertRevision",
+  "InsertRevision",
+  "Sofa__Wire__InsertRevision",
+  "sofa.wire",
+  sizeof(Sofa__Wire__InsertRevision),
+  4,
+  sofa__wire__insert_revision__field_descriptors,
+  sofa__wire__insert_revision__field_indices_by_name,
+  1,  sofa__wire__insert_revision__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__insert_revision__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__bulk_item__field_descriptors[2] =
+{
+  {
+    "put",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__BulkItem, item_case),
+    offsetof(Sofa__Wire__BulkItem, put),
+    &sofa__wire__put_document__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "insert",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__BulkItem, item_case),
+    offsetof(Sofa__Wire__BulkItem, insert),
+    &sofa__wire__insert_revision__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__bulk_item__field_indices_by_name[] = {
+  1,   /* field[1] = insert */
+  0,   /* field[0] = put */
+};
+static const ProtobufCIntRange sofa__wire__bulk_item__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__bulk_item__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BulkItem",
+  "BulkItem",
+  "Sofa__Wire__BulkItem",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BulkItem),
+  2,
+  sofa__wire__bulk_item__field_descriptors,
+  sofa__wire__bulk_item__field_indices_by_name,
+  1,  sofa__wire__bulk_item__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__bulk_item__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__bulk_write__field_descriptors[1] =
+{
+  {
+    "items",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__BulkWrite, n_items),
+    offsetof(Sofa__Wire__BulkWrite, items),
+    &sofa__wire__bulk_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__bulk_write__field_indices_by_name[] = {
+  0,   /* field[0] = items */
+};
+static const ProtobufCIntRange sofa__wire__bulk_write__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__bulk_write__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BulkWrite",
+  "BulkWrite",
+  "Sofa__Wire__BulkWrite",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BulkWrite),
+  1,
+  sofa__wire__bulk_write__field_descriptors,
+  sofa__wire__bulk_write__field_indices_by_name,
+  1,  sofa__wire__bulk_write__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__bulk_write__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__conflicts_request__field_descriptors[1] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ConflictsRequest, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__conflicts_request__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+};
+static const ProtobufCIntRange sofa__wire__conflicts_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__conflicts_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ConflictsRequest",
+  "ConflictsRequest",
+  "Sofa__Wire__ConflictsRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ConflictsRequest),
+  1,
+  sofa__wire__conflicts_request__field_descriptors,
+  sofa__wire__conflicts_request__field_indices_by_name,
+  1,  sofa__wire__conflicts_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__conflicts_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__resolve_conflict__field_descriptors[6] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "winner",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, winner),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "loser",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, loser),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "merge",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, merge),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "merged_body",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, merged_body),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "merged_deleted",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ResolveConflict, merged_deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__resolve_conflict__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  2,   /* field[2] = loser */
+  3,   /* field[3] = merge */
+  4,   /* field[4] = merged_body */
+  5,   /* field[5] = merged_deleted */
+  1,   /* field[1] = winner */
+};
+static const ProtobufCIntRange sofa__wire__resolve_conflict__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor sofa__wire__resolve_conflict__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ResolveConflict",
+  "ResolveConflict",
+  "Sofa__Wire__ResolveConflict",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ResolveConflict),
+  6,
+  sofa__wire__resolve_conflict__field_descriptors,
+  sofa__wire__resolve_conflict__field_indices_by_name,
+  1,  sofa__wire__resolve_conflict__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__resolve_conflict__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__purge__field_descriptors[2] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Purge, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rev",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Purge, rev),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__purge__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = rev */
+};
+static const ProtobufCIntRange sofa__wire__purge__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__purge__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.Purge",
+  "Purge",
+  "Sofa__Wire__Purge",
+  "sofa.wire",
+  sizeof(Sofa__Wire__Purge),
+  2,
+  sofa__wire__purge__field_descriptors,
+  sofa__wire__purge__field_indices_by_name,
+  1,  sofa__wire__purge__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__purge__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__set_expiration__field_descriptors[2] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__SetExpiration, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expiration",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__SetExpiration, expiration),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__set_expiration__field_indices_by_name[] = {
+  1,   /* field[1] = expiration */
+  0,   /* field[0] = id */
+};
+static const ProtobufCIntRange sofa__wire__set_expiration__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__set_expiration__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.SetExpiration",
+  "SetExpiration",
+  "Sofa__Wire__SetExpiration",
+  "sofa.wire",
+  sizeof(Sofa__Wire__SetExpiration),
+  2,
+  sofa__wire__set_expiration__field_descriptors,
+  sofa__wire__set_expiration__field_indices_by_name,
+  1,  sofa__wire__set_expiration__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__set_expiration__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__get_expiration__field_descriptors[1] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__GetExpiration, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__get_expiration__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+};
+static const ProtobufCIntRange sofa__wire__get_expiration__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__get_expiration__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.GetExpiration",
+  "GetExpiration",
+  "Sofa__Wire__GetExpiration",
+  "sofa.wire",
+  sizeof(Sofa__Wire__GetExpiration),
+  1,
+  sofa__wire__get_expiration__field_descriptors,
+  sofa__wire__get_expiration__field_indices_by_name,
+  1,  sofa__wire__get_expiration__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__get_expiration__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__next_expiration__field_descriptors NULL
+#define sofa__wire__next_expiration__field_indices_by_name NULL
+#define sofa__wire__next_expiration__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__next_expiration__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.NextExpiration",
+  "NextExpiration",
+  "Sofa__Wire__NextExpiration",
+  "sofa.wire",
+  sizeof(Sofa__Wire__NextExpiration),
+  0,
+  sofa__wire__next_expiration__field_descriptors,
+  sofa__wire__next_expiration__field_indices_by_name,
+  0,  sofa__wire__next_expiration__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__next_expiration__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__changes_request__field_descriptors[7] =
+{
+  {
+    "since",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, since),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "descending",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, descending),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "include_bodies",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, include_bodies),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all_leaves",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, all_leaves),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "include_deleted",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, include_deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "doc_ids",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__ChangesRequest, n_doc_ids),
+    offsetof(Sofa__Wire__ChangesRequest, doc_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__changes_request__field_indices_by_name[] = {
+  4,   /* field[4] = all_leaves */
+  1,   /* field[1] = descending */
+  6,   /* field[6] = doc_ids */
+  3,   /* field[3] = include_bodies */
+  5,   /* field[5] = include_deleted */
+  2,   /* field[2] = limit */
+  0,   /* field[0] = since */
+};
+static const ProtobufCIntRange sofa__wire__changes_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor sofa__wire__changes_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ChangesRequest",
+  "ChangesRequest",
+  "Sofa__Wire__ChangesRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ChangesRequest),
+  7,
+  sofa__wire__changes_request__field_descriptors,
+  sofa__wire__changes_request__field_indices_by_name,
+  1,  sofa__wire__changes_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__changes_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__all_docs_request__field_descriptors[7] =
+{
+  {
+    "include_bodies",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, include_bodies),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "include_deleted",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, include_deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "skip",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, skip),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "descending",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, descending),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_key",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, start_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_key",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__AllDocsRequest, end_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__all_docs_request__field_indices_by_name[] = {
+  4,   /* field[4] = descending */
+  6,   /* field[6] = end_key */
+  0,   /* field[0] = include_bodies */
+  1,   /* field[1] = include_deleted */
+  2,   /* field[2] = limit */
+  3,   /* field[3] = skip */
+  5,   /* field[5] = start_key */
+};
+static const ProtobufCIntRange sofa__wire__all_docs_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor sofa__wire__all_docs_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.AllDocsRequest",
+  "AllDocsRequest",
+  "Sofa__Wire__AllDocsRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__AllDocsRequest),
+  7,
+  sofa__wire__all_docs_request__field_descriptors,
+  sofa__wire__all_docs_request__field_indices_by_name,
+  1,  sofa__wire__all_docs_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__all_docs_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__raw_put__field_descriptors[4] =
+{
+  {
+    "store",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawPut, store),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawPut, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawPut, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawPut, body),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__raw_put__field_indices_by_name[] = {
+  3,   /* field[3] = body */
+  1,   /* field[1] = key */
+  0,   /* field[0] = store */
+  2,   /* field[2] = version */
+};
+static const ProtobufCIntRange sofa__wire__raw_put__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor sofa__wire__raw_put__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RawPut",
+  "RawPut",
+  "Sofa__Wire__RawPut",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RawPut),
+  4,
+  sofa__wire__raw_put__field_descriptors,
+  sofa__wire__raw_put__field_indices_by_name,
+  1,  sofa__wire__raw_put__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__raw_put__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__raw_get__field_descriptors[2] =
+{
+  {
+    "store",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawGet, store),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawGet, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__raw_get__field_indices_by_name[] = {
+  1,   /* field[1] = key */
+  0,   /* field[0] = store */
+};
+static const ProtobufCIntRange sofa__wire__raw_get__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__raw_get__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RawGet",
+  "RawGet",
+  "Sofa__Wire__RawGet",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RawGet),
+  2,
+  sofa__wire__raw_get__field_descriptors,
+  sofa__wire__raw_get__field_indices_by_name,
+  1,  sofa__wire__raw_get__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__raw_get__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__raw_delete__field_descriptors[2] =
+{
+  {
+    "store",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawDelete, store),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawDelete, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__raw_delete__field_indices_by_name[] = {
+  1,   /* field[1] = key */
+  0,   /* field[0] = store */
+};
+static const ProtobufCIntRange sofa__wire__raw_delete__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__raw_delete__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RawDelete",
+  "RawDelete",
+  "Sofa__Wire__RawDelete",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RawDelete),
+  2,
+  sofa__wire__raw_delete__field_descriptors,
+  sofa__wire__raw_delete__field_indices_by_name,
+  1,  sofa__wire__raw_delete__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__raw_delete__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__compact__field_descriptors NULL
+#define sofa__wire__compact__field_indices_by_name NULL
+#define sofa__wire__compact__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__compact__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.Compact",
+  "Compact",
+  "Sofa__Wire__Compact",
+  "sofa.wire",
+  sizeof(Sofa__Wire__Compact),
+  0,
+  sofa__wire__compact__field_descriptors,
+  sofa__wire__compact__field_indices_by_name,
+  0,  sofa__wire__compact__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__compact__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__echo__field_descriptors[3] =
@@ -1442,7 +4051,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[8] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[17] =
 {
   {
     "id",
@@ -1540,22 +4149,139 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[8]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "database_info",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, database_info),
+    &sofa__wire__database_info__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "collections",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, collections),
+    &sofa__wire__collection_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "documents",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, documents),
+    &sofa__wire__document_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bulk",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, bulk),
+    &sofa__wire__bulk_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, conflicts),
+    &sofa__wire__revision_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expiration",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, expiration),
+    &sofa__wire__expiration_info__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changes",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, changes),
+    &sofa__wire__changes_batch__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raw",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, raw),
+    &sofa__wire__raw_value__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inserted",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, inserted),
+    &sofa__wire__insert_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
+  11,   /* field[11] = bulk */
+  14,   /* field[14] = changes */
   3,   /* field[3] = cluster */
+  9,   /* field[9] = collections */
+  12,   /* field[12] = conflicts */
+  8,   /* field[8] = database_info */
   4,   /* field[4] = databases */
   5,   /* field[5] = document */
+  10,   /* field[10] = documents */
   7,   /* field[7] = echo */
   1,   /* field[1] = error */
+  13,   /* field[13] = expiration */
   2,   /* field[2] = health */
   0,   /* field[0] = id */
+  16,   /* field[16] = inserted */
+  15,   /* field[15] = raw */
   6,   /* field[6] = revision */
 };
 static const ProtobufCIntRange sofa__wire__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 8 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -1565,7 +4291,7 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  8,
+  17,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
   2,  sofa__wire__response__number_ranges,
@@ -1879,7 +4605,7 @@ const ProtobufCMessageDescriptor sofa__wire__database_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__database_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[5] =
+static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[7] =
 {
   {
     "id",
@@ -1941,10 +4667,36 @@ static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[5]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "history",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__Document, n_history),
+    offsetof(Sofa__Wire__Document, history),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicted",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Document, conflicted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__document__field_indices_by_name[] = {
   2,   /* field[2] = body */
+  6,   /* field[6] = conflicted */
   3,   /* field[3] = deleted */
+  5,   /* field[5] = history */
   0,   /* field[0] = id */
   1,   /* field[1] = rev */
   4,   /* field[4] = sequence */
@@ -1952,7 +4704,7 @@ static const unsigned sofa__wire__document__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__document__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor sofa__wire__document__descriptor =
 {
@@ -1962,11 +4714,728 @@ const ProtobufCMessageDescriptor sofa__wire__document__descriptor =
   "Sofa__Wire__Document",
   "sofa.wire",
   sizeof(Sofa__Wire__Document),
-  5,
+  7,
   sofa__wire__document__field_descriptors,
   sofa__wire__document__field_indices_by_name,
   1,  sofa__wire__document__number_ranges,
   (ProtobufCMessageInit) sofa__wire__document__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__document_list__field_descriptors[1] =
+{
+  {
+    "documents",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__DocumentList, n_documents),
+    offsetof(Sofa__Wire__DocumentList, documents),
+    &sofa__wire__document__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__document_list__field_indices_by_name[] = {
+  0,   /* field[0] = documents */
+};
+static const ProtobufCIntRange sofa__wire__document_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__document_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DocumentList",
+  "DocumentList",
+  "Sofa__Wire__DocumentList",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DocumentList),
+  1,
+  sofa__wire__document_list__field_descriptors,
+  sofa__wire__document_list__field_indices_by_name,
+  1,  sofa__wire__document_list__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__document_list__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[10] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "document_count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, document_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_sequence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, last_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "update_sequence",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, update_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_bytes",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, file_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wal_bytes",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, wal_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "public_uuid",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, public_uuid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "private_uuid",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, private_uuid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "versioning",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, versioning),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "collections",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, collections),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
+  9,   /* field[9] = collections */
+  1,   /* field[1] = document_count */
+  4,   /* field[4] = file_bytes */
+  2,   /* field[2] = last_sequence */
+  0,   /* field[0] = name */
+  7,   /* field[7] = private_uuid */
+  6,   /* field[6] = public_uuid */
+  3,   /* field[3] = update_sequence */
+  8,   /* field[8] = versioning */
+  5,   /* field[5] = wal_bytes */
+};
+static const ProtobufCIntRange sofa__wire__database_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DatabaseInfo",
+  "DatabaseInfo",
+  "Sofa__Wire__DatabaseInfo",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DatabaseInfo),
+  10,
+  sofa__wire__database_info__field_descriptors,
+  sofa__wire__database_info__field_indices_by_name,
+  1,  sofa__wire__database_info__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__database_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__collection_list__field_descriptors[1] =
+{
+  {
+    "names",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__CollectionList, n_names),
+    offsetof(Sofa__Wire__CollectionList, names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__collection_list__field_indices_by_name[] = {
+  0,   /* field[0] = names */
+};
+static const ProtobufCIntRange sofa__wire__collection_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__collection_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.CollectionList",
+  "CollectionList",
+  "Sofa__Wire__CollectionList",
+  "sofa.wire",
+  sizeof(Sofa__Wire__CollectionList),
+  1,
+  sofa__wire__collection_list__field_descriptors,
+  sofa__wire__collection_list__field_indices_by_name,
+  1,  sofa__wire__collection_list__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__collection_list__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__bulk_item_result__field_descriptors[4] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BulkItemResult, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rev",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BulkItemResult, rev),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BulkItemResult, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BulkItemResult, error),
+    &sofa__wire__error__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__bulk_item_result__field_indices_by_name[] = {
+  3,   /* field[3] = error */
+  0,   /* field[0] = id */
+  1,   /* field[1] = rev */
+  2,   /* field[2] = sequence */
+};
+static const ProtobufCIntRange sofa__wire__bulk_item_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor sofa__wire__bulk_item_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BulkItemResult",
+  "BulkItemResult",
+  "Sofa__Wire__BulkItemResult",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BulkItemResult),
+  4,
+  sofa__wire__bulk_item_result__field_descriptors,
+  sofa__wire__bulk_item_result__field_indices_by_name,
+  1,  sofa__wire__bulk_item_result__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__bulk_item_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__bulk_result__field_descriptors[1] =
+{
+  {
+    "results",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__BulkResult, n_results),
+    offsetof(Sofa__Wire__BulkResult, results),
+    &sofa__wire__bulk_item_result__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__bulk_result__field_indices_by_name[] = {
+  0,   /* field[0] = results */
+};
+static const ProtobufCIntRange sofa__wire__bulk_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__bulk_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BulkResult",
+  "BulkResult",
+  "Sofa__Wire__BulkResult",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BulkResult),
+  1,
+  sofa__wire__bulk_result__field_descriptors,
+  sofa__wire__bulk_result__field_indices_by_name,
+  1,  sofa__wire__bulk_result__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__bulk_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__revision_list__field_descriptors[1] =
+{
+  {
+    "revs",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__RevisionList, n_revs),
+    offsetof(Sofa__Wire__RevisionList, revs),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__revision_list__field_indices_by_name[] = {
+  0,   /* field[0] = revs */
+};
+static const ProtobufCIntRange sofa__wire__revision_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__revision_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RevisionList",
+  "RevisionList",
+  "Sofa__Wire__RevisionList",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RevisionList),
+  1,
+  sofa__wire__revision_list__field_descriptors,
+  sofa__wire__revision_list__field_indices_by_name,
+  1,  sofa__wire__revision_list__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__revision_list__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__expiration_info__field_descriptors[1] =
+{
+  {
+    "expiration",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ExpirationInfo, expiration),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__expiration_info__field_indices_by_name[] = {
+  0,   /* field[0] = expiration */
+};
+static const ProtobufCIntRange sofa__wire__expiration_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__expiration_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ExpirationInfo",
+  "ExpirationInfo",
+  "Sofa__Wire__ExpirationInfo",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ExpirationInfo),
+  1,
+  sofa__wire__expiration_info__field_descriptors,
+  sofa__wire__expiration_info__field_indices_by_name,
+  1,  sofa__wire__expiration_info__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__expiration_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__change__field_descriptors[6] =
+{
+  {
+    "sequence",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Change, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Change, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rev",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Change, rev),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Change, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Change, body),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "leaves",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__Change, n_leaves),
+    offsetof(Sofa__Wire__Change, leaves),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__change__field_indices_by_name[] = {
+  4,   /* field[4] = body */
+  3,   /* field[3] = deleted */
+  1,   /* field[1] = id */
+  5,   /* field[5] = leaves */
+  2,   /* field[2] = rev */
+  0,   /* field[0] = sequence */
+};
+static const ProtobufCIntRange sofa__wire__change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor sofa__wire__change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.Change",
+  "Change",
+  "Sofa__Wire__Change",
+  "sofa.wire",
+  sizeof(Sofa__Wire__Change),
+  6,
+  sofa__wire__change__field_descriptors,
+  sofa__wire__change__field_indices_by_name,
+  1,  sofa__wire__change__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__changes_batch__field_descriptors[2] =
+{
+  {
+    "changes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__ChangesBatch, n_changes),
+    offsetof(Sofa__Wire__ChangesBatch, changes),
+    &sofa__wire__change__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_sequence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesBatch, last_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__changes_batch__field_indices_by_name[] = {
+  0,   /* field[0] = changes */
+  1,   /* field[1] = last_sequence */
+};
+static const ProtobufCIntRange sofa__wire__changes_batch__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__changes_batch__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ChangesBatch",
+  "ChangesBatch",
+  "Sofa__Wire__ChangesBatch",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ChangesBatch),
+  2,
+  sofa__wire__changes_batch__field_descriptors,
+  sofa__wire__changes_batch__field_indices_by_name,
+  1,  sofa__wire__changes_batch__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__changes_batch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__raw_value__field_descriptors[2] =
+{
+  {
+    "version",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawValue, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RawValue, body),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__raw_value__field_indices_by_name[] = {
+  1,   /* field[1] = body */
+  0,   /* field[0] = version */
+};
+static const ProtobufCIntRange sofa__wire__raw_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__raw_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RawValue",
+  "RawValue",
+  "Sofa__Wire__RawValue",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RawValue),
+  2,
+  sofa__wire__raw_value__field_descriptors,
+  sofa__wire__raw_value__field_indices_by_name,
+  1,  sofa__wire__raw_value__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__raw_value__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__insert_result__field_descriptors[5] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertResult, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rev",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertResult, rev),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertResult, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "added",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertResult, added),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflict",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertResult, conflict),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__insert_result__field_indices_by_name[] = {
+  3,   /* field[3] = added */
+  4,   /* field[4] = conflict */
+  0,   /* field[0] = id */
+  1,   /* field[1] = rev */
+  2,   /* field[2] = sequence */
+};
+static const ProtobufCIntRange sofa__wire__insert_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor sofa__wire__insert_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.InsertResult",
+  "InsertResult",
+  "Sofa__Wire__InsertResult",
+  "sofa.wire",
+  sizeof(Sofa__Wire__InsertResult),
+  5,
+  sofa__wire__insert_result__field_descriptors,
+  sofa__wire__insert_result__field_indices_by_name,
+  1,  sofa__wire__insert_result__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__insert_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__revision__field_descriptors[3] =

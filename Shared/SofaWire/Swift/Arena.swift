@@ -50,6 +50,19 @@ final class Arena {
         return pointer
     }
 
+    func strings(_ values: [String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
+        (values.count, strings(values.map { string($0) }))
+    }
+
+    func byteArrays(_ values: [[UInt8]]) -> (Int, UnsafeMutablePointer<ProtobufCBinaryData>?) {
+        guard !values.isEmpty else { return (0, nil) }
+        let raw = calloc(values.count, MemoryLayout<ProtobufCBinaryData>.stride)!
+        allocations.append(raw)
+        let pointer = raw.bindMemory(to: ProtobufCBinaryData.self, capacity: values.count)
+        for (index, value) in values.enumerated() { pointer[index] = bytes(value) }
+        return (values.count, pointer)
+    }
+
     func array<T>(_ elements: [UnsafeMutablePointer<T>]) -> UnsafeMutablePointer<UnsafeMutablePointer<T>?>? {
         guard !elements.isEmpty else { return nil }
         let raw = calloc(elements.count, MemoryLayout<UnsafeMutablePointer<T>?>.stride)!
@@ -115,4 +128,28 @@ func withBytes<R>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(Sofa
         Result { () throws(SofaError) -> R in try body(buffer) }
     }
     return try result.get()
+}
+
+/// Repeated string fields of a decoded message.
+func decodeStrings(_ count: Int, _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ field: String) throws(SofaError) -> [String] {
+    guard let pointer else { return [] }
+    var values: [String] = []
+    values.reserveCapacity(count)
+    for index in 0..<count { values.append(try decodeString(pointer[index], field)) }
+    return values
+}
+
+/// Repeated byte fields that carry text.
+func decodeTexts(_ count: Int, _ pointer: UnsafeMutablePointer<ProtobufCBinaryData>?, _ field: String) throws(SofaError) -> [String] {
+    guard let pointer else { return [] }
+    var values: [String] = []
+    values.reserveCapacity(count)
+    for index in 0..<count { values.append(try decodeText(pointer[index], field)) }
+    return values
+}
+
+/// A sub-message pointer of a decoded message, or an error naming the missing part.
+func required<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws(SofaError) -> T {
+    guard let pointer else { throw SofaError(.malformedMessage, "malformed message: \(what) has no body") }
+    return pointer.pointee
 }

@@ -4,13 +4,16 @@ public import SofaCore
 public struct Request: Sendable, Equatable {
     public var id: UInt64
     public var database: String
+    /// "scope.collection", or "collection" in scope `_default`; "" = `_default._default`.
+    public var collection: String
     /// Milliseconds since the Unix epoch after which the caller no longer waits; 0 = none.
     public var deadline: UInt64
     public var operation: Op
 
-    public init(id: UInt64 = 0, database: String = "", deadline: UInt64 = 0, operation: Op) {
+    public init(id: UInt64 = 0, database: String = "", collection: String = "", deadline: UInt64 = 0, operation: Op) {
         self.id = id
         self.database = database
+        self.collection = collection
         self.deadline = deadline
         self.operation = operation
     }
@@ -22,13 +25,42 @@ public enum Op: Sendable, Equatable {
     case health(service: String)
     /// The gateway's view of every service of the cluster.
     case clusterStatus
-    case createDatabase
+    case createDatabase(versioning: Versioning = .revisionTrees)
     case deleteDatabase
     case listDatabases
+    case databaseInfo
+    /// The envelope's collection.
+    case createCollection
+    case deleteCollection
+    case listCollections
     /// Write a revision. `id` empty = generate one; `rev` empty = a new document.
+    /// An ID starting with `_local/` is a local document (no history, not replicated).
     case putDocument(id: String, rev: String, body: [UInt8], deleted: Bool)
-    case getDocument(id: String, rev: String)
+    /// `rev` empty = the current revision; `history` adds the ancestry; `openLeaves` returns
+    /// every open leaf (as `.documents`).
+    case getDocument(id: String, rev: String, history: Bool = false, openLeaves: Bool = false)
     case deleteDocument(id: String, rev: String)
+    /// Replication's write: a revision with its ancestry, no MVCC check.
+    case insertRevision(RevisionInsert)
+    /// Many writes in one transaction, each with its own result.
+    case bulkWrite([BulkItem])
+    /// The open leaves that conflict with the current revision.
+    case conflicts(id: String)
+    case resolveConflict(ConflictResolution)
+    /// `rev` empty = the whole document; else one leaf revision.
+    case purge(id: String, rev: String)
+    /// `expiration` in ms since the epoch; 0 cancels.
+    case setExpiration(id: String, expiration: Int64)
+    case getExpiration(id: String)
+    case nextExpiration
+    case changes(ChangesQuery)
+    case allDocs(AllDocsQuery)
+    /// Raw key/value access to a named key store (internal metadata).
+    case rawPut(store: String, key: String, version: [UInt8], body: [UInt8])
+    case rawGet(store: String, key: String)
+    case rawDelete(store: String, key: String)
+    /// Prune revision trees, drop old bodies, reclaim space.
+    case compact
     /// A diagnostic round trip, answered by `service` ("" = whoever receives it) after `delayMs`.
     case echo(payload: [UInt8], delayMs: UInt32, service: String)
 
@@ -44,13 +76,33 @@ public enum Op: Sendable, Equatable {
         case .getDocument: "getDocument"
         case .deleteDocument: "deleteDocument"
         case .echo: "echo"
+        case .databaseInfo: "databaseInfo"
+        case .createCollection: "createCollection"
+        case .deleteCollection: "deleteCollection"
+        case .listCollections: "listCollections"
+        case .insertRevision: "insertRevision"
+        case .bulkWrite: "bulkWrite"
+        case .conflicts: "conflicts"
+        case .resolveConflict: "resolveConflict"
+        case .purge: "purge"
+        case .setExpiration: "setExpiration"
+        case .getExpiration: "getExpiration"
+        case .nextExpiration: "nextExpiration"
+        case .changes: "changes"
+        case .allDocs: "allDocs"
+        case .rawPut: "rawPut"
+        case .rawGet: "rawGet"
+        case .rawDelete: "rawDelete"
+        case .compact: "compact"
         }
     }
 
     /// Whether the operation changes stored data (and so must not be retried blindly).
     public var isWrite: Bool {
         switch self {
-        case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument: true
+        case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument, .createCollection, .deleteCollection,
+             .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact:
+            true
         default: false
         }
     }
@@ -83,6 +135,17 @@ public enum Reply: Sendable, Equatable {
     case document(StoredDocument)
     case revision(id: String, rev: String, sequence: UInt64)
     case echo(payload: [UInt8], instance: String)
+    case databaseInfo(DatabaseInfo)
+    case collections([String])
+    case documents([StoredDocument])
+    case bulk([BulkItemResult])
+    /// Leaf revIDs.
+    case conflicts([String])
+    /// ms since the epoch; 0 = none.
+    case expiration(Int64)
+    case changes(ChangesBatch)
+    case raw(version: [UInt8], body: [UInt8])
+    case inserted(InsertResult)
 }
 
 public struct HealthInfo: Sendable, Equatable {
@@ -122,13 +185,20 @@ public struct StoredDocument: Sendable, Equatable {
     public var body: [UInt8]
     public var deleted: Bool
     public var sequence: UInt64
+    /// When asked for: the revision's ancestry, newest first, starting with `rev`.
+    public var history: [String]
+    /// Whether the document has conflicting leaves.
+    public var conflicted: Bool
 
-    public init(id: String, rev: String, body: [UInt8], deleted: Bool, sequence: UInt64) {
+    public init(id: String, rev: String, body: [UInt8], deleted: Bool, sequence: UInt64, history: [String] = [],
+                conflicted: Bool = false) {
         self.id = id
         self.rev = rev
         self.body = body
         self.deleted = deleted
         self.sequence = sequence
+        self.history = history
+        self.conflicted = conflicted
     }
 }
 

@@ -9,55 +9,9 @@ extension Request {
         let message: UnsafeMutablePointer<Sofa__Wire__Request> = arena.message { sofa__wire__request__init($0) }
         message.pointee.id = id
         message.pointee.database = arena.string(database)
+        message.pointee.collection = arena.string(collection)
         message.pointee.deadline_ms = deadline
-        switch operation {
-        case .health(let service):
-            let op: UnsafeMutablePointer<Sofa__Wire__Health> = arena.message { sofa__wire__health__init($0) }
-            op.pointee.service = arena.string(service)
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_HEALTH
-            message.pointee.health = op
-        case .clusterStatus:
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CLUSTER_STATUS
-            message.pointee.cluster_status = arena.message { sofa__wire__cluster_status__init($0) }
-        case .createDatabase:
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CREATE_DATABASE
-            message.pointee.create_database = arena.message { sofa__wire__create_database__init($0) }
-        case .deleteDatabase:
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_DATABASE
-            message.pointee.delete_database = arena.message { sofa__wire__delete_database__init($0) }
-        case .listDatabases:
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_LIST_DATABASES
-            message.pointee.list_databases = arena.message { sofa__wire__list_databases__init($0) }
-        case .putDocument(let docID, let rev, let body, let deleted):
-            let op: UnsafeMutablePointer<Sofa__Wire__PutDocument> = arena.message { sofa__wire__put_document__init($0) }
-            op.pointee.id = arena.bytes(docID)
-            op.pointee.rev = arena.string(rev)
-            op.pointee.body = arena.bytes(body)
-            op.pointee.deleted = deleted ? 1 : 0
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_PUT_DOCUMENT
-            message.pointee.put_document = op
-        case .getDocument(let docID, let rev):
-            let op: UnsafeMutablePointer<Sofa__Wire__GetDocument> = arena.message { sofa__wire__get_document__init($0) }
-            op.pointee.id = arena.bytes(docID)
-            op.pointee.rev = arena.string(rev)
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_GET_DOCUMENT
-            message.pointee.get_document = op
-        case .deleteDocument(let docID, let rev):
-            let op: UnsafeMutablePointer<Sofa__Wire__DeleteDocument> = arena.message {
-                sofa__wire__delete_document__init($0)
-            }
-            op.pointee.id = arena.bytes(docID)
-            op.pointee.rev = arena.string(rev)
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_DOCUMENT
-            message.pointee.delete_document = op
-        case .echo(let payload, let delayMs, let service):
-            let op: UnsafeMutablePointer<Sofa__Wire__Echo> = arena.message { sofa__wire__echo__init($0) }
-            op.pointee.payload = arena.bytes(payload)
-            op.pointee.delay_ms = delayMs
-            op.pointee.service = arena.string(service)
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_ECHO
-            message.pointee.echo = op
-        }
+        operation.encode(into: message, arena)
         return pack(message)
     }
 
@@ -66,41 +20,9 @@ extension Request {
         try unpack(bytes, "request", unpacker: { sofa__wire__request__unpack(nil, $0, $1) },
                    free: { sofa__wire__request__free_unpacked($0, nil) }) { (message) throws(SofaError) -> Request in
             let m = message.pointee
-            let operation: Op
-            switch m.op_case {
-            case SOFA__WIRE__REQUEST__OP_HEALTH:
-                operation = .health(service: try decodeString(m.health?.pointee.service, "health.service"))
-            case SOFA__WIRE__REQUEST__OP_CLUSTER_STATUS:
-                operation = .clusterStatus
-            case SOFA__WIRE__REQUEST__OP_CREATE_DATABASE:
-                operation = .createDatabase
-            case SOFA__WIRE__REQUEST__OP_DELETE_DATABASE:
-                operation = .deleteDatabase
-            case SOFA__WIRE__REQUEST__OP_LIST_DATABASES:
-                operation = .listDatabases
-            case SOFA__WIRE__REQUEST__OP_PUT_DOCUMENT:
-                guard let op = m.put_document?.pointee else { throw missing("putDocument") }
-                operation = .putDocument(id: try decodeText(op.id, "putDocument.id"),
-                                         rev: try decodeString(op.rev, "putDocument.rev"),
-                                         body: decodeBytes(op.body), deleted: op.deleted != 0)
-            case SOFA__WIRE__REQUEST__OP_GET_DOCUMENT:
-                guard let op = m.get_document?.pointee else { throw missing("getDocument") }
-                operation = .getDocument(id: try decodeText(op.id, "getDocument.id"),
-                                         rev: try decodeString(op.rev, "getDocument.rev"))
-            case SOFA__WIRE__REQUEST__OP_DELETE_DOCUMENT:
-                guard let op = m.delete_document?.pointee else { throw missing("deleteDocument") }
-                operation = .deleteDocument(id: try decodeText(op.id, "deleteDocument.id"),
-                                            rev: try decodeString(op.rev, "deleteDocument.rev"))
-            case SOFA__WIRE__REQUEST__OP_ECHO:
-                guard let op = m.echo?.pointee else { throw missing("echo") }
-                operation = .echo(payload: decodeBytes(op.payload), delayMs: op.delay_ms,
-                                  service: try decodeString(op.service, "echo.service"))
-            default:
-                throw SofaError(.malformedMessage,
-                                "malformed request \(m.id): no operation, or one this process does not know")
-            }
             return Request(id: m.id, database: try decodeString(m.database, "database"),
-                           deadline: m.deadline_ms, operation: operation)
+                           collection: try decodeString(m.collection, "collection"),
+                           deadline: m.deadline_ms, operation: try Op.decode(m))
         }
     }
 
@@ -122,8 +44,4 @@ extension Request {
         }
         return nil
     }
-}
-
-private func missing(_ what: String) -> SofaError {
-    SofaError(.malformedMessage, "malformed request: operation \(what) has no body")
 }

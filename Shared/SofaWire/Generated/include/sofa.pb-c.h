@@ -24,6 +24,25 @@ typedef struct Sofa__Wire__ListDatabases Sofa__Wire__ListDatabases;
 typedef struct Sofa__Wire__PutDocument Sofa__Wire__PutDocument;
 typedef struct Sofa__Wire__GetDocument Sofa__Wire__GetDocument;
 typedef struct Sofa__Wire__DeleteDocument Sofa__Wire__DeleteDocument;
+typedef struct Sofa__Wire__DatabaseInfoRequest Sofa__Wire__DatabaseInfoRequest;
+typedef struct Sofa__Wire__CreateCollection Sofa__Wire__CreateCollection;
+typedef struct Sofa__Wire__DeleteCollection Sofa__Wire__DeleteCollection;
+typedef struct Sofa__Wire__ListCollections Sofa__Wire__ListCollections;
+typedef struct Sofa__Wire__InsertRevision Sofa__Wire__InsertRevision;
+typedef struct Sofa__Wire__BulkItem Sofa__Wire__BulkItem;
+typedef struct Sofa__Wire__BulkWrite Sofa__Wire__BulkWrite;
+typedef struct Sofa__Wire__ConflictsRequest Sofa__Wire__ConflictsRequest;
+typedef struct Sofa__Wire__ResolveConflict Sofa__Wire__ResolveConflict;
+typedef struct Sofa__Wire__Purge Sofa__Wire__Purge;
+typedef struct Sofa__Wire__SetExpiration Sofa__Wire__SetExpiration;
+typedef struct Sofa__Wire__GetExpiration Sofa__Wire__GetExpiration;
+typedef struct Sofa__Wire__NextExpiration Sofa__Wire__NextExpiration;
+typedef struct Sofa__Wire__ChangesRequest Sofa__Wire__ChangesRequest;
+typedef struct Sofa__Wire__AllDocsRequest Sofa__Wire__AllDocsRequest;
+typedef struct Sofa__Wire__RawPut Sofa__Wire__RawPut;
+typedef struct Sofa__Wire__RawGet Sofa__Wire__RawGet;
+typedef struct Sofa__Wire__RawDelete Sofa__Wire__RawDelete;
+typedef struct Sofa__Wire__Compact Sofa__Wire__Compact;
 typedef struct Sofa__Wire__Echo Sofa__Wire__Echo;
 typedef struct Sofa__Wire__Response Sofa__Wire__Response;
 typedef struct Sofa__Wire__Error Sofa__Wire__Error;
@@ -32,6 +51,17 @@ typedef struct Sofa__Wire__ServiceStatus Sofa__Wire__ServiceStatus;
 typedef struct Sofa__Wire__ClusterInfo Sofa__Wire__ClusterInfo;
 typedef struct Sofa__Wire__DatabaseList Sofa__Wire__DatabaseList;
 typedef struct Sofa__Wire__Document Sofa__Wire__Document;
+typedef struct Sofa__Wire__DocumentList Sofa__Wire__DocumentList;
+typedef struct Sofa__Wire__DatabaseInfo Sofa__Wire__DatabaseInfo;
+typedef struct Sofa__Wire__CollectionList Sofa__Wire__CollectionList;
+typedef struct Sofa__Wire__BulkItemResult Sofa__Wire__BulkItemResult;
+typedef struct Sofa__Wire__BulkResult Sofa__Wire__BulkResult;
+typedef struct Sofa__Wire__RevisionList Sofa__Wire__RevisionList;
+typedef struct Sofa__Wire__ExpirationInfo Sofa__Wire__ExpirationInfo;
+typedef struct Sofa__Wire__Change Sofa__Wire__Change;
+typedef struct Sofa__Wire__ChangesBatch Sofa__Wire__ChangesBatch;
+typedef struct Sofa__Wire__RawValue Sofa__Wire__RawValue;
+typedef struct Sofa__Wire__InsertResult Sofa__Wire__InsertResult;
 typedef struct Sofa__Wire__Revision Sofa__Wire__Revision;
 typedef struct Sofa__Wire__EchoReply Sofa__Wire__EchoReply;
 typedef struct Sofa__Wire__WorkerFrame Sofa__Wire__WorkerFrame;
@@ -75,7 +105,25 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_PUT_DOCUMENT = 15,
   SOFA__WIRE__REQUEST__OP_GET_DOCUMENT = 16,
   SOFA__WIRE__REQUEST__OP_DELETE_DOCUMENT = 17,
-  SOFA__WIRE__REQUEST__OP_ECHO = 18
+  SOFA__WIRE__REQUEST__OP_ECHO = 18,
+  SOFA__WIRE__REQUEST__OP_DATABASE_INFO = 19,
+  SOFA__WIRE__REQUEST__OP_CREATE_COLLECTION = 20,
+  SOFA__WIRE__REQUEST__OP_DELETE_COLLECTION = 21,
+  SOFA__WIRE__REQUEST__OP_LIST_COLLECTIONS = 22,
+  SOFA__WIRE__REQUEST__OP_INSERT_REVISION = 23,
+  SOFA__WIRE__REQUEST__OP_BULK_WRITE = 24,
+  SOFA__WIRE__REQUEST__OP_CONFLICTS = 25,
+  SOFA__WIRE__REQUEST__OP_RESOLVE_CONFLICT = 26,
+  SOFA__WIRE__REQUEST__OP_PURGE = 27,
+  SOFA__WIRE__REQUEST__OP_SET_EXPIRATION = 28,
+  SOFA__WIRE__REQUEST__OP_GET_EXPIRATION = 29,
+  SOFA__WIRE__REQUEST__OP_NEXT_EXPIRATION = 30,
+  SOFA__WIRE__REQUEST__OP_CHANGES = 31,
+  SOFA__WIRE__REQUEST__OP_ALL_DOCS = 32,
+  SOFA__WIRE__REQUEST__OP_RAW_PUT = 33,
+  SOFA__WIRE__REQUEST__OP_RAW_GET = 34,
+  SOFA__WIRE__REQUEST__OP_RAW_DELETE = 35,
+  SOFA__WIRE__REQUEST__OP_COMPACT = 36
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -88,6 +136,10 @@ struct  Sofa__Wire__Request
    * milliseconds since the Unix epoch; 0 = no deadline
    */
   uint64_t deadline_ms;
+  /*
+   * The collection, as "scope.collection" or "collection" (scope _default); "" = _default._default.
+   */
+  char *collection;
   Sofa__Wire__Request__OpCase op_case;
   union {
     Sofa__Wire__Health *health;
@@ -99,11 +151,29 @@ struct  Sofa__Wire__Request
     Sofa__Wire__GetDocument *get_document;
     Sofa__Wire__DeleteDocument *delete_document;
     Sofa__Wire__Echo *echo;
+    Sofa__Wire__DatabaseInfoRequest *database_info;
+    Sofa__Wire__CreateCollection *create_collection;
+    Sofa__Wire__DeleteCollection *delete_collection;
+    Sofa__Wire__ListCollections *list_collections;
+    Sofa__Wire__InsertRevision *insert_revision;
+    Sofa__Wire__BulkWrite *bulk_write;
+    Sofa__Wire__ConflictsRequest *conflicts;
+    Sofa__Wire__ResolveConflict *resolve_conflict;
+    Sofa__Wire__Purge *purge;
+    Sofa__Wire__SetExpiration *set_expiration;
+    Sofa__Wire__GetExpiration *get_expiration;
+    Sofa__Wire__NextExpiration *next_expiration;
+    Sofa__Wire__ChangesRequest *changes;
+    Sofa__Wire__AllDocsRequest *all_docs;
+    Sofa__Wire__RawPut *raw_put;
+    Sofa__Wire__RawGet *raw_get;
+    Sofa__Wire__RawDelete *raw_delete;
+    Sofa__Wire__Compact *compact;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
 
 
 /*
@@ -132,10 +202,14 @@ struct  Sofa__Wire__ClusterStatus
 struct  Sofa__Wire__CreateDatabase
 {
   ProtobufCMessage base;
+  /*
+   * "trees" (default, also "") or "vectors"
+   */
+  char *versioning;
 };
 #define SOFA__WIRE__CREATE_DATABASE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__create_database__descriptor) \
-     }
+    , (char *)protobuf_c_empty_string }
 
 
 struct  Sofa__Wire__DeleteDatabase
@@ -189,10 +263,18 @@ struct  Sofa__Wire__GetDocument
    * empty = the current revision
    */
   char *rev;
+  /*
+   * also return the revision's ancestry (revIDs, newest first)
+   */
+  protobuf_c_boolean history;
+  /*
+   * return every open leaf instead (result: documents)
+   */
+  protobuf_c_boolean open_leaves;
 };
 #define SOFA__WIRE__GET_DOCUMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__get_document__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string }
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Sofa__Wire__DeleteDocument
@@ -204,6 +286,247 @@ struct  Sofa__Wire__DeleteDocument
 #define SOFA__WIRE__DELETE_DOCUMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_document__descriptor) \
     , {0,NULL}, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__DatabaseInfoRequest
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__DATABASE_INFO_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__database_info_request__descriptor) \
+     }
+
+
+struct  Sofa__Wire__CreateCollection
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__CREATE_COLLECTION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__create_collection__descriptor) \
+     }
+
+
+struct  Sofa__Wire__DeleteCollection
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__DELETE_COLLECTION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_collection__descriptor) \
+     }
+
+
+struct  Sofa__Wire__ListCollections
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__LIST_COLLECTIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__list_collections__descriptor) \
+     }
+
+
+/*
+ * Replication's write: a revision with its ancestry, newest first (history[0] is the revision
+ * itself). No MVCC check; a branch that conflicts is kept and flagged.
+ */
+struct  Sofa__Wire__InsertRevision
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  size_t n_history;
+  char **history;
+  ProtobufCBinaryData body;
+  protobuf_c_boolean deleted;
+};
+#define SOFA__WIRE__INSERT_REVISION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__insert_revision__descriptor) \
+    , {0,NULL}, 0,NULL, {0,NULL}, 0 }
+
+
+typedef enum {
+  SOFA__WIRE__BULK_ITEM__ITEM__NOT_SET = 0,
+  SOFA__WIRE__BULK_ITEM__ITEM_PUT = 1,
+  SOFA__WIRE__BULK_ITEM__ITEM_INSERT = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__BULK_ITEM__ITEM__CASE)
+} Sofa__Wire__BulkItem__ItemCase;
+
+struct  Sofa__Wire__BulkItem
+{
+  ProtobufCMessage base;
+  Sofa__Wire__BulkItem__ItemCase item_case;
+  union {
+    Sofa__Wire__PutDocument *put;
+    Sofa__Wire__InsertRevision *insert;
+  };
+};
+#define SOFA__WIRE__BULK_ITEM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__bulk_item__descriptor) \
+    , SOFA__WIRE__BULK_ITEM__ITEM__NOT_SET, {0} }
+
+
+struct  Sofa__Wire__BulkWrite
+{
+  ProtobufCMessage base;
+  size_t n_items;
+  Sofa__Wire__BulkItem **items;
+};
+#define SOFA__WIRE__BULK_WRITE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__bulk_write__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__ConflictsRequest
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+};
+#define SOFA__WIRE__CONFLICTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__conflicts_request__descriptor) \
+    , {0,NULL} }
+
+
+struct  Sofa__Wire__ResolveConflict
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  char *winner;
+  char *loser;
+  /*
+   * write merged_body as the winner's child
+   */
+  protobuf_c_boolean merge;
+  ProtobufCBinaryData merged_body;
+  protobuf_c_boolean merged_deleted;
+};
+#define SOFA__WIRE__RESOLVE_CONFLICT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__resolve_conflict__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, {0,NULL}, 0 }
+
+
+struct  Sofa__Wire__Purge
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  /*
+   * empty = the whole document; else one leaf revision
+   */
+  char *rev;
+};
+#define SOFA__WIRE__PURGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__purge__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__SetExpiration
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  /*
+   * ms since the Unix epoch; 0 = cancel
+   */
+  int64_t expiration;
+};
+#define SOFA__WIRE__SET_EXPIRATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__set_expiration__descriptor) \
+    , {0,NULL}, 0 }
+
+
+struct  Sofa__Wire__GetExpiration
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+};
+#define SOFA__WIRE__GET_EXPIRATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__get_expiration__descriptor) \
+    , {0,NULL} }
+
+
+struct  Sofa__Wire__NextExpiration
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__NEXT_EXPIRATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__next_expiration__descriptor) \
+     }
+
+
+struct  Sofa__Wire__ChangesRequest
+{
+  ProtobufCMessage base;
+  uint64_t since;
+  protobuf_c_boolean descending;
+  /*
+   * 0 = no limit
+   */
+  uint32_t limit;
+  protobuf_c_boolean include_bodies;
+  protobuf_c_boolean all_leaves;
+  protobuf_c_boolean include_deleted;
+  size_t n_doc_ids;
+  ProtobufCBinaryData *doc_ids;
+};
+#define SOFA__WIRE__CHANGES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__changes_request__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0,NULL }
+
+
+struct  Sofa__Wire__AllDocsRequest
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean include_bodies;
+  protobuf_c_boolean include_deleted;
+  uint32_t limit;
+  uint32_t skip;
+  protobuf_c_boolean descending;
+  ProtobufCBinaryData start_key;
+  ProtobufCBinaryData end_key;
+};
+#define SOFA__WIRE__ALL_DOCS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__all_docs_request__descriptor) \
+    , 0, 0, 0, 0, 0, {0,NULL}, {0,NULL} }
+
+
+struct  Sofa__Wire__RawPut
+{
+  ProtobufCMessage base;
+  char *store;
+  ProtobufCBinaryData key;
+  ProtobufCBinaryData version;
+  ProtobufCBinaryData body;
+};
+#define SOFA__WIRE__RAW_PUT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__raw_put__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL}, {0,NULL} }
+
+
+struct  Sofa__Wire__RawGet
+{
+  ProtobufCMessage base;
+  char *store;
+  ProtobufCBinaryData key;
+};
+#define SOFA__WIRE__RAW_GET__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__raw_get__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Sofa__Wire__RawDelete
+{
+  ProtobufCMessage base;
+  char *store;
+  ProtobufCBinaryData key;
+};
+#define SOFA__WIRE__RAW_DELETE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__raw_delete__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Sofa__Wire__Compact
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__COMPACT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__compact__descriptor) \
+     }
 
 
 /*
@@ -232,7 +555,16 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_DATABASES = 12,
   SOFA__WIRE__RESPONSE__RESULT_DOCUMENT = 13,
   SOFA__WIRE__RESPONSE__RESULT_REVISION = 14,
-  SOFA__WIRE__RESPONSE__RESULT_ECHO = 15
+  SOFA__WIRE__RESPONSE__RESULT_ECHO = 15,
+  SOFA__WIRE__RESPONSE__RESULT_DATABASE_INFO = 16,
+  SOFA__WIRE__RESPONSE__RESULT_COLLECTIONS = 17,
+  SOFA__WIRE__RESPONSE__RESULT_DOCUMENTS = 18,
+  SOFA__WIRE__RESPONSE__RESULT_BULK = 19,
+  SOFA__WIRE__RESPONSE__RESULT_CONFLICTS = 20,
+  SOFA__WIRE__RESPONSE__RESULT_EXPIRATION = 21,
+  SOFA__WIRE__RESPONSE__RESULT_CHANGES = 22,
+  SOFA__WIRE__RESPONSE__RESULT_RAW = 23,
+  SOFA__WIRE__RESPONSE__RESULT_INSERTED = 24
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -252,6 +584,15 @@ struct  Sofa__Wire__Response
     Sofa__Wire__Document *document;
     Sofa__Wire__Revision *revision;
     Sofa__Wire__EchoReply *echo;
+    Sofa__Wire__DatabaseInfo *database_info;
+    Sofa__Wire__CollectionList *collections;
+    Sofa__Wire__DocumentList *documents;
+    Sofa__Wire__BulkResult *bulk;
+    Sofa__Wire__RevisionList *conflicts;
+    Sofa__Wire__ExpirationInfo *expiration;
+    Sofa__Wire__ChangesBatch *changes;
+    Sofa__Wire__RawValue *raw;
+    Sofa__Wire__InsertResult *inserted;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
@@ -328,10 +669,164 @@ struct  Sofa__Wire__Document
   ProtobufCBinaryData body;
   protobuf_c_boolean deleted;
   uint64_t sequence;
+  /*
+   * when asked: the ancestry, newest first, starting with rev
+   */
+  size_t n_history;
+  char **history;
+  protobuf_c_boolean conflicted;
 };
 #define SOFA__WIRE__DOCUMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__document__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0 }
+    , {0,NULL}, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, 0,NULL, 0 }
+
+
+struct  Sofa__Wire__DocumentList
+{
+  ProtobufCMessage base;
+  size_t n_documents;
+  Sofa__Wire__Document **documents;
+};
+#define SOFA__WIRE__DOCUMENT_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__document_list__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__DatabaseInfo
+{
+  ProtobufCMessage base;
+  char *name;
+  uint64_t document_count;
+  uint64_t last_sequence;
+  uint64_t update_sequence;
+  uint64_t file_bytes;
+  uint64_t wal_bytes;
+  char *public_uuid;
+  char *private_uuid;
+  char *versioning;
+  uint32_t collections;
+};
+#define SOFA__WIRE__DATABASE_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__database_info__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Sofa__Wire__CollectionList
+{
+  ProtobufCMessage base;
+  size_t n_names;
+  char **names;
+};
+#define SOFA__WIRE__COLLECTION_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__collection_list__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__BulkItemResult
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  char *rev;
+  uint64_t sequence;
+  Sofa__Wire__Error *error;
+};
+#define SOFA__WIRE__BULK_ITEM_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__bulk_item_result__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0, NULL }
+
+
+struct  Sofa__Wire__BulkResult
+{
+  ProtobufCMessage base;
+  size_t n_results;
+  Sofa__Wire__BulkItemResult **results;
+};
+#define SOFA__WIRE__BULK_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__bulk_result__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__RevisionList
+{
+  ProtobufCMessage base;
+  size_t n_revs;
+  char **revs;
+};
+#define SOFA__WIRE__REVISION_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__revision_list__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__ExpirationInfo
+{
+  ProtobufCMessage base;
+  int64_t expiration;
+};
+#define SOFA__WIRE__EXPIRATION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__expiration_info__descriptor) \
+    , 0 }
+
+
+struct  Sofa__Wire__Change
+{
+  ProtobufCMessage base;
+  uint64_t sequence;
+  ProtobufCBinaryData id;
+  /*
+   * empty for a purge or an expiration
+   */
+  char *rev;
+  protobuf_c_boolean deleted;
+  ProtobufCBinaryData body;
+  size_t n_leaves;
+  char **leaves;
+};
+#define SOFA__WIRE__CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__change__descriptor) \
+    , 0, {0,NULL}, (char *)protobuf_c_empty_string, 0, {0,NULL}, 0,NULL }
+
+
+struct  Sofa__Wire__ChangesBatch
+{
+  ProtobufCMessage base;
+  size_t n_changes;
+  Sofa__Wire__Change **changes;
+  uint64_t last_sequence;
+};
+#define SOFA__WIRE__CHANGES_BATCH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__changes_batch__descriptor) \
+    , 0,NULL, 0 }
+
+
+struct  Sofa__Wire__RawValue
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData version;
+  ProtobufCBinaryData body;
+};
+#define SOFA__WIRE__RAW_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__raw_value__descriptor) \
+    , {0,NULL}, {0,NULL} }
+
+
+struct  Sofa__Wire__InsertResult
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  char *rev;
+  uint64_t sequence;
+  /*
+   * how many revisions of the history were new
+   */
+  uint32_t added;
+  /*
+   * the revision made (or extended) a conflicting branch
+   */
+  protobuf_c_boolean conflict;
+};
+#define SOFA__WIRE__INSERT_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__insert_result__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Sofa__Wire__Revision
@@ -551,6 +1046,367 @@ Sofa__Wire__DeleteDocument *
 void   sofa__wire__delete_document__free_unpacked
                      (Sofa__Wire__DeleteDocument *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__DatabaseInfoRequest methods */
+void   sofa__wire__database_info_request__init
+                     (Sofa__Wire__DatabaseInfoRequest         *message);
+size_t sofa__wire__database_info_request__get_packed_size
+                     (const Sofa__Wire__DatabaseInfoRequest   *message);
+size_t sofa__wire__database_info_request__pack
+                     (const Sofa__Wire__DatabaseInfoRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__database_info_request__pack_to_buffer
+                     (const Sofa__Wire__DatabaseInfoRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DatabaseInfoRequest *
+       sofa__wire__database_info_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__database_info_request__free_unpacked
+                     (Sofa__Wire__DatabaseInfoRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__CreateCollection methods */
+void   sofa__wire__create_collection__init
+                     (Sofa__Wire__CreateCollection         *message);
+size_t sofa__wire__create_collection__get_packed_size
+                     (const Sofa__Wire__CreateCollection   *message);
+size_t sofa__wire__create_collection__pack
+                     (const Sofa__Wire__CreateCollection   *message,
+                      uint8_t             *out);
+size_t sofa__wire__create_collection__pack_to_buffer
+                     (const Sofa__Wire__CreateCollection   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__CreateCollection *
+       sofa__wire__create_collection__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__create_collection__free_unpacked
+                     (Sofa__Wire__CreateCollection *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__DeleteCollection methods */
+void   sofa__wire__delete_collection__init
+                     (Sofa__Wire__DeleteCollection         *message);
+size_t sofa__wire__delete_collection__get_packed_size
+                     (const Sofa__Wire__DeleteCollection   *message);
+size_t sofa__wire__delete_collection__pack
+                     (const Sofa__Wire__DeleteCollection   *message,
+                      uint8_t             *out);
+size_t sofa__wire__delete_collection__pack_to_buffer
+                     (const Sofa__Wire__DeleteCollection   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DeleteCollection *
+       sofa__wire__delete_collection__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__delete_collection__free_unpacked
+                     (Sofa__Wire__DeleteCollection *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ListCollections methods */
+void   sofa__wire__list_collections__init
+                     (Sofa__Wire__ListCollections         *message);
+size_t sofa__wire__list_collections__get_packed_size
+                     (const Sofa__Wire__ListCollections   *message);
+size_t sofa__wire__list_collections__pack
+                     (const Sofa__Wire__ListCollections   *message,
+                      uint8_t             *out);
+size_t sofa__wire__list_collections__pack_to_buffer
+                     (const Sofa__Wire__ListCollections   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ListCollections *
+       sofa__wire__list_collections__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__list_collections__free_unpacked
+                     (Sofa__Wire__ListCollections *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__InsertRevision methods */
+void   sofa__wire__insert_revision__init
+                     (Sofa__Wire__InsertRevision         *message);
+size_t sofa__wire__insert_revision__get_packed_size
+                     (const Sofa__Wire__InsertRevision   *message);
+size_t sofa__wire__insert_revision__pack
+                     (const Sofa__Wire__InsertRevision   *message,
+                      uint8_t             *out);
+size_t sofa__wire__insert_revision__pack_to_buffer
+                     (const Sofa__Wire__InsertRevision   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__InsertRevision *
+       sofa__wire__insert_revision__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__insert_revision__free_unpacked
+                     (Sofa__Wire__InsertRevision *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BulkItem methods */
+void   sofa__wire__bulk_item__init
+                     (Sofa__Wire__BulkItem         *message);
+size_t sofa__wire__bulk_item__get_packed_size
+                     (const Sofa__Wire__BulkItem   *message);
+size_t sofa__wire__bulk_item__pack
+                     (const Sofa__Wire__BulkItem   *message,
+                      uint8_t             *out);
+size_t sofa__wire__bulk_item__pack_to_buffer
+                     (const Sofa__Wire__BulkItem   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BulkItem *
+       sofa__wire__bulk_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__bulk_item__free_unpacked
+                     (Sofa__Wire__BulkItem *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BulkWrite methods */
+void   sofa__wire__bulk_write__init
+                     (Sofa__Wire__BulkWrite         *message);
+size_t sofa__wire__bulk_write__get_packed_size
+                     (const Sofa__Wire__BulkWrite   *message);
+size_t sofa__wire__bulk_write__pack
+                     (const Sofa__Wire__BulkWrite   *message,
+                      uint8_t             *out);
+size_t sofa__wire__bulk_write__pack_to_buffer
+                     (const Sofa__Wire__BulkWrite   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BulkWrite *
+       sofa__wire__bulk_write__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__bulk_write__free_unpacked
+                     (Sofa__Wire__BulkWrite *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ConflictsRequest methods */
+void   sofa__wire__conflicts_request__init
+                     (Sofa__Wire__ConflictsRequest         *message);
+size_t sofa__wire__conflicts_request__get_packed_size
+                     (const Sofa__Wire__ConflictsRequest   *message);
+size_t sofa__wire__conflicts_request__pack
+                     (const Sofa__Wire__ConflictsRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__conflicts_request__pack_to_buffer
+                     (const Sofa__Wire__ConflictsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ConflictsRequest *
+       sofa__wire__conflicts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__conflicts_request__free_unpacked
+                     (Sofa__Wire__ConflictsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ResolveConflict methods */
+void   sofa__wire__resolve_conflict__init
+                     (Sofa__Wire__ResolveConflict         *message);
+size_t sofa__wire__resolve_conflict__get_packed_size
+                     (const Sofa__Wire__ResolveConflict   *message);
+size_t sofa__wire__resolve_conflict__pack
+                     (const Sofa__Wire__ResolveConflict   *message,
+                      uint8_t             *out);
+size_t sofa__wire__resolve_conflict__pack_to_buffer
+                     (const Sofa__Wire__ResolveConflict   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ResolveConflict *
+       sofa__wire__resolve_conflict__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__resolve_conflict__free_unpacked
+                     (Sofa__Wire__ResolveConflict *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__Purge methods */
+void   sofa__wire__purge__init
+                     (Sofa__Wire__Purge         *message);
+size_t sofa__wire__purge__get_packed_size
+                     (const Sofa__Wire__Purge   *message);
+size_t sofa__wire__purge__pack
+                     (const Sofa__Wire__Purge   *message,
+                      uint8_t             *out);
+size_t sofa__wire__purge__pack_to_buffer
+                     (const Sofa__Wire__Purge   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__Purge *
+       sofa__wire__purge__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__purge__free_unpacked
+                     (Sofa__Wire__Purge *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__SetExpiration methods */
+void   sofa__wire__set_expiration__init
+                     (Sofa__Wire__SetExpiration         *message);
+size_t sofa__wire__set_expiration__get_packed_size
+                     (const Sofa__Wire__SetExpiration   *message);
+size_t sofa__wire__set_expiration__pack
+                     (const Sofa__Wire__SetExpiration   *message,
+                      uint8_t             *out);
+size_t sofa__wire__set_expiration__pack_to_buffer
+                     (const Sofa__Wire__SetExpiration   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__SetExpiration *
+       sofa__wire__set_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__set_expiration__free_unpacked
+                     (Sofa__Wire__SetExpiration *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__GetExpiration methods */
+void   sofa__wire__get_expiration__init
+                     (Sofa__Wire__GetExpiration         *message);
+size_t sofa__wire__get_expiration__get_packed_size
+                     (const Sofa__Wire__GetExpiration   *message);
+size_t sofa__wire__get_expiration__pack
+                     (const Sofa__Wire__GetExpiration   *message,
+                      uint8_t             *out);
+size_t sofa__wire__get_expiration__pack_to_buffer
+                     (const Sofa__Wire__GetExpiration   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__GetExpiration *
+       sofa__wire__get_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__get_expiration__free_unpacked
+                     (Sofa__Wire__GetExpiration *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__NextExpiration methods */
+void   sofa__wire__next_expiration__init
+                     (Sofa__Wire__NextExpiration         *message);
+size_t sofa__wire__next_expiration__get_packed_size
+                     (const Sofa__Wire__NextExpiration   *message);
+size_t sofa__wire__next_expiration__pack
+                     (const Sofa__Wire__NextExpiration   *message,
+                      uint8_t             *out);
+size_t sofa__wire__next_expiration__pack_to_buffer
+                     (const Sofa__Wire__NextExpiration   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__NextExpiration *
+       sofa__wire__next_expiration__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__next_expiration__free_unpacked
+                     (Sofa__Wire__NextExpiration *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ChangesRequest methods */
+void   sofa__wire__changes_request__init
+                     (Sofa__Wire__ChangesRequest         *message);
+size_t sofa__wire__changes_request__get_packed_size
+                     (const Sofa__Wire__ChangesRequest   *message);
+size_t sofa__wire__changes_request__pack
+                     (const Sofa__Wire__ChangesRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__changes_request__pack_to_buffer
+                     (const Sofa__Wire__ChangesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ChangesRequest *
+       sofa__wire__changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__changes_request__free_unpacked
+                     (Sofa__Wire__ChangesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__AllDocsRequest methods */
+void   sofa__wire__all_docs_request__init
+                     (Sofa__Wire__AllDocsRequest         *message);
+size_t sofa__wire__all_docs_request__get_packed_size
+                     (const Sofa__Wire__AllDocsRequest   *message);
+size_t sofa__wire__all_docs_request__pack
+                     (const Sofa__Wire__AllDocsRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__all_docs_request__pack_to_buffer
+                     (const Sofa__Wire__AllDocsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__AllDocsRequest *
+       sofa__wire__all_docs_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__all_docs_request__free_unpacked
+                     (Sofa__Wire__AllDocsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RawPut methods */
+void   sofa__wire__raw_put__init
+                     (Sofa__Wire__RawPut         *message);
+size_t sofa__wire__raw_put__get_packed_size
+                     (const Sofa__Wire__RawPut   *message);
+size_t sofa__wire__raw_put__pack
+                     (const Sofa__Wire__RawPut   *message,
+                      uint8_t             *out);
+size_t sofa__wire__raw_put__pack_to_buffer
+                     (const Sofa__Wire__RawPut   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RawPut *
+       sofa__wire__raw_put__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__raw_put__free_unpacked
+                     (Sofa__Wire__RawPut *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RawGet methods */
+void   sofa__wire__raw_get__init
+                     (Sofa__Wire__RawGet         *message);
+size_t sofa__wire__raw_get__get_packed_size
+                     (const Sofa__Wire__RawGet   *message);
+size_t sofa__wire__raw_get__pack
+                     (const Sofa__Wire__RawGet   *message,
+                      uint8_t             *out);
+size_t sofa__wire__raw_get__pack_to_buffer
+                     (const Sofa__Wire__RawGet   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RawGet *
+       sofa__wire__raw_get__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__raw_get__free_unpacked
+                     (Sofa__Wire__RawGet *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RawDelete methods */
+void   sofa__wire__raw_delete__init
+                     (Sofa__Wire__RawDelete         *message);
+size_t sofa__wire__raw_delete__get_packed_size
+                     (const Sofa__Wire__RawDelete   *message);
+size_t sofa__wire__raw_delete__pack
+                     (const Sofa__Wire__RawDelete   *message,
+                      uint8_t             *out);
+size_t sofa__wire__raw_delete__pack_to_buffer
+                     (const Sofa__Wire__RawDelete   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RawDelete *
+       sofa__wire__raw_delete__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__raw_delete__free_unpacked
+                     (Sofa__Wire__RawDelete *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__Compact methods */
+void   sofa__wire__compact__init
+                     (Sofa__Wire__Compact         *message);
+size_t sofa__wire__compact__get_packed_size
+                     (const Sofa__Wire__Compact   *message);
+size_t sofa__wire__compact__pack
+                     (const Sofa__Wire__Compact   *message,
+                      uint8_t             *out);
+size_t sofa__wire__compact__pack_to_buffer
+                     (const Sofa__Wire__Compact   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__Compact *
+       sofa__wire__compact__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__compact__free_unpacked
+                     (Sofa__Wire__Compact *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__Echo methods */
 void   sofa__wire__echo__init
                      (Sofa__Wire__Echo         *message);
@@ -703,6 +1559,215 @@ Sofa__Wire__Document *
 void   sofa__wire__document__free_unpacked
                      (Sofa__Wire__Document *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__DocumentList methods */
+void   sofa__wire__document_list__init
+                     (Sofa__Wire__DocumentList         *message);
+size_t sofa__wire__document_list__get_packed_size
+                     (const Sofa__Wire__DocumentList   *message);
+size_t sofa__wire__document_list__pack
+                     (const Sofa__Wire__DocumentList   *message,
+                      uint8_t             *out);
+size_t sofa__wire__document_list__pack_to_buffer
+                     (const Sofa__Wire__DocumentList   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DocumentList *
+       sofa__wire__document_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__document_list__free_unpacked
+                     (Sofa__Wire__DocumentList *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__DatabaseInfo methods */
+void   sofa__wire__database_info__init
+                     (Sofa__Wire__DatabaseInfo         *message);
+size_t sofa__wire__database_info__get_packed_size
+                     (const Sofa__Wire__DatabaseInfo   *message);
+size_t sofa__wire__database_info__pack
+                     (const Sofa__Wire__DatabaseInfo   *message,
+                      uint8_t             *out);
+size_t sofa__wire__database_info__pack_to_buffer
+                     (const Sofa__Wire__DatabaseInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DatabaseInfo *
+       sofa__wire__database_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__database_info__free_unpacked
+                     (Sofa__Wire__DatabaseInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__CollectionList methods */
+void   sofa__wire__collection_list__init
+                     (Sofa__Wire__CollectionList         *message);
+size_t sofa__wire__collection_list__get_packed_size
+                     (const Sofa__Wire__CollectionList   *message);
+size_t sofa__wire__collection_list__pack
+                     (const Sofa__Wire__CollectionList   *message,
+                      uint8_t             *out);
+size_t sofa__wire__collection_list__pack_to_buffer
+                     (const Sofa__Wire__CollectionList   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__CollectionList *
+       sofa__wire__collection_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__collection_list__free_unpacked
+                     (Sofa__Wire__CollectionList *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BulkItemResult methods */
+void   sofa__wire__bulk_item_result__init
+                     (Sofa__Wire__BulkItemResult         *message);
+size_t sofa__wire__bulk_item_result__get_packed_size
+                     (const Sofa__Wire__BulkItemResult   *message);
+size_t sofa__wire__bulk_item_result__pack
+                     (const Sofa__Wire__BulkItemResult   *message,
+                      uint8_t             *out);
+size_t sofa__wire__bulk_item_result__pack_to_buffer
+                     (const Sofa__Wire__BulkItemResult   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BulkItemResult *
+       sofa__wire__bulk_item_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__bulk_item_result__free_unpacked
+                     (Sofa__Wire__BulkItemResult *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BulkResult methods */
+void   sofa__wire__bulk_result__init
+                     (Sofa__Wire__BulkResult         *message);
+size_t sofa__wire__bulk_result__get_packed_size
+                     (const Sofa__Wire__BulkResult   *message);
+size_t sofa__wire__bulk_result__pack
+                     (const Sofa__Wire__BulkResult   *message,
+                      uint8_t             *out);
+size_t sofa__wire__bulk_result__pack_to_buffer
+                     (const Sofa__Wire__BulkResult   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BulkResult *
+       sofa__wire__bulk_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__bulk_result__free_unpacked
+                     (Sofa__Wire__BulkResult *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RevisionList methods */
+void   sofa__wire__revision_list__init
+                     (Sofa__Wire__RevisionList         *message);
+size_t sofa__wire__revision_list__get_packed_size
+                     (const Sofa__Wire__RevisionList   *message);
+size_t sofa__wire__revision_list__pack
+                     (const Sofa__Wire__RevisionList   *message,
+                      uint8_t             *out);
+size_t sofa__wire__revision_list__pack_to_buffer
+                     (const Sofa__Wire__RevisionList   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RevisionList *
+       sofa__wire__revision_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__revision_list__free_unpacked
+                     (Sofa__Wire__RevisionList *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ExpirationInfo methods */
+void   sofa__wire__expiration_info__init
+                     (Sofa__Wire__ExpirationInfo         *message);
+size_t sofa__wire__expiration_info__get_packed_size
+                     (const Sofa__Wire__ExpirationInfo   *message);
+size_t sofa__wire__expiration_info__pack
+                     (const Sofa__Wire__ExpirationInfo   *message,
+                      uint8_t             *out);
+size_t sofa__wire__expiration_info__pack_to_buffer
+                     (const Sofa__Wire__ExpirationInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ExpirationInfo *
+       sofa__wire__expiration_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__expiration_info__free_unpacked
+                     (Sofa__Wire__ExpirationInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__Change methods */
+void   sofa__wire__change__init
+                     (Sofa__Wire__Change         *message);
+size_t sofa__wire__change__get_packed_size
+                     (const Sofa__Wire__Change   *message);
+size_t sofa__wire__change__pack
+                     (const Sofa__Wire__Change   *message,
+                      uint8_t             *out);
+size_t sofa__wire__change__pack_to_buffer
+                     (const Sofa__Wire__Change   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__Change *
+       sofa__wire__change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__change__free_unpacked
+                     (Sofa__Wire__Change *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ChangesBatch methods */
+void   sofa__wire__changes_batch__init
+                     (Sofa__Wire__ChangesBatch         *message);
+size_t sofa__wire__changes_batch__get_packed_size
+                     (const Sofa__Wire__ChangesBatch   *message);
+size_t sofa__wire__changes_batch__pack
+                     (const Sofa__Wire__ChangesBatch   *message,
+                      uint8_t             *out);
+size_t sofa__wire__changes_batch__pack_to_buffer
+                     (const Sofa__Wire__ChangesBatch   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ChangesBatch *
+       sofa__wire__changes_batch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__changes_batch__free_unpacked
+                     (Sofa__Wire__ChangesBatch *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RawValue methods */
+void   sofa__wire__raw_value__init
+                     (Sofa__Wire__RawValue         *message);
+size_t sofa__wire__raw_value__get_packed_size
+                     (const Sofa__Wire__RawValue   *message);
+size_t sofa__wire__raw_value__pack
+                     (const Sofa__Wire__RawValue   *message,
+                      uint8_t             *out);
+size_t sofa__wire__raw_value__pack_to_buffer
+                     (const Sofa__Wire__RawValue   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RawValue *
+       sofa__wire__raw_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__raw_value__free_unpacked
+                     (Sofa__Wire__RawValue *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__InsertResult methods */
+void   sofa__wire__insert_result__init
+                     (Sofa__Wire__InsertResult         *message);
+size_t sofa__wire__insert_result__get_packed_size
+                     (const Sofa__Wire__InsertResult   *message);
+size_t sofa__wire__insert_result__pack
+                     (const Sofa__Wire__InsertResult   *message,
+                      uint8_t             *out);
+size_t sofa__wire__insert_result__pack_to_buffer
+                     (const Sofa__Wire__InsertResult   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__InsertResult *
+       sofa__wire__insert_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__insert_result__free_unpacked
+                     (Sofa__Wire__InsertResult *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__Revision methods */
 void   sofa__wire__revision__init
                      (Sofa__Wire__Revision         *message);
@@ -789,6 +1854,63 @@ typedef void (*Sofa__Wire__GetDocument_Closure)
 typedef void (*Sofa__Wire__DeleteDocument_Closure)
                  (const Sofa__Wire__DeleteDocument *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__DatabaseInfoRequest_Closure)
+                 (const Sofa__Wire__DatabaseInfoRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__CreateCollection_Closure)
+                 (const Sofa__Wire__CreateCollection *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__DeleteCollection_Closure)
+                 (const Sofa__Wire__DeleteCollection *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ListCollections_Closure)
+                 (const Sofa__Wire__ListCollections *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__InsertRevision_Closure)
+                 (const Sofa__Wire__InsertRevision *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BulkItem_Closure)
+                 (const Sofa__Wire__BulkItem *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BulkWrite_Closure)
+                 (const Sofa__Wire__BulkWrite *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ConflictsRequest_Closure)
+                 (const Sofa__Wire__ConflictsRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ResolveConflict_Closure)
+                 (const Sofa__Wire__ResolveConflict *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__Purge_Closure)
+                 (const Sofa__Wire__Purge *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__SetExpiration_Closure)
+                 (const Sofa__Wire__SetExpiration *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__GetExpiration_Closure)
+                 (const Sofa__Wire__GetExpiration *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__NextExpiration_Closure)
+                 (const Sofa__Wire__NextExpiration *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ChangesRequest_Closure)
+                 (const Sofa__Wire__ChangesRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__AllDocsRequest_Closure)
+                 (const Sofa__Wire__AllDocsRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RawPut_Closure)
+                 (const Sofa__Wire__RawPut *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RawGet_Closure)
+                 (const Sofa__Wire__RawGet *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RawDelete_Closure)
+                 (const Sofa__Wire__RawDelete *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__Compact_Closure)
+                 (const Sofa__Wire__Compact *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Echo_Closure)
                  (const Sofa__Wire__Echo *message,
                   void *closure_data);
@@ -812,6 +1934,39 @@ typedef void (*Sofa__Wire__DatabaseList_Closure)
                   void *closure_data);
 typedef void (*Sofa__Wire__Document_Closure)
                  (const Sofa__Wire__Document *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__DocumentList_Closure)
+                 (const Sofa__Wire__DocumentList *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__DatabaseInfo_Closure)
+                 (const Sofa__Wire__DatabaseInfo *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__CollectionList_Closure)
+                 (const Sofa__Wire__CollectionList *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BulkItemResult_Closure)
+                 (const Sofa__Wire__BulkItemResult *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BulkResult_Closure)
+                 (const Sofa__Wire__BulkResult *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RevisionList_Closure)
+                 (const Sofa__Wire__RevisionList *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ExpirationInfo_Closure)
+                 (const Sofa__Wire__ExpirationInfo *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__Change_Closure)
+                 (const Sofa__Wire__Change *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ChangesBatch_Closure)
+                 (const Sofa__Wire__ChangesBatch *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RawValue_Closure)
+                 (const Sofa__Wire__RawValue *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__InsertResult_Closure)
+                 (const Sofa__Wire__InsertResult *message,
                   void *closure_data);
 typedef void (*Sofa__Wire__Revision_Closure)
                  (const Sofa__Wire__Revision *message,
@@ -837,6 +1992,25 @@ extern const ProtobufCMessageDescriptor sofa__wire__list_databases__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_document__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__database_info_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__create_collection__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__delete_collection__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__list_collections__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__insert_revision__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__bulk_item__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__bulk_write__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__conflicts_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__resolve_conflict__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__purge__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__set_expiration__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__get_expiration__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__next_expiration__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__changes_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__all_docs_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__raw_put__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__raw_get__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__raw_delete__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__compact__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__response__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__error__descriptor;
@@ -845,6 +2019,17 @@ extern const ProtobufCMessageDescriptor sofa__wire__service_status__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__cluster_info__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__database_list__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__document__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__document_list__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__collection_list__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__bulk_item_result__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__bulk_result__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__revision_list__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__expiration_info__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__change__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__changes_batch__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__raw_value__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__insert_result__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revision__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo_reply__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor;

@@ -1,0 +1,290 @@
+internal import CProtobufC
+internal import SofaWireC
+internal import SofaCore
+
+extension Op {
+    /// Sets the request's `op` oneof.
+    func encode(into message: UnsafeMutablePointer<Sofa__Wire__Request>, _ arena: Arena) {
+        switch self {
+        case .health(let service):
+            let op: UnsafeMutablePointer<Sofa__Wire__Health> = arena.message { sofa__wire__health__init($0) }
+            op.pointee.service = arena.string(service)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_HEALTH
+            message.pointee.health = op
+        case .clusterStatus:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CLUSTER_STATUS
+            message.pointee.cluster_status = arena.message { sofa__wire__cluster_status__init($0) }
+        case .createDatabase(let versioning):
+            let op: UnsafeMutablePointer<Sofa__Wire__CreateDatabase> = arena.message { sofa__wire__create_database__init($0) }
+            op.pointee.versioning = arena.string(versioning.rawValue)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CREATE_DATABASE
+            message.pointee.create_database = op
+        case .deleteDatabase:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_DATABASE
+            message.pointee.delete_database = arena.message { sofa__wire__delete_database__init($0) }
+        case .listDatabases:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_LIST_DATABASES
+            message.pointee.list_databases = arena.message { sofa__wire__list_databases__init($0) }
+        case .databaseInfo:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DATABASE_INFO
+            message.pointee.database_info = arena.message { sofa__wire__database_info_request__init($0) }
+        case .createCollection:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CREATE_COLLECTION
+            message.pointee.create_collection = arena.message { sofa__wire__create_collection__init($0) }
+        case .deleteCollection:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_COLLECTION
+            message.pointee.delete_collection = arena.message { sofa__wire__delete_collection__init($0) }
+        case .listCollections:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_LIST_COLLECTIONS
+            message.pointee.list_collections = arena.message { sofa__wire__list_collections__init($0) }
+        case .putDocument(let docID, let rev, let body, let deleted):
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_PUT_DOCUMENT
+            message.pointee.put_document = Self.put(docID, rev, body, deleted, arena)
+        case .getDocument(let docID, let rev, let history, let openLeaves):
+            let op: UnsafeMutablePointer<Sofa__Wire__GetDocument> = arena.message { sofa__wire__get_document__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            op.pointee.rev = arena.string(rev)
+            op.pointee.history = history ? 1 : 0
+            op.pointee.open_leaves = openLeaves ? 1 : 0
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_GET_DOCUMENT
+            message.pointee.get_document = op
+        case .deleteDocument(let docID, let rev):
+            let op: UnsafeMutablePointer<Sofa__Wire__DeleteDocument> = arena.message { sofa__wire__delete_document__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            op.pointee.rev = arena.string(rev)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_DOCUMENT
+            message.pointee.delete_document = op
+        case .insertRevision(let insert):
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_INSERT_REVISION
+            message.pointee.insert_revision = Self.insert(insert, arena)
+        case .bulkWrite(let items):
+            let op: UnsafeMutablePointer<Sofa__Wire__BulkWrite> = arena.message { sofa__wire__bulk_write__init($0) }
+            let encoded = items.map { item -> UnsafeMutablePointer<Sofa__Wire__BulkItem> in
+                let wire: UnsafeMutablePointer<Sofa__Wire__BulkItem> = arena.message { sofa__wire__bulk_item__init($0) }
+                switch item {
+                case .put(let docID, let rev, let body, let deleted):
+                    wire.pointee.item_case = SOFA__WIRE__BULK_ITEM__ITEM_PUT
+                    wire.pointee.put = Self.put(docID, rev, body, deleted, arena)
+                case .insert(let insert):
+                    wire.pointee.item_case = SOFA__WIRE__BULK_ITEM__ITEM_INSERT
+                    wire.pointee.insert = Self.insert(insert, arena)
+                }
+                return wire
+            }
+            op.pointee.n_items = encoded.count
+            op.pointee.items = arena.array(encoded)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BULK_WRITE
+            message.pointee.bulk_write = op
+        case .conflicts(let docID):
+            let op: UnsafeMutablePointer<Sofa__Wire__ConflictsRequest> = arena.message { sofa__wire__conflicts_request__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CONFLICTS
+            message.pointee.conflicts = op
+        case .resolveConflict(let resolution):
+            let op: UnsafeMutablePointer<Sofa__Wire__ResolveConflict> = arena.message { sofa__wire__resolve_conflict__init($0) }
+            op.pointee.id = arena.bytes(resolution.id)
+            op.pointee.winner = arena.string(resolution.winner)
+            op.pointee.loser = arena.string(resolution.loser)
+            op.pointee.merge = resolution.merge ? 1 : 0
+            op.pointee.merged_body = arena.bytes(resolution.mergedBody)
+            op.pointee.merged_deleted = resolution.mergedDeleted ? 1 : 0
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_RESOLVE_CONFLICT
+            message.pointee.resolve_conflict = op
+        case .purge(let docID, let rev):
+            let op: UnsafeMutablePointer<Sofa__Wire__Purge> = arena.message { sofa__wire__purge__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            op.pointee.rev = arena.string(rev)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_PURGE
+            message.pointee.purge = op
+        case .setExpiration(let docID, let expiration):
+            let op: UnsafeMutablePointer<Sofa__Wire__SetExpiration> = arena.message { sofa__wire__set_expiration__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            op.pointee.expiration = expiration
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_SET_EXPIRATION
+            message.pointee.set_expiration = op
+        case .getExpiration(let docID):
+            let op: UnsafeMutablePointer<Sofa__Wire__GetExpiration> = arena.message { sofa__wire__get_expiration__init($0) }
+            op.pointee.id = arena.bytes(docID)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_GET_EXPIRATION
+            message.pointee.get_expiration = op
+        case .nextExpiration:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_NEXT_EXPIRATION
+            message.pointee.next_expiration = arena.message { sofa__wire__next_expiration__init($0) }
+        case .changes(let query):
+            let op: UnsafeMutablePointer<Sofa__Wire__ChangesRequest> = arena.message { sofa__wire__changes_request__init($0) }
+            op.pointee.since = query.since
+            op.pointee.descending = query.descending ? 1 : 0
+            op.pointee.limit = query.limit
+            op.pointee.include_bodies = query.includeBodies ? 1 : 0
+            op.pointee.all_leaves = query.allLeaves ? 1 : 0
+            op.pointee.include_deleted = query.includeDeleted ? 1 : 0
+            (op.pointee.n_doc_ids, op.pointee.doc_ids) = arena.byteArrays(query.docIDs.map { Array($0.utf8) })
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CHANGES
+            message.pointee.changes = op
+        case .allDocs(let query):
+            let op: UnsafeMutablePointer<Sofa__Wire__AllDocsRequest> = arena.message { sofa__wire__all_docs_request__init($0) }
+            op.pointee.include_bodies = query.includeBodies ? 1 : 0
+            op.pointee.include_deleted = query.includeDeleted ? 1 : 0
+            op.pointee.limit = query.limit
+            op.pointee.skip = query.skip
+            op.pointee.descending = query.descending ? 1 : 0
+            op.pointee.start_key = arena.bytes(query.startKey)
+            op.pointee.end_key = arena.bytes(query.endKey)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_ALL_DOCS
+            message.pointee.all_docs = op
+        case .rawPut(let store, let key, let version, let body):
+            let op: UnsafeMutablePointer<Sofa__Wire__RawPut> = arena.message { sofa__wire__raw_put__init($0) }
+            op.pointee.store = arena.string(store)
+            op.pointee.key = arena.bytes(key)
+            op.pointee.version = arena.bytes(version)
+            op.pointee.body = arena.bytes(body)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_RAW_PUT
+            message.pointee.raw_put = op
+        case .rawGet(let store, let key):
+            let op: UnsafeMutablePointer<Sofa__Wire__RawGet> = arena.message { sofa__wire__raw_get__init($0) }
+            op.pointee.store = arena.string(store)
+            op.pointee.key = arena.bytes(key)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_RAW_GET
+            message.pointee.raw_get = op
+        case .rawDelete(let store, let key):
+            let op: UnsafeMutablePointer<Sofa__Wire__RawDelete> = arena.message { sofa__wire__raw_delete__init($0) }
+            op.pointee.store = arena.string(store)
+            op.pointee.key = arena.bytes(key)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_RAW_DELETE
+            message.pointee.raw_delete = op
+        case .compact:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_COMPACT
+            message.pointee.compact = arena.message { sofa__wire__compact__init($0) }
+        case .echo(let payload, let delayMs, let service):
+            let op: UnsafeMutablePointer<Sofa__Wire__Echo> = arena.message { sofa__wire__echo__init($0) }
+            op.pointee.payload = arena.bytes(payload)
+            op.pointee.delay_ms = delayMs
+            op.pointee.service = arena.string(service)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_ECHO
+            message.pointee.echo = op
+        }
+    }
+
+    private static func put(_ docID: String, _ rev: String, _ body: [UInt8], _ deleted: Bool, _ arena: Arena)
+        -> UnsafeMutablePointer<Sofa__Wire__PutDocument> {
+        let op: UnsafeMutablePointer<Sofa__Wire__PutDocument> = arena.message { sofa__wire__put_document__init($0) }
+        op.pointee.id = arena.bytes(docID)
+        op.pointee.rev = arena.string(rev)
+        op.pointee.body = arena.bytes(body)
+        op.pointee.deleted = deleted ? 1 : 0
+        return op
+    }
+
+    private static func insert(_ insert: RevisionInsert, _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__InsertRevision> {
+        let op: UnsafeMutablePointer<Sofa__Wire__InsertRevision> = arena.message { sofa__wire__insert_revision__init($0) }
+        op.pointee.id = arena.bytes(insert.id)
+        (op.pointee.n_history, op.pointee.history) = arena.strings(insert.history)
+        op.pointee.body = arena.bytes(insert.body)
+        op.pointee.deleted = insert.deleted ? 1 : 0
+        return op
+    }
+
+    /// The operation of a decoded request.
+    static func decode(_ m: Sofa__Wire__Request) throws(SofaError) -> Op {
+        switch m.op_case {
+        case SOFA__WIRE__REQUEST__OP_HEALTH:
+            return .health(service: try decodeString(required(m.health, "health").service, "health.service"))
+        case SOFA__WIRE__REQUEST__OP_CLUSTER_STATUS: return .clusterStatus
+        case SOFA__WIRE__REQUEST__OP_CREATE_DATABASE:
+            let name = try decodeString(m.create_database?.pointee.versioning, "createDatabase.versioning")
+            guard let versioning = Versioning(rawValue: name.isEmpty ? Versioning.revisionTrees.rawValue : name) else {
+                throw SofaError(.invalidParameter, "unknown versioning '\(name)': use 'trees' or 'vectors'")
+            }
+            return .createDatabase(versioning: versioning)
+        case SOFA__WIRE__REQUEST__OP_DELETE_DATABASE: return .deleteDatabase
+        case SOFA__WIRE__REQUEST__OP_LIST_DATABASES: return .listDatabases
+        case SOFA__WIRE__REQUEST__OP_DATABASE_INFO: return .databaseInfo
+        case SOFA__WIRE__REQUEST__OP_CREATE_COLLECTION: return .createCollection
+        case SOFA__WIRE__REQUEST__OP_DELETE_COLLECTION: return .deleteCollection
+        case SOFA__WIRE__REQUEST__OP_LIST_COLLECTIONS: return .listCollections
+        case SOFA__WIRE__REQUEST__OP_PUT_DOCUMENT:
+            let op = try required(m.put_document, "putDocument")
+            return .putDocument(id: try decodeText(op.id, "putDocument.id"), rev: try decodeString(op.rev, "putDocument.rev"),
+                                body: decodeBytes(op.body), deleted: op.deleted != 0)
+        case SOFA__WIRE__REQUEST__OP_GET_DOCUMENT:
+            let op = try required(m.get_document, "getDocument")
+            return .getDocument(id: try decodeText(op.id, "getDocument.id"), rev: try decodeString(op.rev, "getDocument.rev"),
+                                history: op.history != 0, openLeaves: op.open_leaves != 0)
+        case SOFA__WIRE__REQUEST__OP_DELETE_DOCUMENT:
+            let op = try required(m.delete_document, "deleteDocument")
+            return .deleteDocument(id: try decodeText(op.id, "deleteDocument.id"),
+                                   rev: try decodeString(op.rev, "deleteDocument.rev"))
+        case SOFA__WIRE__REQUEST__OP_INSERT_REVISION:
+            return .insertRevision(try decodeInsert(required(m.insert_revision, "insertRevision")))
+        case SOFA__WIRE__REQUEST__OP_BULK_WRITE:
+            let op = try required(m.bulk_write, "bulkWrite")
+            var items: [BulkItem] = []
+            items.reserveCapacity(op.n_items)
+            for index in 0..<op.n_items {
+                let item = try required(op.items[index], "bulkWrite.item")
+                switch item.item_case {
+                case SOFA__WIRE__BULK_ITEM__ITEM_PUT:
+                    let put = try required(item.put, "bulkWrite.put")
+                    items.append(.put(id: try decodeText(put.id, "put.id"), rev: try decodeString(put.rev, "put.rev"),
+                                      body: decodeBytes(put.body), deleted: put.deleted != 0))
+                case SOFA__WIRE__BULK_ITEM__ITEM_INSERT:
+                    items.append(.insert(try decodeInsert(required(item.insert, "bulkWrite.insert"))))
+                default:
+                    throw SofaError(.malformedMessage, "malformed request: bulk item \(index) has no write")
+                }
+            }
+            return .bulkWrite(items)
+        case SOFA__WIRE__REQUEST__OP_CONFLICTS:
+            return .conflicts(id: try decodeText(required(m.conflicts, "conflicts").id, "conflicts.id"))
+        case SOFA__WIRE__REQUEST__OP_RESOLVE_CONFLICT:
+            let op = try required(m.resolve_conflict, "resolveConflict")
+            return .resolveConflict(ConflictResolution(
+                id: try decodeText(op.id, "resolveConflict.id"), winner: try decodeString(op.winner, "resolveConflict.winner"),
+                loser: try decodeString(op.loser, "resolveConflict.loser"), merge: op.merge != 0,
+                mergedBody: decodeBytes(op.merged_body), mergedDeleted: op.merged_deleted != 0))
+        case SOFA__WIRE__REQUEST__OP_PURGE:
+            let op = try required(m.purge, "purge")
+            return .purge(id: try decodeText(op.id, "purge.id"), rev: try decodeString(op.rev, "purge.rev"))
+        case SOFA__WIRE__REQUEST__OP_SET_EXPIRATION:
+            let op = try required(m.set_expiration, "setExpiration")
+            return .setExpiration(id: try decodeText(op.id, "setExpiration.id"), expiration: op.expiration)
+        case SOFA__WIRE__REQUEST__OP_GET_EXPIRATION:
+            return .getExpiration(id: try decodeText(required(m.get_expiration, "getExpiration").id, "getExpiration.id"))
+        case SOFA__WIRE__REQUEST__OP_NEXT_EXPIRATION: return .nextExpiration
+        case SOFA__WIRE__REQUEST__OP_CHANGES:
+            let op = try required(m.changes, "changes")
+            return .changes(ChangesQuery(since: op.since, descending: op.descending != 0, limit: op.limit,
+                                         includeBodies: op.include_bodies != 0, allLeaves: op.all_leaves != 0,
+                                         includeDeleted: op.include_deleted != 0,
+                                         docIDs: try decodeTexts(op.n_doc_ids, op.doc_ids, "changes.docIDs")))
+        case SOFA__WIRE__REQUEST__OP_ALL_DOCS:
+            let op = try required(m.all_docs, "allDocs")
+            return .allDocs(AllDocsQuery(includeBodies: op.include_bodies != 0, includeDeleted: op.include_deleted != 0,
+                                         limit: op.limit, skip: op.skip, descending: op.descending != 0,
+                                         startKey: try decodeText(op.start_key, "allDocs.startKey"),
+                                         endKey: try decodeText(op.end_key, "allDocs.endKey")))
+        case SOFA__WIRE__REQUEST__OP_RAW_PUT:
+            let op = try required(m.raw_put, "rawPut")
+            return .rawPut(store: try decodeString(op.store, "rawPut.store"), key: try decodeText(op.key, "rawPut.key"),
+                           version: decodeBytes(op.version), body: decodeBytes(op.body))
+        case SOFA__WIRE__REQUEST__OP_RAW_GET:
+            let op = try required(m.raw_get, "rawGet")
+            return .rawGet(store: try decodeString(op.store, "rawGet.store"), key: try decodeText(op.key, "rawGet.key"))
+        case SOFA__WIRE__REQUEST__OP_RAW_DELETE:
+            let op = try required(m.raw_delete, "rawDelete")
+            return .rawDelete(store: try decodeString(op.store, "rawDelete.store"), key: try decodeText(op.key, "rawDelete.key"))
+        case SOFA__WIRE__REQUEST__OP_COMPACT: return .compact
+        case SOFA__WIRE__REQUEST__OP_ECHO:
+            let op = try required(m.echo, "echo")
+            return .echo(payload: decodeBytes(op.payload), delayMs: op.delay_ms, service: try decodeString(op.service, "echo.service"))
+        default:
+            throw SofaError(.malformedMessage, "malformed request \(m.id): no operation, or one this process does not know")
+        }
+    }
+
+    private static func decodeInsert(_ op: Sofa__Wire__InsertRevision) throws(SofaError) -> RevisionInsert {
+        RevisionInsert(id: try decodeText(op.id, "insertRevision.id"),
+                       history: try decodeStrings(op.n_history, op.history, "insertRevision.history"),
+                       body: decodeBytes(op.body), deleted: op.deleted != 0)
+    }
+}
