@@ -90,6 +90,8 @@ let package = Package(
                     path: "Tests/SofaWireTests", swiftSettings: settings),
         .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
                     path: "Tests/SofaBusTests", swiftSettings: settings),
+        .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway"],
+                    path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaStorage"],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",

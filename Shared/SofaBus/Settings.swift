@@ -47,6 +47,7 @@ public struct Settings: Sendable {
     public static let defaultBlob = "tcp://127.0.0.1:7422"
     public static let defaultReplicator = "tcp://127.0.0.1:7423"
     public static let defaultBroker = "tcp://127.0.0.1:7424"
+    public static let defaultChanges = "tcp://127.0.0.1:7425"
 
     public var dataDirectory: String { string("DATA_DIR", default: "./.sofa-data") }
     public var gatewayEndpoint: String { string("GATEWAY_ENDPOINT", default: Self.defaultGateway) }
@@ -54,6 +55,8 @@ public struct Settings: Sendable {
     public var blobEndpoint: String { string("BLOB_ENDPOINT", default: Self.defaultBlob) }
     public var replicatorEndpoint: String { string("REPLICATOR_ENDPOINT", default: Self.defaultReplicator) }
     public var brokerEndpoint: String { string("BROKER_ENDPOINT", default: Self.defaultBroker) }
+    /// Where storage publishes commit notices (storage binds, the gateway subscribes).
+    public var changesEndpoint: String { string("CHANGES_ENDPOINT", default: Self.defaultChanges) }
     public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
     public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: 16 << 20) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }

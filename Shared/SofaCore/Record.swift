@@ -78,6 +78,24 @@ public enum DocumentVersion: Sendable, Hashable, CustomStringConvertible {
         return RevID.parseBinary(bytes).map { .revID($0) }
     }
 
+    /// Parses an ASCII revID as LiteCore's `revidBuffer` does: a string with a `-` is a tree
+    /// RevID; otherwise it is a version vector, of which only the current (first) version is kept,
+    /// so `3@*,1@c0ffee` reads as `3@*` (binary `00 03 00`). The whole vector must still be valid.
+    public static func parse(ascii: String) throws(SofaError) -> DocumentVersion {
+        var ascii = ascii
+        return try ascii.withUTF8 { parseASCII($0) }.get()
+    }
+
+    public static func tryParse(ascii: String) -> DocumentVersion? {
+        var ascii = ascii
+        return ascii.withUTF8 { parseASCII($0) }.value
+    }
+
+    static func parseASCII(_ s: UnsafeBufferPointer<UInt8>) -> Result<DocumentVersion, SofaError> {
+        if s.contains(UInt8(ascii: "-")) { return RevID.parseASCII(s).map { .revID($0) } }
+        return VersionVector.parseASCII(s).map { .vector(VersionVector(unchecked: [$0.versions[0]])) }
+    }
+
     public var binary: [UInt8] {
         switch self {
         case .revID(let r): r.binary

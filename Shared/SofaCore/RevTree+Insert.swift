@@ -74,13 +74,16 @@ extension RevTree {
     /// Adds a local revision as a child of `parent` (nil: a first revision), with a revID of the
     /// next generation. Throws `.conflict` unless `parent` is a leaf (or, without parent, the
     /// tree is empty) and `allowConflict` is false; `.notFound` for an unknown parent.
+    ///
+    /// A revID the tree already has is not an error: nothing is added (`added == 0`), as LiteCore
+    /// answers 200 for it, so the same edit made twice yields the same revision.
     @discardableResult
     public mutating func insert(
         _ revID: RevID, parent: RevID?, body: [UInt8]?, deleted: Bool = false, hasAttachments: Bool = false,
         allowConflict: Bool = false
     ) throws(SofaError) -> InsertResult {
         if let parent, indexByRevID[parent] == nil { throw .notFound("No parent revision \(parent)") }
-        if indexByRevID[revID] != nil { throw .conflict("Revision \(revID) already exists") }
+        if indexByRevID[revID] != nil { return InsertResult(added: 0, commonAncestor: revID) }
         let history = parent.map { [revID, $0] } ?? [revID]
         return try insert(history: history, body: body, deleted: deleted, hasAttachments: hasAttachments,
                           allowConflict: allowConflict)

@@ -25,12 +25,11 @@ extension RevTree {
     }
 
     /// Removes the leaf `revID` and the ancestors only it descends from. Returns how many
-    /// revisions were removed; throws `.notFound` for an unknown revision and `.invalidParameter`
-    /// for one that is not a leaf.
+    /// revisions were removed: 0, not an error, for an unknown revision or one that is not a leaf,
+    /// as LiteCore's `purgeRevision` answers.
     @discardableResult
-    public mutating func purge(_ revID: RevID) throws(SofaError) -> Int {
-        guard let leaf = indexByRevID[revID] else { throw .notFound("No revision \(revID) in the tree") }
-        guard revisions[leaf].isLeaf else { throw .invalid("Revision \(revID) is not a leaf") }
+    public mutating func purge(_ revID: RevID) -> Int {
+        guard let leaf = indexByRevID[revID], revisions[leaf].isLeaf else { return 0 }
         var childCount = [Int](repeating: 0, count: revisions.count)
         for rev in revisions { if let p = rev.parent { childCount[p] += 1 } }
         var keep = [Bool](repeating: true, count: revisions.count)
@@ -43,6 +42,16 @@ extension RevTree {
         let removed = removeRevisions(keeping: keep)
         normalizeConflicts()
         return removed
+    }
+
+    /// Removes every revision (purging the whole document); returns how many there were.
+    @discardableResult
+    public mutating func purgeAll() -> Int {
+        let count = revisions.count
+        revisions = []
+        remoteRevisions = [:]
+        indexByRevID = [:]
+        return count
     }
 
     /// Drops the bodies of non-leaf revisions, except those marked `keepBody`.
@@ -89,7 +98,7 @@ extension RevTree {
         guard w != l, revisions[w].isLeaf, revisions[l].isLeaf else {
             throw .invalid("Conflict resolution needs two different leaf revisions")
         }
-        clearConflict(fromLeaf: w)
+        markBranchNotConflicting(fromLeaf: w)
         if revisions[l].isDeleted {
             revisions[l].flags.insert(.closed)
         } else {

@@ -88,13 +88,20 @@ public struct RevTree: Sendable {
             }
         }
         if let local = bestLocal, !revisions[local].isDeleted { return }
-        if let remote = bestRemote { clearConflict(fromLeaf: remote) }
+        if let remote = bestRemote { markBranchNotConflicting(fromLeaf: remote) }
     }
 
-    mutating func clearConflict(fromLeaf leaf: Int) {
+    /// Makes the branch ending at `leaf` the winning line, as LiteCore does: clears `isConflict`
+    /// down to the root, and keeps `keepBody` only on the newest revision of the branch that has
+    /// it (one kept body per branch).
+    mutating func markBranchNotConflicting(fromLeaf leaf: Int) {
+        var keptOne = false
         var i: Int? = leaf
-        while let index = i, revisions[index].isConflict {
+        while let index = i {
             revisions[index].flags.remove(.isConflict)
+            if revisions[index].keepsBody {
+                if keptOne { revisions[index].flags.remove(.keepBody) } else { keptOne = true }
+            }
             i = revisions[index].parent
         }
     }
@@ -125,9 +132,23 @@ public struct RevTree: Sendable {
         remoteRevisions[remote].map { revisions[$0] }
     }
 
+    /// Marks (or unmarks) a revision whose body must be kept. As in LiteCore, only one revision
+    /// per branch keeps its body: marking one unmarks its ancestors (on a conflicting branch,
+    /// only up to where the branch leaves the local line).
     public mutating func setKeepBody(_ revID: RevID, _ keep: Bool = true) throws(SofaError) {
         guard let i = indexByRevID[revID] else { throw .notFound("No revision \(revID) in the tree") }
-        if keep { revisions[i].flags.insert(.keepBody) } else { revisions[i].flags.remove(.keepBody) }
+        guard keep else {
+            revisions[i].flags.remove(.keepBody)
+            return
+        }
+        revisions[i].flags.insert(.keepBody)
+        let conflict = revisions[i].isConflict
+        var a = revisions[i].parent
+        while let index = a {
+            if conflict && !revisions[index].isConflict { break }
+            revisions[index].flags.remove(.keepBody)
+            a = revisions[index].parent
+        }
     }
 
     mutating func rebuildIndex() {

@@ -13,6 +13,7 @@ struct DeployTests {
         ("storage", "sofa-storage", [
             "SOFA_DATA_DIR": "/data",
             "SOFA_STORAGE_ENDPOINT": "tcp://*:7421",
+            "SOFA_CHANGES_ENDPOINT": "tcp://*:7425",
             "SOFA_LOG_LEVEL": "info",
         ]),
         ("blob", "sofa-blob", [
@@ -31,6 +32,7 @@ struct DeployTests {
             "SOFA_STORAGE_ENDPOINT": "tcp://storage:7421",
             "SOFA_BLOB_ENDPOINT": "tcp://blob:7422",
             "SOFA_REPLICATOR_ENDPOINT": "tcp://replicator:7423",
+            "SOFA_CHANGES_ENDPOINT": "tcp://storage:7425",
             "SOFA_LOG_LEVEL": "info",
         ]),
         ("query", "sofa-query", [

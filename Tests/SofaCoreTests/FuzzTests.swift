@@ -74,6 +74,14 @@ import Testing
                 check(isUTF8 && VersionVector.tryParse(text) == vector, "vector String", input)
                 check(Array(vector.ascii.utf8) == input, "vector ASCII", input)
             }
+            if isUTF8, let version = DocumentVersion.tryParse(ascii: text) {
+                // Lossy by design (LiteCore keeps a vector's current version only): its ASCII form
+                // is the input up to the first comma.
+                accepted["revID-or-version ascii", default: 0] += 1
+                let head = input.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).first ?? []
+                check(Array(version.ascii.utf8) == Array(head), "DocumentVersion ASCII", input)
+                check(DocumentVersion.tryParse(binary: version.binary) == version, "DocumentVersion binary", input)
+            }
             if let vector = VersionVector.tryParse(binary: input) {
                 accepted["vector binary", default: 0] += 1
                 check(vector.binary == input, "vector binary", input)

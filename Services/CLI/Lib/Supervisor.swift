@@ -83,12 +83,13 @@ public final class Supervisor: Sendable {
         common["SOFA_BLOB_ENDPOINT"] = try endpoint("blob")
         common["SOFA_REPLICATOR_ENDPOINT"] = try endpoint("replicator")
         common["SOFA_BROKER_ENDPOINT"] = try endpoint("broker")
+        common["SOFA_CHANGES_ENDPOINT"] = try endpoint("changes")
         common["SOFA_HEARTBEAT_MS"] = "\(options.heartbeatMs)"
         common["SOFA_LOG_LEVEL"] = options.logLevel
         common["SOFA_SUPERVISOR_PID"] = "\(getpid())"
         endpoints = ["gateway": gatewayEndpoint, "storage": common["SOFA_STORAGE_ENDPOINT"]!,
                      "blob": common["SOFA_BLOB_ENDPOINT"]!, "replicator": common["SOFA_REPLICATOR_ENDPOINT"]!,
-                     "broker": common["SOFA_BROKER_ENDPOINT"]!]
+                     "broker": common["SOFA_BROKER_ENDPOINT"]!, "changes": common["SOFA_CHANGES_ENDPOINT"]!]
         var children: [String: Child] = [:]
         let services = ["storage", "blob", "replicator", "gateway"].map { ($0, "sofa-\($0)") }
             + (0..<options.queryWorkers).map { ("query-\($0 + 1)", "sofa-query") }

@@ -11,6 +11,7 @@ public final class GatewayService: Sendable {
     public let blob: BusClient
     public let replicator: BusClient
     public let broker: Broker
+    public let changeWaiters = ChangeWaiters()
     private let basic: BasicHandler
     private let logger: Logger
 
@@ -30,6 +31,11 @@ public final class GatewayService: Sendable {
         let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs, logger: logger)
         let gateway = GatewayService(storage: storage, blob: blob, replicator: replicator, broker: broker,
                                      instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"), logger: logger)
+        let waiters = gateway.changeWaiters
+        let subscriber = try await Subscriber.connect(settings.changesEndpoint, name: "changes", logger: logger) { frames in
+            guard let payload = frames.last, let notice = try? CommitNotice.decode(payload) else { return }
+            waiters.notify(notice)
+        }
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
             await gateway.handle(request)
@@ -37,6 +43,7 @@ public final class GatewayService: Sendable {
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
         return {
             await server.close()
+            subscriber.close()
             broker.close()
             storage.close()
             blob.close()
@@ -54,12 +61,35 @@ public final class GatewayService: Sendable {
             return .ok(request.id, .cluster(await clusterStatus()))
         case .listDatabases:
             return await storage.send(request, timeout: Self.forwardTimeout)
+        case .changes(let query) where query.waitMs > 0 && !query.descending && !request.database.isEmpty:
+            return await longPoll(request, query)
         default:
             // Everything else is about one database, and storage owns databases.
             guard !request.database.isEmpty else {
                 return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
             }
             return await storage.send(request, timeout: Self.forwardTimeout)
+        }
+    }
+
+    /// The changes feed as a long poll: answer at once when something is newer than `since`;
+    /// otherwise wait for storage's commit notice (or the wait to run out) and read again.
+    private func longPoll(_ request: Request, _ query: ChangesQuery) async -> Response {
+        var forwarded = request
+        var immediate = query
+        immediate.waitMs = 0
+        forwarded.operation = .changes(immediate)
+        let deadline = ContinuousClock.now + .milliseconds(Int(min(query.waitMs, 60_000)))
+        while true {
+            let response = await storage.send(forwarded, timeout: Self.forwardTimeout)
+            guard case .success(.changes(let batch)) = response.outcome, batch.changes.isEmpty else { return response }
+            let remaining = deadline - ContinuousClock.now
+            if remaining <= .zero { return response }
+            await changeWaiters.wait(database: request.database, collection: request.collection,
+                                     beyond: max(batch.lastSequence, query.since), timeout: remaining)
+            if ContinuousClock.now >= deadline {
+                return await storage.send(forwarded, timeout: Self.forwardTimeout)
+            }
         }
     }
 

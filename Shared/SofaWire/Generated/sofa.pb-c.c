@@ -2212,6 +2212,51 @@ void   sofa__wire__echo_reply__free_unpacked
   assert(message->base.descriptor == &sofa__wire__echo_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__commit_notice__init
+                     (Sofa__Wire__CommitNotice         *message)
+{
+  static const Sofa__Wire__CommitNotice init_value = SOFA__WIRE__COMMIT_NOTICE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__commit_notice__get_packed_size
+                     (const Sofa__Wire__CommitNotice *message)
+{
+  assert(message->base.descriptor == &sofa__wire__commit_notice__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__commit_notice__pack
+                     (const Sofa__Wire__CommitNotice *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__commit_notice__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__commit_notice__pack_to_buffer
+                     (const Sofa__Wire__CommitNotice *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__commit_notice__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__CommitNotice *
+       sofa__wire__commit_notice__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__CommitNotice *)
+     protobuf_c_message_unpack (&sofa__wire__commit_notice__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__commit_notice__free_unpacked
+                     (Sofa__Wire__CommitNotice *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__commit_notice__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__worker_frame__init
                      (Sofa__Wire__WorkerFrame         *message)
 {
@@ -3558,7 +3603,7 @@ const ProtobufCMessageDescriptor sofa__wire__next_expiration__descriptor =
   (ProtobufCMessageInit) sofa__wire__next_expiration__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__changes_request__field_descriptors[7] =
+static const ProtobufCFieldDescriptor sofa__wire__changes_request__field_descriptors[8] =
 {
   {
     "since",
@@ -3644,6 +3689,18 @@ static const ProtobufCFieldDescriptor sofa__wire__changes_request__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wait_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ChangesRequest, wait_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__changes_request__field_indices_by_name[] = {
   4,   /* field[4] = all_leaves */
@@ -3653,11 +3710,12 @@ static const unsigned sofa__wire__changes_request__field_indices_by_name[] = {
   5,   /* field[5] = include_deleted */
   2,   /* field[2] = limit */
   0,   /* field[0] = since */
+  7,   /* field[7] = wait_ms */
 };
 static const ProtobufCIntRange sofa__wire__changes_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor sofa__wire__changes_request__descriptor =
 {
@@ -3667,7 +3725,7 @@ const ProtobufCMessageDescriptor sofa__wire__changes_request__descriptor =
   "Sofa__Wire__ChangesRequest",
   "sofa.wire",
   sizeof(Sofa__Wire__ChangesRequest),
-  7,
+  8,
   sofa__wire__changes_request__field_descriptors,
   sofa__wire__changes_request__field_indices_by_name,
   1,  sofa__wire__changes_request__number_ranges,
@@ -5551,6 +5609,70 @@ const ProtobufCMessageDescriptor sofa__wire__echo_reply__descriptor =
   sofa__wire__echo_reply__field_indices_by_name,
   1,  sofa__wire__echo_reply__number_ranges,
   (ProtobufCMessageInit) sofa__wire__echo_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__commit_notice__field_descriptors[3] =
+{
+  {
+    "database",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CommitNotice, database),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "collection",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CommitNotice, collection),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "batch",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CommitNotice, batch),
+    &sofa__wire__changes_batch__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__commit_notice__field_indices_by_name[] = {
+  2,   /* field[2] = batch */
+  1,   /* field[1] = collection */
+  0,   /* field[0] = database */
+};
+static const ProtobufCIntRange sofa__wire__commit_notice__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__commit_notice__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.CommitNotice",
+  "CommitNotice",
+  "Sofa__Wire__CommitNotice",
+  "sofa.wire",
+  sizeof(Sofa__Wire__CommitNotice),
+  3,
+  sofa__wire__commit_notice__field_descriptors,
+  sofa__wire__commit_notice__field_indices_by_name,
+  1,  sofa__wire__commit_notice__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__commit_notice__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue sofa__wire__worker_frame__kind__enum_values_by_number[5] =

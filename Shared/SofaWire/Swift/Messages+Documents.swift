@@ -85,9 +85,11 @@ public struct ChangesQuery: Sendable, Equatable {
     public var includeDeleted: Bool
     /// Empty = every document.
     public var docIDs: [String]
+    /// Through the gateway: with nothing newer than `since`, wait this long for a commit (long poll).
+    public var waitMs: UInt32
 
     public init(since: UInt64 = 0, descending: Bool = false, limit: UInt32 = 0, includeBodies: Bool = false,
-                allLeaves: Bool = false, includeDeleted: Bool = true, docIDs: [String] = []) {
+                allLeaves: Bool = false, includeDeleted: Bool = true, docIDs: [String] = [], waitMs: UInt32 = 0) {
         self.since = since
         self.descending = descending
         self.limit = limit
@@ -95,6 +97,7 @@ public struct ChangesQuery: Sendable, Equatable {
         self.allLeaves = allLeaves
         self.includeDeleted = includeDeleted
         self.docIDs = docIDs
+        self.waitMs = waitMs
     }
 }
 
@@ -178,4 +181,20 @@ public struct DatabaseInfo: Sendable, Equatable {
         self.versioning = versioning
         self.collections = collections
     }
+}
+
+/// What storage publishes after each commit: the changes of one database and collection.
+public struct CommitNotice: Sendable, Equatable {
+    public var database: String
+    public var collection: String
+    public var batch: ChangesBatch
+
+    public init(database: String, collection: String, batch: ChangesBatch) {
+        self.database = database
+        self.collection = collection
+        self.batch = batch
+    }
+
+    /// The topic frame of the notice: subscribers filter on a database by prefix.
+    public var topic: [UInt8] { Array(database.utf8) + [0] + Array(collection.utf8) }
 }

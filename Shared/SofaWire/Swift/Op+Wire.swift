@@ -119,6 +119,7 @@ extension Op {
             op.pointee.all_leaves = query.allLeaves ? 1 : 0
             op.pointee.include_deleted = query.includeDeleted ? 1 : 0
             (op.pointee.n_doc_ids, op.pointee.doc_ids) = arena.byteArrays(query.docIDs.map { Array($0.utf8) })
+            op.pointee.wait_ms = query.waitMs
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CHANGES
             message.pointee.changes = op
         case .allDocs(let query):
@@ -256,7 +257,8 @@ extension Op {
             return .changes(ChangesQuery(since: op.since, descending: op.descending != 0, limit: op.limit,
                                          includeBodies: op.include_bodies != 0, allLeaves: op.all_leaves != 0,
                                          includeDeleted: op.include_deleted != 0,
-                                         docIDs: try decodeTexts(op.n_doc_ids, op.doc_ids, "changes.docIDs")))
+                                         docIDs: try decodeTexts(op.n_doc_ids, op.doc_ids, "changes.docIDs"),
+                                         waitMs: op.wait_ms))
         case SOFA__WIRE__REQUEST__OP_ALL_DOCS:
             let op = try required(m.all_docs, "allDocs")
             return .allDocs(AllDocsQuery(includeBodies: op.include_bodies != 0, includeDeleted: op.include_deleted != 0,

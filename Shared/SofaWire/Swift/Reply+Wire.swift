@@ -105,22 +105,8 @@ extension Reply {
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_EXPIRATION
             message.pointee.expiration = r
         case .changes(let batch):
-            let r: UnsafeMutablePointer<Sofa__Wire__ChangesBatch> = arena.message { sofa__wire__changes_batch__init($0) }
-            let items = batch.changes.map { change -> UnsafeMutablePointer<Sofa__Wire__Change> in
-                let c: UnsafeMutablePointer<Sofa__Wire__Change> = arena.message { sofa__wire__change__init($0) }
-                c.pointee.sequence = change.sequence
-                c.pointee.id = arena.bytes(change.id)
-                c.pointee.rev = arena.string(change.rev)
-                c.pointee.deleted = change.deleted ? 1 : 0
-                c.pointee.body = arena.bytes(change.body)
-                (c.pointee.n_leaves, c.pointee.leaves) = arena.strings(change.leaves)
-                return c
-            }
-            r.pointee.n_changes = items.count
-            r.pointee.changes = arena.array(items)
-            r.pointee.last_sequence = batch.lastSequence
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_CHANGES
-            message.pointee.changes = r
+            message.pointee.changes = Self.changesBatch(batch, arena)
         case .raw(let version, let body):
             let r: UnsafeMutablePointer<Sofa__Wire__RawValue> = arena.message { sofa__wire__raw_value__init($0) }
             r.pointee.version = arena.bytes(version)
@@ -149,6 +135,36 @@ extension Reply {
         (r.pointee.n_history, r.pointee.history) = arena.strings(doc.history)
         r.pointee.conflicted = doc.conflicted ? 1 : 0
         return r
+    }
+
+    static func changesBatch(_ batch: ChangesBatch, _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__ChangesBatch> {
+        let r: UnsafeMutablePointer<Sofa__Wire__ChangesBatch> = arena.message { sofa__wire__changes_batch__init($0) }
+        let items = batch.changes.map { change -> UnsafeMutablePointer<Sofa__Wire__Change> in
+            let c: UnsafeMutablePointer<Sofa__Wire__Change> = arena.message { sofa__wire__change__init($0) }
+            c.pointee.sequence = change.sequence
+            c.pointee.id = arena.bytes(change.id)
+            c.pointee.rev = arena.string(change.rev)
+            c.pointee.deleted = change.deleted ? 1 : 0
+            c.pointee.body = arena.bytes(change.body)
+            (c.pointee.n_leaves, c.pointee.leaves) = arena.strings(change.leaves)
+            return c
+        }
+        r.pointee.n_changes = items.count
+        r.pointee.changes = arena.array(items)
+        r.pointee.last_sequence = batch.lastSequence
+        return r
+    }
+
+    static func decodeChangesBatch(_ r: Sofa__Wire__ChangesBatch) throws(SofaError) -> ChangesBatch {
+        var changes: [Change] = []
+        changes.reserveCapacity(r.n_changes)
+        for index in 0..<r.n_changes {
+            let c = try required(r.changes[index], "changes.change")
+            changes.append(Change(sequence: c.sequence, id: try decodeText(c.id, "change.id"),
+                                  rev: try decodeString(c.rev, "change.rev"), deleted: c.deleted != 0,
+                                  body: decodeBytes(c.body), leaves: try decodeStrings(c.n_leaves, c.leaves, "change.leaves")))
+        }
+        return ChangesBatch(changes: changes, lastSequence: r.last_sequence)
     }
 
     private static func decodeDocument(_ r: Sofa__Wire__Document) throws(SofaError) -> StoredDocument {
@@ -219,16 +235,7 @@ extension Reply {
         case SOFA__WIRE__RESPONSE__RESULT_EXPIRATION:
             return .expiration(try required(m.expiration, "expiration").expiration)
         case SOFA__WIRE__RESPONSE__RESULT_CHANGES:
-            let r = try required(m.changes, "changes")
-            var changes: [Change] = []
-            changes.reserveCapacity(r.n_changes)
-            for index in 0..<r.n_changes {
-                let c = try required(r.changes[index], "changes.change")
-                changes.append(Change(sequence: c.sequence, id: try decodeText(c.id, "change.id"),
-                                      rev: try decodeString(c.rev, "change.rev"), deleted: c.deleted != 0,
-                                      body: decodeBytes(c.body), leaves: try decodeStrings(c.n_leaves, c.leaves, "change.leaves")))
-            }
-            return .changes(ChangesBatch(changes: changes, lastSequence: r.last_sequence))
+            return .changes(try decodeChangesBatch(required(m.changes, "changes")))
         case SOFA__WIRE__RESPONSE__RESULT_RAW:
             let r = try required(m.raw, "raw")
             return .raw(version: decodeBytes(r.version), body: decodeBytes(r.body))

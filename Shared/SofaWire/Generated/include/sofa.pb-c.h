@@ -64,6 +64,7 @@ typedef struct Sofa__Wire__RawValue Sofa__Wire__RawValue;
 typedef struct Sofa__Wire__InsertResult Sofa__Wire__InsertResult;
 typedef struct Sofa__Wire__Revision Sofa__Wire__Revision;
 typedef struct Sofa__Wire__EchoReply Sofa__Wire__EchoReply;
+typedef struct Sofa__Wire__CommitNotice Sofa__Wire__CommitNotice;
 typedef struct Sofa__Wire__WorkerFrame Sofa__Wire__WorkerFrame;
 
 
@@ -463,10 +464,15 @@ struct  Sofa__Wire__ChangesRequest
   protobuf_c_boolean include_deleted;
   size_t n_doc_ids;
   ProtobufCBinaryData *doc_ids;
+  /*
+   * Through the gateway: when nothing is newer than `since`, wait up to this long for a commit
+   * (a long poll) instead of answering an empty batch at once.
+   */
+  uint32_t wait_ms;
 };
 #define SOFA__WIRE__CHANGES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__changes_request__descriptor) \
-    , 0, 0, 0, 0, 0, 0, 0,NULL }
+    , 0, 0, 0, 0, 0, 0, 0,NULL, 0 }
 
 
 struct  Sofa__Wire__AllDocsRequest
@@ -853,6 +859,22 @@ struct  Sofa__Wire__EchoReply
 #define SOFA__WIRE__ECHO_REPLY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__echo_reply__descriptor) \
     , {0,NULL}, (char *)protobuf_c_empty_string }
+
+
+/*
+ * What storage publishes on its PUB socket after each commit, one message per database and
+ * collection touched; the topic frame before it is "<database>\0<collection>".
+ */
+struct  Sofa__Wire__CommitNotice
+{
+  ProtobufCMessage base;
+  char *database;
+  char *collection;
+  Sofa__Wire__ChangesBatch *batch;
+};
+#define SOFA__WIRE__COMMIT_NOTICE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__commit_notice__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
 
 
 /*
@@ -1806,6 +1828,25 @@ Sofa__Wire__EchoReply *
 void   sofa__wire__echo_reply__free_unpacked
                      (Sofa__Wire__EchoReply *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__CommitNotice methods */
+void   sofa__wire__commit_notice__init
+                     (Sofa__Wire__CommitNotice         *message);
+size_t sofa__wire__commit_notice__get_packed_size
+                     (const Sofa__Wire__CommitNotice   *message);
+size_t sofa__wire__commit_notice__pack
+                     (const Sofa__Wire__CommitNotice   *message,
+                      uint8_t             *out);
+size_t sofa__wire__commit_notice__pack_to_buffer
+                     (const Sofa__Wire__CommitNotice   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__CommitNotice *
+       sofa__wire__commit_notice__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__commit_notice__free_unpacked
+                     (Sofa__Wire__CommitNotice *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__WorkerFrame methods */
 void   sofa__wire__worker_frame__init
                      (Sofa__Wire__WorkerFrame         *message);
@@ -1974,6 +2015,9 @@ typedef void (*Sofa__Wire__Revision_Closure)
 typedef void (*Sofa__Wire__EchoReply_Closure)
                  (const Sofa__Wire__EchoReply *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__CommitNotice_Closure)
+                 (const Sofa__Wire__CommitNotice *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__WorkerFrame_Closure)
                  (const Sofa__Wire__WorkerFrame *message,
                   void *closure_data);
@@ -2032,6 +2076,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__raw_value__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__insert_result__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revision__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo_reply__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__commit_notice__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor;
 extern const ProtobufCEnumDescriptor    sofa__wire__worker_frame__kind__descriptor;
 
