@@ -7,27 +7,71 @@ public struct DocumentRevision: Sendable, Equatable, Codable {
     public var id: String
     public var rev: String
     public var sequence: UInt64
+
+    public init(id: String, rev: String, sequence: UInt64) {
+        self.id = id
+        self.rev = rev
+        self.sequence = sequence
+    }
 }
 
-/// A document as read: ID, current revision and the body (compact JSON without `_id`/`_rev`).
+/// A document as read: ID, a revision and the body (compact JSON without `_id`/`_rev`).
 public struct Document: Sendable, Equatable {
     public var id: String
     public var rev: String
     public var body: [UInt8]
     public var deleted: Bool
     public var sequence: UInt64
+    /// When asked for (`get(id:rev:history: true)`): the revision's ancestry, newest first,
+    /// starting with `rev`.
+    public var history: [String]
+    /// Whether the document has conflicting leaves.
+    public var conflicted: Bool
+
+    public init(id: String, rev: String, body: [UInt8], deleted: Bool, sequence: UInt64, history: [String] = [],
+                conflicted: Bool = false) {
+        self.id = id
+        self.rev = rev
+        self.body = body
+        self.deleted = deleted
+        self.sequence = sequence
+        self.history = history
+        self.conflicted = conflicted
+    }
+
+    init(_ stored: StoredDocument) {
+        self.init(id: stored.id, rev: stored.rev, body: stored.body, deleted: stored.deleted, sequence: stored.sequence,
+                  history: stored.history, conflicted: stored.conflicted)
+    }
 
     /// The body parsed.
     public func json() throws(SofaError) -> JSON { try JSON.parse(body) }
 
     /// The body with `_id` and `_rev` in front, as CouchDB shows a document.
-    public var jsonWithMetadata: String {
+    public var jsonWithMetadata: String { metadataObject().compactString }
+
+    /// The body with `_id`, `_rev`, `_deleted` (for a tombstone) and, with `revisions`, CouchDB's
+    /// `_revisions` (`{"start": generation, "ids": [digests]}` for revision-tree IDs; the full
+    /// version strings as `ids` otherwise).
+    public func metadataObject(revisions: Bool = false) -> JSON {
         var object = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
         if deleted { object["_deleted"] = .bool(true) }
+        if revisions {
+            let parsed = history.compactMap { RevID.tryParse($0) }
+            if !parsed.isEmpty, parsed.count == history.count, let first = parsed.first {
+                object["_revisions"] = .object(JSONObject([
+                    ("start", .int(Int64(first.generation))),
+                    ("ids", .array(history.map { .string(String($0.drop(while: { $0 != "-" }).dropFirst())) })),
+                ]))
+            } else {
+                object["_revisions"] = .object(JSONObject([("ids", .array(history.map { .string($0) }))]))
+            }
+        }
+        if conflicted { object["_conflicted"] = .bool(true) }
         if let parsed = try? JSON.parse(body), let fields = parsed.objectValue {
             for (key, value) in fields { object[key] = value }
         }
-        return JSON.object(object).compactString
+        return .object(object)
     }
 
     /// The body decoded into a `Decodable` type.
@@ -40,58 +84,30 @@ public struct Document: Sendable, Equatable {
     }
 }
 
-/// One database of the cluster.
-public struct Database: Sendable {
+/// One database of the cluster. Its document API (`put`, `get`, `changes`, … — see
+/// `DocumentStore`) works on its default collection; `collection(_:)` names another.
+public struct Database: DocumentStore {
     public let client: SofaClient
     public let name: String
 
-    /// Writes a document from raw JSON (an object). No `rev` (and no `_rev` in the body) creates
-    /// it; otherwise `rev` must be its current revision, or the write fails with `.conflict`.
-    /// A nil `id` lets storage generate one.
-    @discardableResult
-    public func put(id: String? = nil, json: String, rev: String? = nil) async throws(SofaError) -> DocumentRevision {
-        try await put(id: id, body: Array(json.utf8), rev: rev)
+    public init(client: SofaClient, name: String) {
+        self.client = client
+        self.name = name
     }
 
-    @discardableResult
-    public func put(id: String? = nil, body: [UInt8], rev: String? = nil, deleted: Bool = false) async throws(SofaError) -> DocumentRevision {
-        // On the wire an empty ID asks storage to generate one; an empty ID given here is a mistake.
-        if let id { try DocumentID.validate(id) }
-        let reply = try await client.call(.putDocument(id: id ?? "", rev: rev ?? "", body: body, deleted: deleted),
-                                          database: name)
-        guard case .revision(let id, let rev, let sequence) = reply else { throw unexpected("put") }
-        return DocumentRevision(id: id, rev: rev, sequence: sequence)
-    }
+    public var databaseName: String { name }
+    public var collectionPath: String { "" }
 
-    /// Writes an `Encodable` value as the document's body.
-    @discardableResult
-    public func put<T: Encodable>(_ value: T, id: String? = nil, rev: String? = nil) async throws(SofaError) -> DocumentRevision {
-        let data: Data
-        do {
-            data = try JSONEncoder().encode(value)
-        } catch {
-            throw SofaError(.badJSON, "cannot encode \(T.self) as JSON: \(error)")
+    /// Document count, sequences, sizes, UUIDs, versioning and number of collections.
+    public func info() async throws(SofaError) -> DatabaseInfo {
+        guard case .databaseInfo(let info) = try await client.call(.databaseInfo, database: name) else {
+            throw unexpected("databaseInfo")
         }
-        return try await put(id: id, body: Array(data), rev: rev)
+        return info
     }
 
-    /// The current revision (or the one named by `rev`); `.notFound` if missing or deleted.
-    public func get(id: String, rev: String? = nil) async throws(SofaError) -> Document {
-        guard case .document(let doc) = try await client.call(.getDocument(id: id, rev: rev ?? ""), database: name) else {
-            throw unexpected("get")
-        }
-        return Document(id: doc.id, rev: doc.rev, body: doc.body, deleted: doc.deleted, sequence: doc.sequence)
-    }
-
-    public func get<T: Decodable>(_ type: T.Type, id: String) async throws(SofaError) -> T {
-        try await get(id: id).decode(T.self)
-    }
-
-    /// Deletes a document (writes a tombstone revision); `rev` must be its current revision.
-    @discardableResult
-    public func delete(id: String, rev: String) async throws(SofaError) -> DocumentRevision {
-        let reply = try await client.call(.deleteDocument(id: id, rev: rev), database: name)
-        guard case .revision(let id, let rev, let sequence) = reply else { throw unexpected("delete") }
-        return DocumentRevision(id: id, rev: rev, sequence: sequence)
+    /// Prunes revision trees, drops bodies of old revisions and reclaims space.
+    public func compact() async throws(SofaError) {
+        _ = try await client.call(.compact, database: name)
     }
 }

@@ -45,8 +45,11 @@ public final class SofaClient: Sendable {
 
     public func close() { bus.close() }
 
-    func call(_ operation: Op, database: String = "") async throws(SofaError) -> Reply {
-        try await bus.call(operation, database: database, timeout: timeout)
+    /// One round trip through the gateway. `collection` is "scope.collection", "collection" (in
+    /// scope `_default`) or "" (the default collection).
+    func call(_ operation: Op, database: String = "", collection: String = "") async throws(SofaError) -> Reply {
+        let request = Request(database: database, collection: collection, operation: operation)
+        return try await bus.send(request, timeout: timeout).outcome.get()
     }
 
     /// Health of the gateway, or of the service named ("storage", "query", "blob", "replicator").

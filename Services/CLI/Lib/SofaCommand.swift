@@ -7,7 +7,9 @@ public struct SofaCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "sofa",
         abstract: "Sofa: a document database served by a cluster of processes.",
-        subcommands: [Up.self, Status.self, Ping.self, DB.self, Put.self, Get.self, Delete.self, Bench.self])
+        subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self,
+                      Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
+                      Bench.self])
 
     public init() {}
 
@@ -100,19 +102,22 @@ struct Ping: AsyncParsableCommand {
 
 struct DB: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "db", abstract: "Create, delete or list databases.",
-        subcommands: [Create.self, Remove.self, List.self])
+        commandName: "db", abstract: "Create, delete, list or describe databases.",
+        subcommands: [Create.self, Remove.self, List.self, Info.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a database.")
         @Argument var name: String
+        @Option(help: "How revisions are tracked: trees (revision trees, the default) or vectors (version vectors).")
+        var versioning: String = "trees"
         @OptionGroup var options: GatewayOptions
         func run() async throws {
             try await reporting {
+                let mode = try Versioning.parse(versioning)
                 let client = try await options.connect()
                 defer { client.close() }
-                try await client.createDatabase(name)
-                printJSON(.object(JSONObject([("ok", true), ("db", .string(name))])))
+                try await client.createDatabase(name, versioning: mode)
+                printJSON(.object(JSONObject([("ok", true), ("db", .string(name)), ("versioning", .string(mode.rawValue))])))
             }
         }
     }
@@ -146,20 +151,46 @@ struct DB: AsyncParsableCommand {
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a document; prints {\"id\",\"rev\"}. `_rev` in the body or --rev updates it.")
+        abstract: "Write a document; prints {\"id\",\"rev\"}. `_rev` in the body or --rev updates it.",
+        discussion: """
+            With --new-edits=false the revision is inserted with its history, as a replicator \
+            does: --history R1,R2,… lists the revision and its ancestors, newest first; no MVCC \
+            check is made and a revision that does not extend the current one is kept as a \
+            conflicting branch. The body is then sent raw: no _id, _rev or _deleted in it.
+            """)
     @Argument var db: String
     @Argument var id: String
     @Argument(help: "The JSON body, or - to read it from stdin.") var json: String
     @Option(help: "The current revision, to update.") var rev: String?
+    @Option(name: .customLong("new-edits"), help: "false: insert the revision given by --history as is.")
+    var newEdits: Bool = true
+    @Option(help: "With --new-edits=false: the revision and its ancestors, newest first, comma-separated.")
+    var history: String?
+    @Flag(help: "Write a deletion (a tombstone).") var deleted = false
+    @OptionGroup var target: CollectionOption
     @OptionGroup var options: GatewayOptions
+
+    func validate() throws {
+        if !newEdits && history == nil { throw ValidationError("--new-edits=false needs --history R1,R2,…") }
+        if newEdits && history != nil { throw ValidationError("--history goes with --new-edits=false") }
+        if !newEdits && rev != nil { throw ValidationError("--rev does not apply with --new-edits=false; use --history") }
+    }
 
     func run() async throws {
         try await reporting {
             let body: [UInt8] = json == "-" ? Array(FileHandle.standardInput.readDataToEndOfFile()) : Array(json.utf8)
             let client = try await options.connect()
             defer { client.close() }
-            let saved = try await client.database(db).put(id: id, body: body, rev: rev)
-            printJSON(.object(JSONObject([("id", .string(saved.id)), ("rev", .string(saved.rev))])))
+            let store = target.store(client, db)
+            if let history, !newEdits {
+                let revs = history.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                let result = try await store.insert(id: id, history: revs, body: body, deleted: deleted)
+                printJSON(.object(JSONObject([("id", .string(result.id)), ("rev", .string(result.rev)),
+                                              ("added", .int(Int64(result.added))), ("conflict", .bool(result.conflict))])))
+            } else {
+                let saved = try await store.put(id: id, body: body, rev: rev, deleted: deleted)
+                printJSON(.object(JSONObject([("id", .string(saved.id)), ("rev", .string(saved.rev))])))
+            }
         }
     }
 }
@@ -169,13 +200,23 @@ struct Get: AsyncParsableCommand {
     @Argument var db: String
     @Argument var id: String
     @Option(help: "A specific revision.") var rev: String?
+    @Flag(help: "Add the revision's history as _revisions.") var revs = false
+    @Flag(name: .customLong("open-revs"), help: "Print every open leaf (a JSON array), deleted ones included.")
+    var openRevs = false
+    @OptionGroup var target: CollectionOption
     @OptionGroup var options: GatewayOptions
 
     func run() async throws {
         try await reporting {
             let client = try await options.connect()
             defer { client.close() }
-            print(try await client.database(db).get(id: id, rev: rev).jsonWithMetadata)
+            let store = target.store(client, db)
+            if openRevs {
+                let leaves = try await store.openLeaves(id: id)
+                printJSON(.array(leaves.map { $0.metadataObject(revisions: revs) }))
+            } else {
+                printJSON(try await store.get(id: id, rev: rev, history: revs).metadataObject(revisions: revs))
+            }
         }
     }
 }
@@ -185,13 +226,14 @@ struct Delete: AsyncParsableCommand {
     @Argument var db: String
     @Argument var id: String
     @Option(help: "The current revision.") var rev: String
+    @OptionGroup var target: CollectionOption
     @OptionGroup var options: GatewayOptions
 
     func run() async throws {
         try await reporting {
             let client = try await options.connect()
             defer { client.close() }
-            let deleted = try await client.database(db).delete(id: id, rev: rev)
+            let deleted = try await target.store(client, db).delete(id: id, rev: rev)
             printJSON(.object(JSONObject([("id", .string(deleted.id)), ("rev", .string(deleted.rev)), ("deleted", true)])))
         }
     }

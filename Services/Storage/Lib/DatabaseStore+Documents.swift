@@ -4,134 +4,131 @@ internal import Foundation
 /// A write as storage receives it: the body already parsed and stripped of `_id`/`_rev`/`_deleted`.
 public struct DocumentWrite: Sendable {
     public var id: String
-    /// The revision this one replaces; nil for a new document (or a re-created deleted one).
-    public var parent: RevID?
+    /// The revision this one replaces (a RevID, or a vector's current version); nil for a new
+    /// document (or a re-created deleted one).
+    public var parent: DocumentVersion?
     public var body: JSON
     public var deleted: Bool
 
-    public init(id: String, parent: RevID?, body: JSON, deleted: Bool) {
+    public init(id: String, parent: DocumentVersion?, body: JSON, deleted: Bool) {
         self.id = id
         self.parent = parent
         self.body = body
         self.deleted = deleted
     }
+
+    public init(id: String, parent: RevID?, body: JSON, deleted: Bool) {
+        self.init(id: id, parent: parent.map(DocumentVersion.revID), body: body, deleted: deleted)
+    }
 }
 
 public struct WriteResult: Sendable, Equatable {
     public var id: String
-    public var rev: RevID
+    /// The new revision; for a version-vector database, the whole new vector (its `ascii` is the
+    /// current version, what clients see as the revID).
+    public var rev: DocumentVersion
     public var sequence: UInt64
 }
 
 public struct DocumentRecord: Sendable, Equatable {
     public var id: String
-    public var rev: RevID
+    public var rev: DocumentVersion
     /// The body as compact JSON.
     public var body: [UInt8]
     public var deleted: Bool
     public var sequence: UInt64
+    /// When asked for: the ancestry, newest first, starting with `rev` (revision trees); the whole
+    /// vector as its only element (version vectors).
+    public var history: [String] = []
+    public var conflicted: Bool = false
+    /// ms since the epoch; nil for none.
+    public var expiration: Int64? = nil
 }
 
 extension DatabaseStore {
+    /// Creates, updates or deletes a document with MVCC; `_local/` IDs are local documents.
+    public func write(_ write: DocumentWrite, in collection: CollectionName = .default) async throws(SofaError) -> WriteResult {
+        try LocalDocuments.refuse(write.id)
+        try check(collection)
+        return try await perform { (tx: Transaction) throws(SofaError) -> Result<WriteResult, SofaError> in
+            try tx.apply(write, in: collection)
+        }
+    }
+
+    /// The bytes of a body as stored.
+    static func bodyBytes(_ body: JSON) -> [UInt8] { body.compactBytes() }
+}
+
+extension Transaction {
     /// MVCC: a new document needs no parent; an existing live one must name its current revision;
     /// a deleted one may be re-created without a parent (the new revision follows the tombstone).
-    func apply(_ write: DocumentWrite, lastSequence: inout Int64) throws(SofaError) -> Result<WriteResult, SofaError> {
-        var current: (rev: RevID, flags: DocumentFlags)?
-        var corrupt = false
-        try writer.run("SELECT version, flags FROM kv_default WHERE key = ?", [.text(write.id)]) { row in
-            if let rev = RevID.tryParse(binary: row.blob(0)), let split = try? Record.splitFlagsColumn(row.integer(1)) {
-                current = (rev, split.flags)
-            } else {
-                corrupt = true
-            }
+    func apply(_ write: DocumentWrite, in collection: CollectionName) throws(SofaError) -> Result<WriteResult, SofaError> {
+        let row = try DocumentRow.load(db, collection, write.id)
+        let content: DocumentContent?
+        do throws(SofaError) {
+            content = try row?.content(store.versioning)
+        } catch {
+            return .failure(SofaError(.corruptRevisionData, "document '\(write.id)' has unreadable revisions: \(error.message)"))
         }
-        if corrupt {
-            return .failure(SofaError(.corruptRevisionData, "document '\(write.id)' has an unreadable revision"))
+        switch (write.parent, store.versioning) {
+        case (.vector?, .revisionTrees):
+            return .failure(SofaError(.badRevisionID, "database '\(store.name)' uses revision trees; \(write.parent!) is a version"))
+        case (.revID?, .versionVectors):
+            return .failure(SofaError(.badRevisionID, "database '\(store.name)' uses version vectors; \(write.parent!) is a tree revID"))
+        default: break
         }
-        let parent: RevID?
+        let current: (rev: DocumentVersion, deleted: Bool)?
+        switch content {
+        case .tree(let tree)?: current = tree.current.map { (.revID($0.revID), $0.isDeleted) }
+        case .vector(let doc)?: current = (.vector(doc.current.vector), doc.current.deleted)
+        case nil: current = nil
+        }
         switch (current, write.parent) {
         case (nil, nil):
             if write.deleted { return .failure(.notFound("document '\(write.id)' does not exist")) }
-            parent = nil
         case (nil, let given?):
             return .failure(.conflict("document '\(write.id)' does not exist, so it has no revision \(given)"))
         case (let existing?, nil):
-            guard existing.flags.contains(.deleted) else {
+            guard existing.deleted else {
                 return .failure(.conflict("document '\(write.id)' exists (revision \(existing.rev)); give its current _rev to update it"))
             }
             if write.deleted { return .failure(.notFound("document '\(write.id)' is already deleted")) }
-            parent = existing.rev
         case (let existing?, let given?):
-            guard existing.rev == given else {
+            guard existing.rev.ascii == given.ascii else {
                 return .failure(.conflict("document '\(write.id)': revision \(given) is not the current one (\(existing.rev))"))
             }
-            parent = existing.rev
         }
-        if let parent, !parent.canHaveChild {
-            return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
-        }
-        let rev = RevID.generate(parent: parent, deleted: write.deleted, body: write.body)  // an empty object is `{}`
-        lastSequence += 1
-        var flags: DocumentFlags = []
-        if write.deleted { flags.insert(.deleted) }
-        let record = Record(key: write.id, flags: flags)
-        try writer.run("""
-            INSERT INTO kv_default (key, sequence, flags, version, body, extra, expiration) VALUES (?, ?, ?, ?, ?, NULL, NULL)
-            ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,
-                version = excluded.version, body = excluded.body, extra = NULL
-            """, [.text(write.id), .integer(lastSequence), .integer(record.flagsColumn), .blob(rev.binary),
-                  .blob(write.body.compactBytes())])
-        return .success(WriteResult(id: write.id, rev: rev, sequence: UInt64(lastSequence)))
-    }
-
-    /// The current revision of a document (or, given `rev`, that revision if it is the current one:
-    /// older revisions are not kept yet). A deleted document reads as not found unless `rev` names it.
-    public func read(id: String, rev: RevID?) async throws(SofaError) -> DocumentRecord {
-        let result: Result<DocumentRecord, SofaError> = await withCheckedContinuation { continuation in
-            readerQueue.async {
-                continuation.resume(returning: Result { () throws(SofaError) -> DocumentRecord in
-                    try self.readNow(id: id, rev: rev)
-                })
+        var updated: DocumentContent
+        let rev: DocumentVersion
+        switch content {
+        case .tree(var tree)?:
+            let parent = tree.current!.revID
+            guard parent.canHaveChild else {
+                return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
+            }
+            let revID = try tree.addRevision(parent: parent, body: write.body, deleted: write.deleted)
+            updated = .tree(tree)
+            rev = .revID(revID)
+        case .vector(var doc)?:
+            let vector = try doc.current.vector.incremented(peer: Version.me)
+            doc.current = VectorRevision(vector: vector, deleted: write.deleted, body: DatabaseStore.bodyBytes(write.body))
+            updated = .vector(doc)
+            rev = .vector(vector)
+        case nil:
+            switch store.versioning {
+            case .revisionTrees:
+                var tree = RevTree()
+                let revID = try tree.addRevision(parent: nil, body: write.body, deleted: write.deleted)
+                updated = .tree(tree)
+                rev = .revID(revID)
+            case .versionVectors:
+                let vector = try VersionVector([try Version(generation: 1, peer: Version.me)])
+                updated = .vector(VectorDocument(current: VectorRevision(vector: vector, deleted: write.deleted,
+                                                                         body: DatabaseStore.bodyBytes(write.body))))
+                rev = .vector(vector)
             }
         }
-        return try result.get()
-    }
-
-    private func readNow(id: String, rev: RevID?) throws(SofaError) -> DocumentRecord {
-        var record: DocumentRecord?
-        var corrupt = false
-        try reader.run("SELECT version, flags, body, sequence FROM kv_default WHERE key = ?", [.text(id)]) { row in
-            guard let current = RevID.tryParse(binary: row.blob(0)),
-                  let flags = try? Record.splitFlagsColumn(row.integer(1)).flags else {
-                corrupt = true
-                return
-            }
-            record = DocumentRecord(id: id, rev: current, body: row.blob(2), deleted: flags.contains(.deleted),
-                                    sequence: UInt64(row.integer(3)))
-        }
-        if corrupt { throw SofaError(.corruptRevisionData, "document '\(id)' has an unreadable revision") }
-        guard let record else { throw .notFound("document '\(id)' not found") }
-        if let rev {
-            guard rev == record.rev else { throw .notFound("document '\(id)' has no revision \(rev) (current: \(record.rev))") }
-            return record
-        }
-        if record.deleted { throw .notFound("document '\(id)' is deleted (revision \(record.rev))") }
-        return record
-    }
-
-    /// How many live documents and the last sequence.
-    public func info() async throws(SofaError) -> (documents: Int, lastSequence: UInt64) {
-        let result: Result<(Int, UInt64), SofaError> = await withCheckedContinuation { continuation in
-            readerQueue.async {
-                continuation.resume(returning: Result { () throws(SofaError) -> (Int, UInt64) in
-                    var count = 0
-                    var sequence: UInt64 = 0
-                    try self.reader.run("SELECT count(*) FROM kv_default WHERE (flags & 1) = 0") { count = Int($0.integer(0)) }
-                    try self.reader.run("SELECT lastSeq FROM kvmeta WHERE name = 'default'") { sequence = UInt64($0.integer(0)) }
-                    return (count, sequence)
-                })
-            }
-        }
-        return try result.get()
+        let sequence = try save(&updated, id: write.id, in: collection)
+        return .success(WriteResult(id: write.id, rev: rev, sequence: sequence))
     }
 }

@@ -2,14 +2,22 @@ public import SofaCore
 internal import Foundation
 internal import Synchronization
 
-/// One database: `<data>/<name>.sofa/db.sqlite3` in WAL mode, with LiteCore's table layout.
+/// One database: `<data>/<name>.sofa/db.sqlite3` in WAL mode, with LiteCore's table layout:
+/// `kv_<keystore>` tables (`default`, `info`, `checkpoints`, `local` for `_local/` documents,
+/// `.scope.collection` for collections, see `CollectionName`), `kvmeta` (last sequence and purge
+/// count per key store) and `indexes`.
 ///
 /// Writes go through one writer connection on one serial queue. Writes queued while a commit is
 /// under way are applied together in the next transaction (group commit), and each caller is
 /// answered only after the COMMIT returned: with `synchronous=FULL` the WAL is on disk by then.
 /// Reads use a second connection on its own queue, so they never wait behind a commit.
+///
+/// `kv_info` holds the database's settings: `versioning` (body `trees` or `vectors`),
+/// `publicUUID` and `privateUUID` (16 random bytes each, RFC 4122 v4) and `updateSequence` (in the
+/// `sequence` column: +1 for every committed document change, purges included).
 public final class DatabaseStore: Sendable {
     public let name: String
+    public let versioning: Versioning
     let directory: URL
     let writerQueue: DispatchQueue
     let readerQueue: DispatchQueue
@@ -17,12 +25,15 @@ public final class DatabaseStore: Sendable {
     // which is what makes sharing the references safe.
     nonisolated(unsafe) let writer: SQLiteConnection
     nonisolated(unsafe) let reader: SQLiteConnection
-    private let pending = Mutex<(items: [PendingWrite], scheduled: Bool, closed: Bool)>(([], false, false))
+    let pending = Mutex<(items: [PendingWork], scheduled: Bool, closed: Bool)>(([], false, false))
+    /// Every collection's key store, live or deleted (a deleted one keeps its `kvmeta` row).
+    let collections: Mutex<[String: CollectionState]>
+    let maxRevTreeDepth: Int
+    let onCommit: (@Sendable (CommittedChanges) -> Void)?
+    /// Bumped by every new schedule of the purge of expired documents (see `rescheduleExpiry`).
+    let expiryGeneration = Mutex<UInt64>(0)
 
-    struct PendingWrite {
-        var write: DocumentWrite
-        var continuation: CheckedContinuation<Result<WriteResult, SofaError>, Never>
-    }
+    enum CollectionState: Sendable { case live, deleted }
 
     static let schema = """
         PRAGMA journal_mode=WAL;
@@ -31,29 +42,53 @@ public final class DatabaseStore: Sendable {
             purgeCnt INTEGER DEFAULT 0) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS indexes (name TEXT PRIMARY KEY, type INTEGER NOT NULL,
             keyStore TEXT NOT NULL, expression TEXT, indexTableName TEXT);
-        \(["default", "info", "checkpoints"].map(keyStoreDDL).joined(separator: "\n"))
+        \(["default", "info", "checkpoints", "local"].map(keyStoreDDL).joined(separator: "\n"))
         INSERT OR IGNORE INTO kvmeta (name, lastSeq) VALUES ('default', 0);
         """
 
     static func keyStoreDDL(_ store: String) -> String {
-        """
-        CREATE TABLE IF NOT EXISTS kv_\(store) (key TEXT PRIMARY KEY, sequence INTEGER, flags INTEGER DEFAULT 0,
+        let table = CollectionName.table(forKeyStore: store)
+        let plain = CollectionName.tableName(forKeyStore: store)
+        return """
+        CREATE TABLE IF NOT EXISTS \(table) (key TEXT PRIMARY KEY, sequence INTEGER, flags INTEGER DEFAULT 0,
             version BLOB, body BLOB, extra BLOB, expiration INTEGER);
-        CREATE UNIQUE INDEX IF NOT EXISTS kv_\(store)_seqs ON kv_\(store) (sequence);
+        CREATE UNIQUE INDEX IF NOT EXISTS "\(plain)_seqs" ON \(table) (sequence);
+        CREATE INDEX IF NOT EXISTS "\(plain)_expiration" ON \(table) (expiration) WHERE expiration IS NOT NULL;
         """
     }
 
-    /// Opens (and with `create`, first creates) the database in `dataDirectory`.
-    static func open(name: String, in dataDirectory: URL) throws(SofaError) -> DatabaseStore {
+    /// Opens the database in `dataDirectory`. `versioning` is stored when the database has none
+    /// yet (a new one); an existing database keeps its own.
+    static func open(name: String, in dataDirectory: URL, versioning: Versioning = .revisionTrees,
+                     maxRevTreeDepth: Int = RevTree.defaultMaxDepth,
+                     onCommit: (@Sendable (CommittedChanges) -> Void)? = nil) throws(SofaError) -> DatabaseStore {
         let directory = dataDirectory.appendingPathComponent("\(name).sofa", isDirectory: true)
         let file = directory.appendingPathComponent("db.sqlite3").path
         let writerQueue = DispatchQueue(label: "sofa.storage.\(name).writer")
         let readerQueue = DispatchQueue(label: "sofa.storage.\(name).reader")
-        let writer = try writerQueue.sync {
-            Result { () throws(SofaError) -> SQLiteConnection in
+        let (writer, stored, collections) = try writerQueue.sync {
+            Result { () throws(SofaError) -> (SQLiteConnection, Versioning, [String: CollectionState]) in
                 let connection = try SQLiteConnection(path: file, queue: writerQueue)
                 try connection.execute(schema)
-                return connection
+                try connection.execute("BEGIN IMMEDIATE")
+                do throws(SofaError) {
+                    try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES ('versioning', ?)",
+                                       [.blob(Array(versioning.rawValue.utf8))])
+                    for key in ["publicUUID", "privateUUID"] {
+                        try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES (?, ?)",
+                                           [.text(key), .blob(randomUUID())])
+                    }
+                    var stored = versioning
+                    try connection.run("SELECT body FROM kv_info WHERE key = 'versioning'") { row in
+                        stored = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self)) ?? .revisionTrees
+                    }
+                    let collections = try loadCollections(connection)
+                    try connection.execute("COMMIT")
+                    return (connection, stored, collections)
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
             }
         }.get()
         let reader = try readerQueue.sync {
@@ -63,91 +98,96 @@ public final class DatabaseStore: Sendable {
                 return connection
             }
         }.get()
-        return DatabaseStore(name: name, directory: directory, writerQueue: writerQueue, readerQueue: readerQueue,
-                             writer: writer, reader: reader)
+        let store = DatabaseStore(name: name, versioning: stored, directory: directory, writerQueue: writerQueue,
+                                  readerQueue: readerQueue, writer: writer, reader: reader, collections: collections,
+                                  maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit)
+        writerQueue.async { store.rescheduleExpiry() }
+        return store
     }
 
-    private init(name: String, directory: URL, writerQueue: DispatchQueue, readerQueue: DispatchQueue,
-                 writer: SQLiteConnection, reader: SQLiteConnection) {
+    /// Live collections are the collection tables that exist; deleted ones have a `kvmeta` row
+    /// and no table.
+    static func loadCollections(_ connection: SQLiteConnection) throws(SofaError) -> [String: CollectionState] {
+        var tables = Set<String>()
+        try connection.run("SELECT name FROM sqlite_master WHERE type = 'table'") { tables.insert($0.text(0)) }
+        var result: [String: CollectionState] = [:]
+        try connection.run("SELECT name FROM kvmeta") { row in
+            let store = row.text(0)
+            guard CollectionName(keyStore: store) != nil else { return }
+            result[store] = tables.contains(CollectionName.tableName(forKeyStore: store)) ? .live : .deleted
+        }
+        result["default"] = .live
+        return result
+    }
+
+    private init(name: String, versioning: Versioning, directory: URL, writerQueue: DispatchQueue,
+                 readerQueue: DispatchQueue, writer: SQLiteConnection, reader: SQLiteConnection,
+                 collections: [String: CollectionState], maxRevTreeDepth: Int,
+                 onCommit: (@Sendable (CommittedChanges) -> Void)?) {
         self.name = name
+        self.versioning = versioning
         self.directory = directory
         self.writerQueue = writerQueue
         self.readerQueue = readerQueue
         self.writer = writer
         self.reader = reader
+        self.collections = Mutex(collections)
+        self.maxRevTreeDepth = maxRevTreeDepth
+        self.onCommit = onCommit
     }
 
-    /// Fails new writes and waits for queued ones to finish.
+    /// Fails new writes, cancels the expiry timer and waits for queued work to finish.
     func close() {
         pending.withLock { $0.closed = true }
+        expiryGeneration.withLock { $0 += 1 }
         writerQueue.sync {}
         readerQueue.sync {}
     }
 
-    // MARK: Writes
+    var isClosed: Bool { pending.withLock { $0.closed } }
 
-    /// Queues a write for the next group commit and waits until it is durable.
-    public func write(_ write: DocumentWrite) async throws(SofaError) -> WriteResult {
-        let result: Result<WriteResult, SofaError> = await withCheckedContinuation { continuation in
-            let (schedule, closed) = pending.withLock { state -> (Bool, Bool) in
-                if state.closed { return (false, true) }
-                state.items.append(PendingWrite(write: write, continuation: continuation))
-                defer { state.scheduled = true }
-                return (!state.scheduled, false)
-            }
-            if closed {
-                continuation.resume(returning: .failure(.notFound("database '\(name)' was deleted")))
-            } else if schedule {
-                writerQueue.async { self.commitPending() }
+    /// Throws `.notFound` for a collection that never existed, `.notOpen` for a deleted one.
+    func check(_ collection: CollectionName) throws(SofaError) {
+        switch collections.withLock({ $0[collection.keyStore] }) {
+        case .live?: return
+        case .deleted?: throw SofaError(.notOpen, "collection '\(collection)' was deleted")
+        case nil: throw .notFound("collection '\(collection)' does not exist in database '\(name)'")
+        }
+    }
+
+    var liveCollections: [CollectionName] {
+        collections.withLock { state in
+            state.filter { $0.value == .live }.keys.compactMap { CollectionName(keyStore: $0) }
+        }.sorted { $0.description < $1.description }
+    }
+
+    /// Runs `body` on the reader connection, inside one read transaction (a consistent snapshot).
+    func read<T: Sendable>(_ body: @escaping @Sendable () throws(SofaError) -> T) async throws(SofaError) -> T {
+        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
+            readerQueue.async {
+                continuation.resume(returning: Result { () throws(SofaError) -> T in
+                    try self.reader.execute("BEGIN")
+                    defer { try? self.reader.execute("COMMIT") }
+                    return try body()
+                })
             }
         }
         return try result.get()
     }
+}
 
-    private func commitPending() {
-        let items = pending.withLock { state in
-            defer {
-                state.items.removeAll()
-                state.scheduled = false
-            }
-            return state.items
-        }
-        guard !items.isEmpty else { return }
-        do {
-            let results = try commit(items.map(\.write))
-            for (item, result) in zip(items, results) { item.continuation.resume(returning: result) }
-        } catch {
-            try? writer.execute("ROLLBACK")
-            if items.count == 1 {
-                items[0].continuation.resume(returning: .failure(error))
-                return
-            }
-            // One write broke the batch: commit the others one by one so only it fails.
-            for item in items {
-                do {
-                    let result = try commit([item.write])[0]
-                    item.continuation.resume(returning: result)
-                } catch {
-                    try? writer.execute("ROLLBACK")
-                    item.continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-    }
+/// 16 random bytes with the RFC 4122 version 4 and variant bits.
+func randomUUID() -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    bytes[6] = (bytes[6] & 0x0F) | 0x40
+    bytes[8] = (bytes[8] & 0x3F) | 0x80
+    return bytes
+}
 
-    /// One transaction for the batch. A write that is refused (a conflict) changes nothing and
-    /// gets its error in the result; an SQLite failure throws and the caller rolls back.
-    private func commit(_ writes: [DocumentWrite]) throws(SofaError) -> [Result<WriteResult, SofaError>] {
-        try writer.execute("BEGIN IMMEDIATE")
-        var lastSequence: Int64 = 0
-        try writer.run("SELECT lastSeq FROM kvmeta WHERE name = 'default'") { row in lastSequence = row.integer(0) }
-        var results: [Result<WriteResult, SofaError>] = []
-        results.reserveCapacity(writes.count)
-        for write in writes {
-            results.append(try apply(write, lastSequence: &lastSequence))
-        }
-        try writer.run("UPDATE kvmeta SET lastSeq = ? WHERE name = 'default'", [.integer(lastSequence)])
-        try writer.execute("COMMIT")
-        return results
-    }
+/// `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`, lower case.
+func uuidString(_ bytes: [UInt8]) -> String {
+    let hex = bytes.map { byte in String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
+    guard hex.count == 16 else { return hex.joined() }
+    return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
 }

@@ -10,11 +10,21 @@ public final class StorageEngine: Sendable {
     private let adminQueue = DispatchQueue(label: "sofa.storage.admin")
     /// The data directory's lock, held from init to `close()`.
     private let lockDescriptor: Mutex<Int32?>
+    /// Called on a database's writer queue after each COMMIT, once per collection it changed,
+    /// before the writers are answered.
+    private let onCommit: (@Sendable (CommittedChanges) -> Void)?
+    /// Compaction prunes revision trees to this depth (`SOFA_MAX_REV_TREE_DEPTH`, default 50).
+    public let maxRevTreeDepth: Int
 
     /// Opens the data directory, taking its lock: one storage process per directory (a second
-    /// one would unlink the first one's ipc socket and write the same files).
-    public init(dataDirectory: URL) throws(SofaError) {
+    /// one would unlink the first one's ipc socket and write the same files). Every database is
+    /// opened, so documents that expire are purged on time after a restart too.
+    public init(dataDirectory: URL, onCommit: (@Sendable (CommittedChanges) -> Void)? = nil,
+                maxRevTreeDepth: Int? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
+        self.onCommit = onCommit
+        let configured = ProcessInfo.processInfo.environment["SOFA_MAX_REV_TREE_DEPTH"].flatMap { Int($0) }
+        self.maxRevTreeDepth = max(1, maxRevTreeDepth ?? configured ?? RevTree.defaultMaxDepth)
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         } catch {
@@ -30,6 +40,18 @@ public final class StorageEngine: Sendable {
             throw SofaError(.busy, "the data directory \(dataDirectory.path) is in use by another sofa-storage")
         }
         lockDescriptor = Mutex(descriptor)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
+        for entry in entries where entry.hasSuffix(".sofa") {
+            let name = String(entry.dropLast(5))
+            guard (try? Self.validate(databaseName: name)) != nil, exists(name),
+                  let store = try? openStore(name, versioning: .revisionTrees) else { continue }
+            open.withLock { $0[name] = store }
+        }
+    }
+
+    private func openStore(_ name: String, versioning: Versioning) throws(SofaError) -> DatabaseStore {
+        try DatabaseStore.open(name: name, in: dataDirectory, versioning: versioning, maxRevTreeDepth: maxRevTreeDepth,
+                               onCommit: onCommit)
     }
 
     deinit { releaseLock() }
@@ -68,7 +90,8 @@ public final class StorageEngine: Sendable {
         FileManager.default.fileExists(atPath: directory(of: name).appendingPathComponent("db.sqlite3").path)
     }
 
-    public func createDatabase(_ name: String) async throws(SofaError) {
+    /// Creates a database with its versioning mode (kept in its `kv_info`).
+    public func createDatabase(_ name: String, versioning: Versioning = .revisionTrees) async throws(SofaError) {
         try Self.validate(databaseName: name)
         try await admin { () throws(SofaError) in
             guard !self.exists(name) else { throw SofaError(.databaseExists, "database '\(name)' already exists") }
@@ -78,7 +101,7 @@ public final class StorageEngine: Sendable {
             } catch {
                 throw SofaError(.cantOpenFile, "cannot create \(directory.path): \(error.localizedDescription)")
             }
-            let store = try DatabaseStore.open(name: name, in: self.dataDirectory)
+            let store = try self.openStore(name, versioning: versioning)
             syncDirectory(directory)
             syncDirectory(self.dataDirectory)
             self.open.withLock { $0[name] = store }
@@ -115,7 +138,7 @@ public final class StorageEngine: Sendable {
         return try await admin { () throws(SofaError) -> DatabaseStore in
             if let store = self.open.withLock({ $0[name] }) { return store }
             guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
-            let store = try DatabaseStore.open(name: name, in: self.dataDirectory)
+            let store = try self.openStore(name, versioning: .revisionTrees)
             self.open.withLock { $0[name] = store }
             return store
         }

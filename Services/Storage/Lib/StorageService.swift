@@ -20,7 +20,14 @@ public final class StorageService: Sendable {
 
     /// Starts storage as a process does: bind, serve, and return how to stop.
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
-        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
+        // Every commit is announced on the PUB socket (the gateway wakes its long polls with it).
+        let publisher = try await Publisher.bind(settings.changesEndpoint, name: "changes")
+        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory)) { committed in
+            let changes = committed.changes.map { Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted) }
+            let notice = CommitNotice(database: committed.database, collection: committed.collection,
+                                      batch: ChangesBatch(changes: changes, lastSequence: changes.map(\.sequence).max() ?? 0))
+            publisher.publish(topic: notice.topic, payload: notice.encoded())
+        }
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
                                      logger: logger)
         let server = try await BusServer.bind(settings.storageEndpoint, name: "storage",
@@ -31,6 +38,7 @@ public final class StorageService: Sendable {
         return {
             await server.close()
             engine.close()
+            await publisher.close()
         }
     }
 
@@ -52,67 +60,129 @@ public final class StorageService: Sendable {
             return .health(ServiceRuntime.health(service: "storage", instance: instance, started: started))
         case .echo(let payload, _, _):
             return .echo(payload: payload, instance: instance)
-        case .createDatabase:
-            try await engine.createDatabase(request.database)
+        case .createDatabase(let versioning):
+            try await engine.createDatabase(request.database, versioning: versioning)
             return .none
         case .deleteDatabase:
             try await engine.deleteDatabase(request.database)
             return .none
         case .listDatabases:
             return .databases(try await engine.listDatabases())
+        case .clusterStatus:
+            throw SofaError(.unsupported, "storage does not answer clusterStatus; ask the gateway")
+        default:
+            let db = try await engine.database(request.database)
+            let collection = try CollectionName(parsing: request.collection)
+            return try await perform(request.operation, db, collection)
+        }
+    }
+
+    private func perform(_ operation: Op, _ db: DatabaseStore, _ collection: CollectionName) async throws(SofaError) -> Reply {
+        switch operation {
+        case .databaseInfo:
+            let stats = try await db.info(collection)
+            return .databaseInfo(DatabaseInfo(
+                name: db.name, documentCount: UInt64(stats.documents), lastSequence: stats.lastSequence,
+                updateSequence: stats.updateSequence, fileBytes: stats.fileBytes, walBytes: stats.walBytes,
+                publicUUID: stats.publicUUID, privateUUID: stats.privateUUID, versioning: stats.versioning,
+                collections: UInt32(stats.collections)))
+        case .createCollection:
+            try await db.createCollection(collection)
+            return .none
+        case .deleteCollection:
+            try await db.deleteCollection(collection)
+            return .none
+        case .listCollections:
+            return .collections(db.listCollections())
         case .putDocument(let id, let rev, let body, let deleted):
-            let write = try Self.documentWrite(id: id, rev: rev, body: body, deleted: deleted)
-            let result = try await engine.database(request.database).write(write)
+            let fields = try Self.documentFields(id: id, rev: rev, body: body, deleted: deleted)
+            if LocalDocuments.isLocal(fields.id) {
+                let newRev = try await db.writeLocal(id: fields.id, rev: fields.rev.isEmpty ? nil : fields.rev,
+                                                     body: .object(fields.body), deleted: fields.deleted)
+                return .revision(id: fields.id, rev: newRev, sequence: 0)
+            }
+            let result = try await db.write(try Self.documentWrite(fields), in: collection)
             return .revision(id: result.id, rev: result.rev.ascii, sequence: result.sequence)
         case .deleteDocument(let id, let rev):
             try DocumentID.validate(id)
             guard !rev.isEmpty else {
                 throw SofaError(.conflict, "deleting document '\(id)' needs its current revision (_rev)")
             }
-            let write = DocumentWrite(id: id, parent: try RevID.parse(rev), body: .object(JSONObject()), deleted: true)
-            let result = try await engine.database(request.database).write(write)
+            if LocalDocuments.isLocal(id) {
+                let newRev = try await db.writeLocal(id: id, rev: rev, body: .object(JSONObject()), deleted: true)
+                return .revision(id: id, rev: newRev, sequence: 0)
+            }
+            let write = DocumentWrite(id: id, parent: try DocumentVersion.parse(ascii: rev), body: .object(JSONObject()),
+                                      deleted: true)
+            let result = try await db.write(write, in: collection)
             return .revision(id: result.id, rev: result.rev.ascii, sequence: result.sequence)
-        case .getDocument(let id, let rev, _, _):
+        case .getDocument(let id, let rev, let history, let openLeaves):
             try DocumentID.validate(id)
-            let record = try await engine.database(request.database).read(id: id, rev: rev.isEmpty ? nil : try RevID.parse(rev))
-            return .document(StoredDocument(id: record.id, rev: record.rev.ascii, body: record.body,
-                                            deleted: record.deleted, sequence: record.sequence))
-        case .clusterStatus:
-            throw SofaError(.unsupported, "storage does not answer clusterStatus; ask the gateway")
+            if LocalDocuments.isLocal(id) {
+                let local = try await db.readLocal(id: id)
+                guard rev.isEmpty || rev == local.rev else { throw .notFound("local document '\(id)' has no revision \(rev)") }
+                return .document(StoredDocument(id: id, rev: local.rev, body: local.body, deleted: false, sequence: 0))
+            }
+            if openLeaves {
+                return .documents(try await db.openLeaves(id: id, history: history, in: collection).map(Self.stored))
+            }
+            let version = rev.isEmpty ? nil : try DocumentVersion.parse(ascii: rev)
+            return .document(Self.stored(try await db.read(id: id, rev: version, history: history, in: collection)))
+        case .insertRevision(let insert):
+            let outcome = try await db.insert(try Self.insertion(insert), in: collection)
+            return .inserted(Self.wire(outcome))
+        case .bulkWrite(let items):
+            return .bulk(try await bulk(items, db, collection))
+        case .conflicts(let id):
+            return .conflicts(try await db.conflicts(id: id, in: collection))
+        case .resolveConflict(let resolution):
+            var merged: JSON?
+            if resolution.merge && !resolution.mergedDeleted {
+                merged = .object(try Self.strictBody(resolution.mergedBody, id: resolution.id))
+            }
+            let request = ConflictResolutionRequest(id: resolution.id, winner: resolution.winner, loser: resolution.loser,
+                                                    mergedBody: merged, mergedDeleted: resolution.merge && resolution.mergedDeleted)
+            let result = try await db.resolveConflict(request, in: collection)
+            return .revision(id: result.id, rev: result.rev.ascii, sequence: result.sequence)
+        case .purge(let id, let rev):
+            let result = try await db.purge(id: id, rev: rev.isEmpty ? nil : rev, in: collection)
+            return .revision(id: id, rev: result.rev, sequence: result.sequence)
+        case .setExpiration(let id, let expiration):
+            try await db.setExpiration(id: id, expiration, in: collection)
+            return .none
+        case .getExpiration(let id):
+            return .expiration(try await db.expiration(id: id, in: collection))
+        case .nextExpiration:
+            return .expiration(try await db.nextExpiration(in: collection))
+        case .changes(let q):
+            let options = ChangesOptions(since: q.since, descending: q.descending, limit: Int(q.limit),
+                                         includeBodies: q.includeBodies, allLeaves: q.allLeaves,
+                                         includeDeleted: q.includeDeleted, docIDs: q.docIDs)
+            let (changes, last) = try await db.changes(options, in: collection)
+            return .changes(ChangesBatch(changes: changes.map {
+                Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted, body: $0.body, leaves: $0.leaves)
+            }, lastSequence: last))
+        case .allDocs(let q):
+            let options = AllDocsOptions(includeBodies: q.includeBodies, includeDeleted: q.includeDeleted, limit: Int(q.limit),
+                                         skip: Int(q.skip), descending: q.descending,
+                                         startKey: q.startKey.isEmpty ? nil : q.startKey,
+                                         endKey: q.endKey.isEmpty ? nil : q.endKey)
+            return .documents(try await db.allDocs(options, in: collection).map(Self.stored))
+        case .rawPut(let store, let key, let version, let body):
+            try await db.rawPut(store: store, key: key, version: version, body: body)
+            return .none
+        case .rawGet(let store, let key):
+            let value = try await db.rawGet(store: store, key: key)
+            return .raw(version: value.version, body: value.body)
+        case .rawDelete(let store, let key):
+            try await db.rawDelete(store: store, key: key)
+            return .none
+        case .compact:
+            try await db.compact()
+            return .none
         default:
-            throw SofaError(.unimplemented, "sofa-storage does not serve \(request.operation.name) yet")
+            throw SofaError(.unimplemented, "sofa-storage does not serve \(operation.name)")
         }
-    }
-
-    /// Parses and checks a body: a JSON object whose `_id`, `_rev` and `_deleted` are metadata.
-    /// The wire's id/rev win when given; the body's must then agree.
-    static func documentWrite(id wireID: String, rev wireRev: String, body: [UInt8], deleted wireDeleted: Bool) throws(SofaError) -> DocumentWrite {
-        let json = body.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(body)
-        guard var object = json.objectValue else {
-            throw SofaError(.badJSON, "a document body must be a JSON object, not \(json.kindName)")
-        }
-        var id = wireID
-        if let bodyID = object.removeValue(forKey: "_id") {
-            guard let text = bodyID.stringValue else { throw SofaError(.badDocID, "_id must be a string") }
-            if id.isEmpty { id = text } else if id != text {
-                throw SofaError(.badDocID, "_id '\(text)' in the body does not match the document ID '\(id)'")
-            }
-        }
-        var rev = wireRev
-        if let bodyRev = object.removeValue(forKey: "_rev") {
-            guard let text = bodyRev.stringValue else { throw SofaError(.badRevisionID, "_rev must be a string") }
-            if rev.isEmpty { rev = text } else if rev != text {
-                throw SofaError(.badRevisionID, "_rev '\(text)' in the body does not match the revision '\(rev)'")
-            }
-        }
-        var deleted = wireDeleted
-        if let flag = object.removeValue(forKey: "_deleted") {
-            guard let value = flag.boolValue else { throw SofaError(.invalidParameter, "_deleted must be true or false") }
-            deleted = deleted || value
-        }
-        if id.isEmpty { id = DocumentID.generate() }
-        try DocumentID.validate(id)
-        return DocumentWrite(id: id, parent: rev.isEmpty ? nil : try RevID.parse(rev), body: .object(object), deleted: deleted)
     }
 }
 

@@ -1,0 +1,181 @@
+public import SofaCore
+internal import Foundation
+
+/// One committed change, as the live-changes hook reports it. A purge or an expiration has an
+/// empty `rev` (and `deleted` true).
+public struct ChangeEvent: Sendable, Equatable {
+    public var sequence: UInt64
+    public var id: String
+    public var rev: String
+    public var deleted: Bool
+
+    public init(sequence: UInt64, id: String, rev: String, deleted: Bool) {
+        self.sequence = sequence
+        self.id = id
+        self.rev = rev
+        self.deleted = deleted
+    }
+}
+
+/// The changes one COMMIT made to one collection.
+public struct CommittedChanges: Sendable, Equatable {
+    public var database: String
+    /// "scope.collection".
+    public var collection: String
+    public var changes: [ChangeEvent]
+}
+
+/// A unit of work for the writer: `run` applies it inside the open transaction and returns how to
+/// answer its caller once the transaction committed; `fail` answers it when the transaction could
+/// not commit. `run` must either change nothing and return a refusal, or make all its changes.
+struct PendingWork: Sendable {
+    var run: @Sendable (Transaction) throws(SofaError) -> @Sendable () -> Void
+    var fail: @Sendable (SofaError) -> Void
+}
+
+/// The state of one write transaction, on the writer queue only: sequences handed out, changes
+/// made, and what to do after COMMIT. Thrown away on ROLLBACK.
+final class Transaction {
+    let db: SQLiteConnection
+    let store: DatabaseStore
+    private var sequences: [String: Int64] = [:]
+    private var purgeCounts: [String: Int64] = [:]
+    var updates: Int64 = 0
+    var events: [(collection: CollectionName, events: [ChangeEvent])] = []
+    var expirationsChanged = false
+    var afterCommit: [() -> Void] = []
+
+    init(db: SQLiteConnection, store: DatabaseStore) {
+        self.db = db
+        self.store = store
+    }
+
+    /// The next sequence of `collection`'s key store.
+    func nextSequence(_ collection: CollectionName) throws(SofaError) -> UInt64 {
+        let store = collection.keyStore
+        var last: Int64
+        if let cached = sequences[store] {
+            last = cached
+        } else {
+            last = 0
+            try db.run("SELECT lastSeq FROM kvmeta WHERE name = ?", [.text(store)]) { last = $0.integer(0) }
+        }
+        last += 1
+        sequences[store] = last
+        return UInt64(last)
+    }
+
+    /// Records a change for the hook and the update sequence.
+    func changed(_ collection: CollectionName, _ event: ChangeEvent, purge: Bool = false) {
+        updates += 1
+        if purge { purgeCounts[collection.keyStore, default: 0] += 1 }
+        if let i = events.firstIndex(where: { $0.collection == collection }) {
+            events[i].events.append(event)
+        } else {
+            events.append((collection, [event]))
+        }
+    }
+
+    /// Writes the counters back before COMMIT.
+    func finish() throws(SofaError) {
+        for (store, last) in sequences {
+            try db.run("""
+                INSERT INTO kvmeta (name, lastSeq) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET lastSeq = excluded.lastSeq
+                """, [.text(store), .integer(last)])
+        }
+        for (store, count) in purgeCounts {
+            try db.run("UPDATE kvmeta SET purgeCnt = purgeCnt + ? WHERE name = ?", [.integer(count), .text(store)])
+        }
+        if updates > 0 {
+            try db.run("""
+                INSERT INTO kv_info (key, sequence) VALUES ('updateSequence', ?)
+                ON CONFLICT(key) DO UPDATE SET sequence = sequence + excluded.sequence
+                """, [.integer(updates)])
+        }
+    }
+}
+
+extension DatabaseStore {
+    /// Queues `body` for the next group commit and waits until it is durable. `body` returns a
+    /// refusal as `.failure` (nothing changed); a thrown error rolls the batch back.
+    func perform<T: Sendable>(
+        _ body: @escaping @Sendable (Transaction) throws(SofaError) -> Result<T, SofaError>
+    ) async throws(SofaError) -> T {
+        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
+            let work = PendingWork(
+                run: { (tx: Transaction) throws(SofaError) -> @Sendable () -> Void in
+                    let outcome = try body(tx)
+                    return { continuation.resume(returning: outcome) }
+                },
+                fail: { error in continuation.resume(returning: .failure(error)) })
+            enqueue(work)
+        }
+        return try result.get()
+    }
+
+    func enqueue(_ work: PendingWork) {
+        let (schedule, closed) = pending.withLock { state -> (Bool, Bool) in
+            if state.closed { return (false, true) }
+            state.items.append(work)
+            defer { state.scheduled = true }
+            return (!state.scheduled, false)
+        }
+        if closed {
+            work.fail(.notFound("database '\(name)' was deleted or closed"))
+        } else if schedule {
+            writerQueue.async { self.commitPending() }
+        }
+    }
+
+    private func commitPending() {
+        let items = pending.withLock { state in
+            defer {
+                state.items.removeAll()
+                state.scheduled = false
+            }
+            return state.items
+        }
+        guard !items.isEmpty else { return }
+        do {
+            let answers = try commit(items)
+            for answer in answers { answer() }
+        } catch {
+            try? writer.execute("ROLLBACK")
+            if items.count == 1 {
+                items[0].fail(error)
+                return
+            }
+            // One write broke the batch: commit the others one by one so only it fails.
+            for item in items {
+                do {
+                    try commit([item])[0]()
+                } catch {
+                    try? writer.execute("ROLLBACK")
+                    item.fail(error)
+                }
+            }
+        }
+    }
+
+    /// One transaction for the batch; after COMMIT, the hook hears of every change, then the
+    /// answers are returned (to be sent in order).
+    private func commit(_ items: [PendingWork]) throws(SofaError) -> [@Sendable () -> Void] {
+        try writer.execute("BEGIN IMMEDIATE")
+        let tx = Transaction(db: writer, store: self)
+        var answers: [@Sendable () -> Void] = []
+        answers.reserveCapacity(items.count)
+        for item in items {
+            answers.append(try item.run(tx))
+        }
+        try tx.finish()
+        try writer.execute("COMMIT")
+        for action in tx.afterCommit { action() }
+        if let onCommit {
+            for (collection, events) in tx.events {
+                onCommit(CommittedChanges(database: name, collection: collection.description, changes: events))
+            }
+        }
+        if tx.expirationsChanged { rescheduleExpiry() }
+        return answers
+    }
+}

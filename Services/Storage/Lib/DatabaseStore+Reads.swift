@@ -1,0 +1,107 @@
+public import SofaCore
+
+extension DatabaseStore {
+    /// The current revision of a document, or with `rev` that revision while its body is kept. A
+    /// deleted document reads as not found unless `rev` names it. With `history`, the record
+    /// carries the revision's ancestry.
+    public func read(id: String, rev: DocumentVersion? = nil, history: Bool = false,
+                     in collection: CollectionName = .default) async throws(SofaError) -> DocumentRecord {
+        try LocalDocuments.refuse(id)
+        try check(collection)
+        return try await read { () throws(SofaError) -> DocumentRecord in
+            let (row, content) = try self.loadForRead(id, collection)
+            return try Self.record(id: id, row: row, content: content, rev: rev, history: history)
+        }
+    }
+
+    /// Every leaf revision (live or deleted, current first) with its body.
+    /// Every open leaf, the current one first; with `history`, each with its ancestry.
+    public func openLeaves(id: String, history: Bool = false,
+                           in collection: CollectionName = .default) async throws(SofaError) -> [DocumentRecord] {
+        try check(collection)
+        return try await read { () throws(SofaError) -> [DocumentRecord] in
+            let (row, content) = try self.loadForRead(id, collection)
+            switch content {
+            case .tree(let tree):
+                let current = tree.currentIndex
+                let leaves = tree.revisions.indices.filter { tree.revisions[$0].isLeaf }
+                    .sorted { a, b in a == current || (b != current && tree.revisions[a].revID > tree.revisions[b].revID) }
+                return leaves.map { i in
+                    let r = tree.revisions[i]
+                    return DocumentRecord(id: id, rev: .revID(r.revID), body: r.body ?? [], deleted: r.isDeleted,
+                                          sequence: r.sequence,
+                                          history: history ? tree.history(of: r.revID).map(\.ascii) : [],
+                                          conflicted: tree.hasConflict, expiration: row.expiration)
+                }
+            case .vector(let doc):
+                return ([doc.current] + doc.conflicts).map { r in
+                    DocumentRecord(id: id, rev: .vector(r.vector), body: r.body, deleted: r.deleted, sequence: row.sequence,
+                                   history: history ? [r.vector.ascii] : [],
+                                   conflicted: row.flags.contains(.conflicted), expiration: row.expiration)
+                }
+            }
+        }
+    }
+
+    /// The revIDs of the live leaves that conflict with the current revision.
+    public func conflicts(id: String, in collection: CollectionName = .default) async throws(SofaError) -> [String] {
+        try check(collection)
+        return try await read { () throws(SofaError) -> [String] in
+            let (_, content) = try self.loadForRead(id, collection)
+            switch content {
+            case .tree(let tree): return tree.conflicts.map(\.revID.ascii)
+            case .vector(let doc): return doc.conflicts.filter { !$0.deleted }.map(\.rev)
+            }
+        }
+    }
+
+    /// The row and revisions of an existing (not purged) document, on the reader.
+    func loadForRead(_ id: String, _ collection: CollectionName) throws(SofaError) -> (DocumentRow, DocumentContent) {
+        guard let row = try DocumentRow.load(reader, collection, id), let content = try row.content(versioning) else {
+            throw .notFound("document '\(id)' not found")
+        }
+        return (row, content)
+    }
+
+    static func record(id: String, row: DocumentRow, content: DocumentContent, rev: DocumentVersion?,
+                       history: Bool) throws(SofaError) -> DocumentRecord {
+        switch content {
+        case .tree(let tree):
+            guard let current = tree.current else { throw .notFound("document '\(id)' not found") }
+            var revision = current
+            if let rev {
+                guard case .revID(let revID) = rev else {
+                    throw SofaError(.badRevisionID, "this database uses revision trees; \(rev) is a version")
+                }
+                guard let found = tree[revID] else { throw .notFound("document '\(id)' has no revision \(revID)") }
+                guard found.body != nil || found.isDeleted else {
+                    throw .notFound("document '\(id)': the body of revision \(revID) is no longer kept")
+                }
+                revision = found
+            } else if current.isDeleted {
+                throw .notFound("document '\(id)' is deleted (revision \(current.revID))")
+            }
+            return DocumentRecord(id: id, rev: .revID(revision.revID), body: revision.body ?? Array("{}".utf8),
+                                  deleted: revision.isDeleted,
+                                  sequence: revision.revID == current.revID ? row.sequence : revision.sequence,
+                                  history: history ? tree.history(of: revision.revID).map(\.ascii) : [],
+                                  conflicted: tree.hasConflict, expiration: row.expiration)
+        case .vector(let doc):
+            var revision = doc.current
+            if let rev {
+                guard case .vector(let given) = rev else {
+                    throw SofaError(.badRevisionID, "this database uses version vectors; \(rev) is a tree revID")
+                }
+                guard let found = ([doc.current] + doc.conflicts).first(where: { $0.vector.current == given.current }) else {
+                    throw .notFound("document '\(id)' has no revision \(rev)")
+                }
+                revision = found
+            } else if revision.deleted {
+                throw .notFound("document '\(id)' is deleted (revision \(revision.rev))")
+            }
+            return DocumentRecord(id: id, rev: .vector(revision.vector), body: revision.body, deleted: revision.deleted,
+                                  sequence: row.sequence, history: history ? [revision.vector.ascii] : [],
+                                  conflicted: row.flags.contains(.conflicted), expiration: row.expiration)
+        }
+    }
+}

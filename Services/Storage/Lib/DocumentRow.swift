@@ -1,0 +1,220 @@
+public import SofaCore
+
+extension DocumentFlags {
+    /// Storage's own flag (never set by SofaCore): the row of a purged or expired document, kept
+    /// so the changes feed can report the purge at its sequence. Its version, body and extra are
+    /// empty and `deleted` is set too, so LiteCore-style readers (`flags & 1 = 0`) skip it; reads
+    /// answer not found and a new write starts a new document.
+    public static let purged = DocumentFlags(rawValue: 0x8000)
+}
+
+/// One row of a collection's table.
+struct DocumentRow {
+    var key: String
+    var sequence: UInt64
+    var flags: DocumentFlags
+    var version: [UInt8]
+    var body: [UInt8]
+    var extra: [UInt8]
+    var expiration: Int64?
+
+    var isPurged: Bool { flags.contains(.purged) }
+
+    static let columns = "key, sequence, flags, version, body, extra, expiration"
+
+    /// Reads a row selected with `columns`.
+    init(_ row: SQLiteRow) throws(SofaError) {
+        key = row.text(0)
+        sequence = UInt64(max(0, row.integer(1)))
+        flags = try Record.splitFlagsColumn(row.integer(2)).flags
+        version = row.blob(3)
+        body = row.blob(4)
+        extra = row.blob(5)
+        expiration = row.isNull(6) ? nil : row.integer(6)
+    }
+
+    static func load(_ db: SQLiteConnection, _ collection: CollectionName, _ id: String) throws(SofaError) -> DocumentRow? {
+        var result: DocumentRow?
+        try db.run("SELECT \(columns) FROM \(collection.table) WHERE key = ?", [.text(id)]) { row throws(SofaError) in
+            result = try DocumentRow(row)
+        }
+        return result
+    }
+
+    /// The document's revisions; nil for a purged row.
+    func content(_ versioning: Versioning) throws(SofaError) -> DocumentContent? {
+        if isPurged || version.isEmpty { return nil }
+        switch versioning {
+        case .revisionTrees:
+            if extra.isEmpty {
+                // A row written before trees were kept: one revision, the current one.
+                var tree = RevTree()
+                try tree.insert(try RevID(binary: version), parent: nil, body: body, deleted: flags.contains(.deleted))
+                tree.markSaved(sequence: sequence)
+                return .tree(tree)
+            }
+            return .tree(try RevTree(encoded: extra, currentBody: body))
+        case .versionVectors:
+            return .vector(try VectorDocument(row: self))
+        }
+    }
+}
+
+/// A revision of a version-vector document.
+struct VectorRevision: Sendable, Equatable {
+    var vector: VersionVector
+    var deleted: Bool
+    var body: [UInt8]
+
+    /// What clients see as the revID: the current version.
+    var rev: String { vector.current?.ascii ?? "" }
+}
+
+/// A version-vector document: the current revision (columns `version`, `body`, flags) and the
+/// conflicting revisions kept from remotes (column `extra`), as LiteCore keeps remote revisions.
+/// Simplified: conflicts are a list, not per-remote. `extra` layout:
+///
+///     varint N, then N × (varint length, binary vector; byte flags 01 = deleted; varint length, body)
+///
+/// e.g. one live conflict `2@c0ffee` with body `{}`: `01 05 00 02 ee ff 83 06 00 02 7b 7d`.
+struct VectorDocument: Sendable {
+    var current: VectorRevision
+    var conflicts: [VectorRevision]
+
+    init(current: VectorRevision, conflicts: [VectorRevision] = []) {
+        self.current = current
+        self.conflicts = conflicts
+    }
+
+    init(row: DocumentRow) throws(SofaError) {
+        let vector = try VersionVector(binary: row.version)
+        current = VectorRevision(vector: vector, deleted: row.flags.contains(.deleted), body: row.body)
+        conflicts = []
+        var reader = ByteReader(row.extra)
+        guard !row.extra.isEmpty else { return }
+        let count = try reader.varint()
+        for _ in 0..<count {
+            let conflict = try VersionVector(binary: try reader.bytes(Int(try reader.varint())))
+            let flags = try reader.byte()
+            let body = try reader.bytes(Int(try reader.varint()))
+            conflicts.append(VectorRevision(vector: conflict, deleted: flags & 1 != 0, body: body))
+        }
+        guard reader.atEnd else { throw SofaError(.corruptRevisionData, "trailing bytes after the conflicts") }
+    }
+
+    var extra: [UInt8] {
+        guard !conflicts.isEmpty else { return [] }
+        var out: [UInt8] = []
+        appendVarint(UInt64(conflicts.count), to: &out)
+        for conflict in conflicts {
+            let vector = conflict.vector.binary
+            appendVarint(UInt64(vector.count), to: &out)
+            out += vector
+            out.append(conflict.deleted ? 1 : 0)
+            appendVarint(UInt64(conflict.body.count), to: &out)
+            out += conflict.body
+        }
+        return out
+    }
+
+    var flags: DocumentFlags {
+        var flags: DocumentFlags = []
+        if current.deleted { flags.insert(.deleted) }
+        if conflicts.contains(where: { !$0.deleted }) { flags.insert(.conflicted) }
+        return flags
+    }
+}
+
+enum DocumentContent {
+    case tree(RevTree)
+    case vector(VectorDocument)
+}
+
+func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+    var v = value
+    while v >= 0x80 {
+        out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+        v >>= 7
+    }
+    out.append(UInt8(v))
+}
+
+struct ByteReader {
+    let bytes: [UInt8]
+    var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { position == bytes.count }
+
+    mutating func byte() throws(SofaError) -> UInt8 {
+        guard position < bytes.count else { throw SofaError(.corruptRevisionData, "truncated revision data") }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func varint() throws(SofaError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            guard shift < 64 else { throw SofaError(.corruptRevisionData, "varint too long") }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func bytes(_ count: Int) throws(SofaError) -> [UInt8] {
+        guard count >= 0, count <= bytes.count - position else {
+            throw SofaError(.corruptRevisionData, "truncated revision data")
+        }
+        defer { position += count }
+        return Array(bytes[position..<position + count])
+    }
+}
+
+extension Transaction {
+    /// Writes the document's row at a new sequence (expiration unchanged) and reports the change.
+    @discardableResult
+    func save(_ content: inout DocumentContent, id: String, in collection: CollectionName) throws(SofaError) -> UInt64 {
+        let sequence = try nextSequence(collection)
+        let columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
+        let rev: String
+        switch content {
+        case .tree(var tree):
+            tree.markSaved(sequence: sequence)
+            guard let c = tree.recordColumns(), let current = tree.current else {
+                throw SofaError(.assertionFailed, "saving an empty revision tree for '\(id)'")
+            }
+            columns = c
+            rev = current.revID.ascii
+            content = .tree(tree)
+        case .vector(let doc):
+            columns = (doc.current.vector.binary, doc.current.body, doc.extra, doc.flags)
+            rev = doc.current.rev
+        }
+        try db.run("""
+            INSERT INTO \(collection.table) (key, sequence, flags, version, body, extra) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,
+                version = excluded.version, body = excluded.body, extra = excluded.extra
+            """, [.text(id), .integer(Int64(sequence)), .integer(Int64(columns.flags.rawValue)), .blob(columns.version),
+                  .blob(columns.body), .blob(columns.extra)])
+        changed(collection, ChangeEvent(sequence: sequence, id: id, rev: rev, deleted: columns.flags.contains(.deleted)))
+        return sequence
+    }
+
+    /// Replaces the document by a purged row at a new sequence (reported with an empty rev).
+    @discardableResult
+    func savePurged(id: String, in collection: CollectionName) throws(SofaError) -> UInt64 {
+        let sequence = try nextSequence(collection)
+        let flags: DocumentFlags = [.purged, .deleted]
+        try db.run("""
+            UPDATE \(collection.table) SET sequence = ?, flags = ?, version = x'', body = x'', extra = x'',
+                expiration = NULL WHERE key = ?
+            """, [.integer(Int64(sequence)), .integer(Int64(flags.rawValue)), .text(id)])
+        changed(collection, ChangeEvent(sequence: sequence, id: id, rev: "", deleted: true), purge: true)
+        expirationsChanged = true
+        return sequence
+    }
+}

@@ -1,0 +1,119 @@
+public import SofaCore
+public import SofaWire
+
+/// How wire values become engine values and back (part of the service: the only code of the
+/// module that knows the wire).
+extension StorageService {
+    /// A put's fields: a JSON object whose `_id`, `_rev` and `_deleted` are metadata. The wire's
+    /// id/rev win when given; the body's must then agree. An empty ID is generated.
+    static func documentFields(id wireID: String, rev wireRev: String, body: [UInt8], deleted wireDeleted: Bool)
+        throws(SofaError) -> (id: String, rev: String, body: JSONObject, deleted: Bool) {
+        let json = body.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(body)
+        guard var object = json.objectValue else {
+            throw SofaError(.badJSON, "a document body must be a JSON object, not \(json.kindName)")
+        }
+        var id = wireID
+        if let bodyID = object.removeValue(forKey: "_id") {
+            guard let text = bodyID.stringValue else { throw SofaError(.badDocID, "_id must be a string") }
+            if id.isEmpty { id = text } else if id != text {
+                throw SofaError(.badDocID, "_id '\(text)' in the body does not match the document ID '\(id)'")
+            }
+        }
+        var rev = wireRev
+        if let bodyRev = object.removeValue(forKey: "_rev") {
+            guard let text = bodyRev.stringValue else { throw SofaError(.badRevisionID, "_rev must be a string") }
+            if rev.isEmpty { rev = text } else if rev != text {
+                throw SofaError(.badRevisionID, "_rev '\(text)' in the body does not match the revision '\(rev)'")
+            }
+        }
+        var deleted = wireDeleted
+        if let flag = object.removeValue(forKey: "_deleted") {
+            guard let value = flag.boolValue else { throw SofaError(.invalidParameter, "_deleted must be true or false") }
+            deleted = deleted || value
+        }
+        if id.isEmpty { id = DocumentID.generate() }
+        try DocumentID.validate(id)
+        return (id, rev, object, deleted)
+    }
+
+    static func documentWrite(_ f: (id: String, rev: String, body: JSONObject, deleted: Bool)) throws(SofaError) -> DocumentWrite {
+        DocumentWrite(id: f.id, parent: f.rev.isEmpty ? nil : try DocumentVersion.parse(ascii: f.rev), body: .object(f.body),
+                      deleted: f.deleted)
+    }
+
+    static func documentWrite(id: String, rev: String, body: [UInt8], deleted: Bool) throws(SofaError) -> DocumentWrite {
+        try documentWrite(try documentFields(id: id, rev: rev, body: body, deleted: deleted))
+    }
+
+    /// A body sent raw (insert with history, merged bodies): a JSON object without `_id`, `_rev`
+    /// or `_deleted` (those travel beside it). An empty body is `{}`.
+    static func strictBody(_ body: [UInt8], id: String) throws(SofaError) -> JSONObject {
+        let json = body.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(body)
+        guard let object = json.objectValue else {
+            throw SofaError(.badJSON, "document '\(id)': a body must be a JSON object, not \(json.kindName)")
+        }
+        for key in ["_id", "_rev", "_deleted"] where object[key] != nil {
+            throw SofaError(.badJSON, "document '\(id)': the reserved key \(key) is not allowed inside a body sent raw")
+        }
+        return object
+    }
+
+    static func insertion(_ insert: RevisionInsert) throws(SofaError) -> RevisionInsertion {
+        try DocumentID.validate(insert.id)
+        guard !insert.history.isEmpty else { throw .invalid("document '\(insert.id)': the history is empty") }
+        return RevisionInsertion(id: insert.id, history: insert.history, body: .object(try strictBody(insert.body, id: insert.id)),
+                                 deleted: insert.deleted)
+    }
+
+    static func stored(_ record: DocumentRecord) -> StoredDocument {
+        StoredDocument(id: record.id, rev: record.rev.ascii, body: record.body, deleted: record.deleted,
+                       sequence: record.sequence, history: record.history, conflicted: record.conflicted)
+    }
+
+    static func wire(_ outcome: InsertOutcome) -> InsertResult {
+        InsertResult(id: outcome.id, rev: outcome.rev, sequence: outcome.sequence, added: UInt32(clamping: outcome.added),
+                     conflict: outcome.conflict)
+    }
+
+    /// Parses every item; those that parse go to storage in one transaction, the others fail alone.
+    func bulk(_ items: [BulkItem], _ db: DatabaseStore, _ collection: CollectionName) async throws(SofaError) -> [BulkItemResult] {
+        var results = [BulkItemResult?](repeating: nil, count: items.count)
+        var operations: [BulkOperation] = []
+        var positions: [Int] = []
+        for (index, item) in items.enumerated() {
+            do throws(SofaError) {
+                switch item {
+                case .put(let id, let rev, let body, let deleted):
+                    operations.append(.write(try Self.documentWrite(id: id, rev: rev, body: body, deleted: deleted)))
+                case .insert(let insert):
+                    operations.append(.insert(try Self.insertion(insert)))
+                }
+                positions.append(index)
+            } catch {
+                let id: String
+                switch item {
+                case .put(let i, _, _, _): id = i
+                case .insert(let insert): id = insert.id
+                }
+                results[index] = BulkItemResult(id: id, rev: "", sequence: 0, error: error)
+            }
+        }
+        let outcomes = operations.isEmpty ? [] : try await db.bulk(operations, in: collection)
+        for (position, outcome) in zip(positions, outcomes) {
+            switch outcome {
+            case .success(.written(let w)):
+                results[position] = BulkItemResult(id: w.id, rev: w.rev.ascii, sequence: w.sequence)
+            case .success(.inserted(let i)):
+                results[position] = BulkItemResult(id: i.id, rev: i.rev, sequence: i.sequence)
+            case .failure(let error):
+                let id: String
+                switch operations[positions.firstIndex(of: position)!] {
+                case .write(let w): id = w.id
+                case .insert(let i): id = i.id
+                }
+                results[position] = BulkItemResult(id: id, rev: "", sequence: 0, error: error)
+            }
+        }
+        return results.map { $0! }
+    }
+}
