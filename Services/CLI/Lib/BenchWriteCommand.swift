@@ -12,8 +12,9 @@ extension Bench {
             discussion: """
                 Writes --docs documents of about 300 bytes through the gateway in bulk batches of \\
                 --batch (--in-flight batches outstanding), then the same documents into a SQLite \\
-                table of storage's schema (WAL, synchronous=FULL, one transaction per batch, the \\
-                revision ID computed as storage does), and prints both rates and their ratio; then \\
+                table of storage's schema (WAL, synchronous=FULL, one transaction per batch) twice: \\
+                rows prepared beforehand (pure SQLite inserts: the baseline of the ratio), and with \\
+                each revision ID computed as storage does (parse, canonical JSON, SHA-1); then \\
                 single-document put round trips with 1 and 16 concurrent clients. Uses the cluster \\
                 at --gateway if one answers there; otherwise starts a temporary one.
                 """)
@@ -82,9 +83,13 @@ extension Bench {
             let path = scratch.appendingPathComponent("direct.sqlite3").path
             let batchSize = batch
             let directSeconds = try await onThread {
-                try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize)
+                try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: false)
             }
             let directRate = Double(documents.count) / directSeconds
+            let withRevIDsSeconds = try await onThread {
+                try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: true)
+            }
+            let withRevIDsRate = Double(documents.count) / withRevIDsSeconds
             // Single-document put round trips.
             let single = try await putLatencies(endpoint: endpoint, database: db.name, clients: 1, prefix: "rtt1-")
             let concurrent = try await putLatencies(endpoint: endpoint, database: db.name, clients: clients, prefix: "rttN-")
@@ -95,6 +100,8 @@ extension Bench {
                 ("gateway_bulk_docs_per_s", .int(Int64(gatewayRate))),
                 ("sqlite_direct_docs_per_s", .int(Int64(directRate))),
                 ("ratio", .double((gatewayRate / directRate * 100).rounded() / 100)),
+                ("sqlite_direct_with_revids_docs_per_s", .int(Int64(withRevIDsRate))),
+                ("ratio_with_revids", .double((gatewayRate / withRevIDsRate * 100).rounded() / 100)),
                 ("put_1_client_p50_us", .double(percentile(single, 0.50))),
                 ("put_1_client_p99_us", .double(percentile(single, 0.99))),
                 ("put_\(clients)_clients_p50_us", .double(percentile(concurrent, 0.50))),
@@ -160,8 +167,10 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
 /// The direct-SQLite baseline: the rows storage would write for new documents, into a
 /// `kv_default` table of storage's schema, with no process boundary.
 enum DirectSQLiteWriter {
-    /// Returns the seconds spent writing (table creation excluded).
-    static func write(_ documents: [[UInt8]], to path: String, batchSize: Int) throws(SofaError) -> Double {
+    /// Returns the seconds spent writing (table creation excluded). Without `computeRevIDs` the
+    /// rows (ID, revID) are prepared before the clock starts: pure SQLite inserts.
+    static func write(_ documents: [[UInt8]], to path: String, batchSize: Int,
+                      computeRevIDs: Bool) throws(SofaError) -> Double {
         try? FileManager.default.removeItem(atPath: path)
         let db = try BenchSQLite(path: path)
         try db.execute("""
@@ -180,15 +189,26 @@ enum DirectSQLiteWriter {
             """)
         let meta = try db.prepare("UPDATE kvmeta SET lastSeq = ? WHERE name = 'default'")
         let naming = ImportNaming(idField: nil, idPrefix: "bench-")
+        var prepared: [(id: String, rev: [UInt8])] = []
+        if !computeRevIDs {
+            prepared.reserveCapacity(documents.count)
+            for (index, body) in documents.enumerated() {
+                prepared.append((try naming.id(number: index + 1, body: body),
+                                 RevID.generate(parent: nil, deleted: false, body: try JSON.parse(body)).binary))
+            }
+        }
         let started = ContinuousClock.now
         var sequence: Int64 = 0
         for chunk in stride(from: 0, to: documents.count, by: batchSize) {
             try db.execute("BEGIN")
             for index in chunk..<min(chunk + batchSize, documents.count) {
                 let body = documents[index]
-                let rev = RevID.generate(parent: nil, deleted: false, body: try JSON.parse(body))
+                let row = computeRevIDs
+                    ? (id: try naming.id(number: index + 1, body: body),
+                       rev: RevID.generate(parent: nil, deleted: false, body: try JSON.parse(body)).binary)
+                    : prepared[index]
                 sequence += 1
-                try insert.run([.text(try naming.id(number: index + 1, body: body)), .integer(sequence), .blob(rev.binary), .blob(body)])
+                try insert.run([.text(row.id), .integer(sequence), .blob(row.rev), .blob(body)])
             }
             try meta.run([.integer(sequence)])
             try db.execute("COMMIT")
