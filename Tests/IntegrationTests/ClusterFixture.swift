@@ -130,22 +130,24 @@ private func runSofaBlocking(_ arguments: [String], gateway: String, stdin: Stri
     try input.fileHandleForWriting.close()
     // Drain stderr on its own thread so a chatty command cannot fill one pipe while we read the other.
     let errors = ErrorsBox()
-    let reader = Thread { errors.data = err.fileHandleForReading.readDataToEndOfFile() }
+    let drained = DispatchSemaphore(value: 0)
+    let reader = Thread {
+        errors.data = err.fileHandleForReading.readDataToEndOfFile()
+        drained.signal()
+    }
     reader.start()
     let output = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    while !errors.done { usleep(1000) }
+    drained.wait()
     return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors.data, as: UTF8.self))
 }
 
-/// The stderr bytes handed from the reader thread (written once, then read after `done`).
-private final class ErrorsBox: @unchecked Sendable {  // safe: one writer, read only after the write is published by the lock
+/// The stderr bytes handed from the reader thread to the caller.
+private final class ErrorsBox: @unchecked Sendable {  // safe: every access goes through the lock
     private let lock = NSLock()
     private var stored = Data()
-    private var finished = false
     var data: Data {
         get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue; finished = true } }
+        set { lock.withLock { stored = newValue } }
     }
-    var done: Bool { lock.withLock { finished } }
 }
