@@ -10,6 +10,10 @@ public import SofaCore
 public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
     public let scope: String
     public let name: String
+    /// The key store: `default`, `.name` or `.scope.name` (worked out once: it is on every write's path).
+    public let keyStore: String
+    /// The table, quoted for SQL.
+    let table: String
 
     public static let defaultName = "_default"
     public static let `default` = CollectionName(uncheckedScope: defaultName, name: defaultName)
@@ -18,6 +22,12 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
     init(uncheckedScope scope: String, name: String) {
         self.scope = scope
         self.name = name
+        if scope == Self.defaultName && name == Self.defaultName {
+            keyStore = "default"
+        } else {
+            keyStore = scope == Self.defaultName ? ".\(name)" : ".\(scope).\(name)"
+        }
+        table = Self.table(forKeyStore: keyStore)
     }
 
     /// Validates both names: 1…251 characters of `[A-Za-z0-9_%-]`, not starting with `_` or `%`,
@@ -61,16 +71,11 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var isDefault: Bool { self == .default }
+    public var isDefault: Bool { scope == Self.defaultName && name == Self.defaultName }
 
     /// "scope.collection", as the wire and the live-changes hook name it.
     public var description: String { "\(scope).\(name)" }
 
-    /// The key store: `default`, `.name` or `.scope.name`.
-    public var keyStore: String {
-        if isDefault { return "default" }
-        return scope == Self.defaultName ? ".\(name)" : ".\(scope).\(name)"
-    }
 
     /// The collection a key store holds (nil for a key store that is not a collection).
     init?(keyStore: String) {
@@ -86,9 +91,6 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
         default: return nil
         }
     }
-
-    /// The table, quoted for SQL.
-    var table: String { Self.table(forKeyStore: keyStore) }
 
     /// The unquoted table name, as `sqlite_master` lists it.
     var tableName: String { Self.tableName(forKeyStore: keyStore) }
