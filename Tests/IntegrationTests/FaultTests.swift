@@ -115,3 +115,40 @@ import Testing
         }
     }
 }
+
+/// The gateway killed under load: calls fail clearly while it is down, the supervisor restarts
+/// it, and the same client connection works again without being re-created.
+@Suite(.serialized) struct GatewayFaultTests {
+    @Test func clientsRideOutAGatewayCrash() async throws {
+        try await Cluster.with(clientTimeout: .seconds(3)) { cluster in
+            let client = cluster.client
+            let db = try await client.createDatabase("gw")
+            let before = try await db.put(id: "before", json: #"{"ok":true}"#)
+            let pid = try #require(cluster.supervisor.pid(of: "gateway"))
+            kill(pid, SIGKILL)
+            // While it is down (or until it is back): every failure is a clear one, never a hang.
+            let deadline = ContinuousClock.now + .seconds(30)
+            var failures: [SofaError.Code?] = []
+            var after: DocumentRevision?
+            while after == nil && ContinuousClock.now < deadline {
+                let started = ContinuousClock.now
+                do throws(SofaError) {
+                    after = try await db.put(id: "after", json: #"{"ok":true}"#)
+                } catch where error.is(.conflict) {
+                    after = DocumentRevision(id: "after", rev: try await db.get(id: "after").rev, sequence: 0)
+                } catch {
+                    failures.append(error.sofaCode)
+                    #expect(ContinuousClock.now - started < .seconds(5), "a call hung")
+                    if (try? await client.health()) == nil { await Task.yield() }
+                }
+            }
+            #expect(after != nil, "the gateway did not come back")
+            #expect(cluster.supervisor.pid(of: "gateway") != pid)
+            #expect(cluster.supervisor.restartCount(of: "gateway") >= 1)
+            for code in failures {
+                #expect([.unavailable, .timeout, .shuttingDown].contains(code), "unclear failure \(String(describing: code))")
+            }
+            #expect(try await db.get(id: "before").rev == before.rev)
+        }
+    }
+}
