@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "SofaBenchmarks", dependencies: ["SofaCore"], path: "Benchmarks/SofaBenchmarks",
                 swiftSettings: settings),
         .target(name: "SofaCLI",
-                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "CZeroMQ", "CSQLite",
+                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "CZeroMQ", "CSQLite",
                                argumentParser, log],
                 path: "Services/CLI/Lib", swiftSettings: settings),
 

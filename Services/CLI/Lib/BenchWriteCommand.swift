@@ -2,6 +2,7 @@ internal import ArgumentParser
 internal import CSQLite
 internal import Foundation
 internal import SofaClient
+internal import SofaStorage
 
 extension Bench {
     /// `sofa bench write`: bulk import through the service vs. the same rows written straight
@@ -69,6 +70,40 @@ extension Bench {
             }
         }
 
+        /// Bulk writes straight into a `StorageEngine` in this process, batches of `batchSize`,
+        /// `inFlight` at a time, bodies parsed as storage parses them.
+        static func engineRate(_ documents: [[UInt8]], scratch: URL, batchSize: Int, inFlight: Int) async throws -> Double {
+            let folder = scratch.appendingPathComponent("engine")
+            let engine = try StorageEngine(dataDirectory: folder)
+            defer {
+                engine.close()
+                try? FileManager.default.removeItem(at: folder)
+            }
+            try await engine.createDatabase("bench")
+            let db = try await engine.database("bench")
+            let batches = stride(from: 0, to: documents.count, by: batchSize).map { start in
+                (start, Array(documents[start..<min(start + batchSize, documents.count)]))
+            }
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<max(1, inFlight) {
+                    group.addTask {
+                        for (start, batch) in batches[lane...].enumerated().filter({ $0.offset % max(1, inFlight) == 0 }).map(\.element) {
+                            var operations: [BulkOperation] = []
+                            operations.reserveCapacity(batch.count)
+                            for (offset, body) in batch.enumerated() {
+                                operations.append(.write(DocumentWrite(id: "bench-\(start + offset + 1)", parent: nil as DocumentVersion?,
+                                                                       body: try JSON.parse(body), deleted: false)))
+                            }
+                            _ = try await db.bulk(operations)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return Double(documents.count) / seconds(ContinuousClock.now - started)
+        }
+
         private func measure(_ client: SofaClient, _ db: Database, endpoint: String, scratch: URL) async throws -> JSON {
             let documents = BenchDocuments.make(count: docs)
             // Through the gateway.
@@ -90,6 +125,8 @@ extension Bench {
                 try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: true)
             }
             let withRevIDsRate = Double(documents.count) / withRevIDsSeconds
+            // The storage engine alone, in this process: what the service costs beyond it is transport.
+            let engineRate = try await Self.engineRate(documents, scratch: scratch, batchSize: batch, inFlight: inFlight)
             // Single-document put round trips.
             let single = try await putLatencies(endpoint: endpoint, database: db.name, clients: 1, prefix: "rtt1-")
             let concurrent = try await putLatencies(endpoint: endpoint, database: db.name, clients: clients, prefix: "rttN-")
@@ -102,6 +139,7 @@ extension Bench {
                 ("ratio", .double((gatewayRate / directRate * 100).rounded() / 100)),
                 ("sqlite_direct_with_revids_docs_per_s", .int(Int64(withRevIDsRate))),
                 ("ratio_with_revids", .double((gatewayRate / withRevIDsRate * 100).rounded() / 100)),
+                ("storage_engine_in_process_docs_per_s", .int(Int64(engineRate))),
                 ("put_1_client_p50_us", .double(percentile(single, 0.50))),
                 ("put_1_client_p99_us", .double(percentile(single, 0.99))),
                 ("put_\(clients)_clients_p50_us", .double(percentile(concurrent, 0.50))),
