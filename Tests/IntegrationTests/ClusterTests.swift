@@ -153,3 +153,23 @@ import Testing
         }
     }
 }
+
+/// `sofa compact`: old revisions stay readable until compaction drops their bodies; current
+/// revisions are untouched.
+@Suite struct CompactCommandTests {
+    @Test func compactionDropsOldBodiesAndKeepsCurrentOnes() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("app")
+            let first = try await db.put(id: "a", json: #"{"v":1}"#)
+            let second = try await db.put(id: "a", json: #"{"v":2}"#, rev: first.rev)
+            #expect(try await db.get(id: "a", rev: first.rev).rev == first.rev)
+            let run = try await runSofa(["compact", "app"], gateway: cluster.supervisor.gatewayEndpoint)
+            #expect(run.status == 0, "\(run.err)")
+            #expect(try JSON.parse(run.out.trimmingCharacters(in: .whitespacesAndNewlines))["ok"] == true)
+            await #expect(throws: SofaError.self) { try await db.get(id: "a", rev: first.rev) }
+            let current = try await db.get(id: "a")
+            #expect(current.rev == second.rev)
+            #expect(try current.json() == ["v": 2])
+        }
+    }
+}

@@ -1,0 +1,19 @@
+internal import ArgumentParser
+internal import SofaClient
+
+/// `sofa compact DB`: prune revision trees, drop bodies of old revisions, reclaim space.
+struct Compact: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compact a database: prune revision trees to the configured depth, drop old bodies, reclaim space.")
+    @Argument var db: String
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            try await client.database(db).compact()
+            printJSON(.object(JSONObject([("ok", true), ("db", .string(db))])))
+        }
+    }
+}
