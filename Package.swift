@@ -64,7 +64,8 @@ let package = Package(
         .target(name: "SofaBenchmarks", dependencies: ["SofaCore"], path: "Benchmarks/SofaBenchmarks",
                 swiftSettings: settings),
         .target(name: "SofaCLI",
-                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "CZeroMQ", "CSQLite",
+                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "SofaQuery", "CZeroMQ",
+                               "CSQLite",
                                argumentParser, log],
                 path: "Services/CLI/Lib", swiftSettings: settings),
 
