@@ -173,3 +173,24 @@ import Testing
         }
     }
 }
+
+/// `sofa query`: N1QL translated to the JSON tree without running it; running is refused plainly
+/// until the query engine exists.
+@Suite struct QueryCommandTests {
+    @Test func toJSONPrintsCanonicalTree() async throws {
+        let run = try await runSofa(["query", "--to-json", "SELECT name, age FROM _ WHERE age >= 21 ORDER BY age DESC LIMIT 3"],
+                                    gateway: "tcp://127.0.0.1:1")
+        #expect(run.status == 0, "\(run.err)")
+        let expected = #"{"FROM":[{"COLLECTION":"_"}],"LIMIT":3,"ORDER_BY":[["DESC",[".age"]]],"WHAT":[[".name"],[".age"]],"WHERE":[">=",[".age"],21]}"#
+        #expect(run.out.trimmingCharacters(in: .whitespacesAndNewlines) == expected)
+    }
+
+    @Test func syntaxErrorsAndUnservedQueriesAreClearErrors() async throws {
+        let bad = try await runSofa(["query", "--to-json", "SELECT FROM WHERE"], gateway: "tcp://127.0.0.1:1")
+        #expect(bad.status != 0)
+        #expect(bad.err.contains("\"code\":23"))
+        let unserved = try await runSofa(["query", "app", "SELECT 1"], gateway: "tcp://127.0.0.1:1")
+        #expect(unserved.status != 0)
+        #expect(unserved.err.contains("\"code\":2"))
+    }
+}
