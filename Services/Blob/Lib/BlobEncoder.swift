@@ -1,0 +1,134 @@
+import SofaCore
+
+/// The layout of a blob file, as Couchbase Lite / LiteCore writes it.
+///
+/// Plain store: the file is the content, byte for byte.
+///
+/// Encrypted store (AES-256-CBC, the database key used as the AES key as is):
+///
+///     block 0 | block 1 | … | block k | nonce
+///
+/// * The plaintext is cut into 4096-byte blocks; block `i` is encrypted on its own with the IV
+///   `00 00 00 00 00 00 00 00` + `i` as a 64-bit big-endian integer.
+/// * Every full 4096-byte block is encrypted without padding. The last block — the 0…4095 bytes
+///   left over, so an empty one when the length is a multiple of 4096, including 0 — gets PKCS#7
+///   padding (1…16 bytes of the pad length), so its ciphertext is 16…4096 bytes.
+/// * 32 random bytes (the nonce; stored, not used for the key) end the file.
+///
+/// So the ciphertext is `plain / 16 * 16 + 16` bytes and the file 32 more; the plaintext length
+/// is the ciphertext length minus the pad length found by decrypting the last 16 bytes.
+///
+/// Example: the 37 bytes `This is a blob to store in the store!` → block 0 = 37 bytes + 11 bytes
+/// of `0b`, encrypted with IV `00…00` to 48 bytes, then the nonce: an 80-byte file.
+enum BlobFormat {
+    static let blockSize = 4096
+    static let nonceSize = 32
+    static let aesBlock = 16
+
+    /// The IV of block `index`.
+    static func iv(block index: UInt64) -> [UInt8] {
+        [UInt8](repeating: 0, count: 8) + (0..<8).map { UInt8(truncatingIfNeeded: index >> (56 - 8 * UInt64($0))) }
+    }
+
+    static func cipherLength(plainLength n: UInt64) -> UInt64 { n / 16 * 16 + 16 }
+
+    /// The size of the file holding `plainLength` bytes.
+    static func fileLength(plainLength n: UInt64, encrypted: Bool) -> UInt64 {
+        encrypted ? cipherLength(plainLength: n) + UInt64(nonceSize) : n
+    }
+}
+
+/// Streams content into a file in the store's form (plain or encrypted) while keeping its SHA-1.
+/// Output is buffered and written in large chunks; nothing else of the content is kept.
+final class BlobEncoder {
+    private static let outputCapacity = 64 * BlobFormat.blockSize
+
+    let file: PosixFile
+    private let sha = SHA1Context()
+    private let cipher: AESCBC?
+    private let output: UnsafeMutableRawBufferPointer
+    private var outputCount = 0
+    /// Plaintext of the current block, not yet encrypted (encrypted stores only).
+    private let pending: UnsafeMutableRawBufferPointer
+    private var pendingCount = 0
+    private var blockIndex: UInt64 = 0
+    private(set) var length: UInt64 = 0
+
+    init(file: PosixFile, key: EncryptionKey?) throws {
+        self.file = file
+        cipher = try key.map { try AESCBC(key: $0, encrypt: true) }
+        output = .allocate(byteCount: Self.outputCapacity, alignment: 16)
+        pending = .allocate(byteCount: BlobFormat.blockSize, alignment: 16)
+    }
+
+    deinit {
+        output.deallocate()
+        pending.deallocate()
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        sha.update(bytes)
+        length += UInt64(bytes.count)
+        guard let cipher else { return try writePlain(bytes) }
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let n = min(rest.count, BlobFormat.blockSize - pendingCount)
+            UnsafeMutableRawBufferPointer(rebasing: pending[pendingCount..<pendingCount + n])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
+            pendingCount += n
+            rest = rest.dropFirst(n)
+            if pendingCount == BlobFormat.blockSize { try encryptPending(cipher, padded: false) }
+        }
+    }
+
+    /// Pads and encrypts the last block, appends the nonce, writes everything and fsyncs.
+    /// Returns the content's key; the encoder cannot be written to afterwards.
+    func finish() throws -> BlobKey {
+        if let cipher {
+            try encryptPending(cipher, padded: true)
+            try randomBytes(BlobFormat.nonceSize).withUnsafeBytes { try append($0) }
+        }
+        try flush()
+        try file.sync()
+        return sha.finish()
+    }
+
+    private func writePlain(_ bytes: UnsafeRawBufferPointer) throws {
+        if bytes.count >= Self.outputCapacity {
+            try flush()
+            try file.write(bytes)
+        } else {
+            try append(bytes)
+        }
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if outputCount + bytes.count > Self.outputCapacity { try flush() }
+        UnsafeMutableRawBufferPointer(rebasing: output[outputCount..<outputCount + bytes.count]).copyMemory(from: bytes)
+        outputCount += bytes.count
+    }
+
+    private func encryptPending(_ cipher: AESCBC, padded: Bool) throws {
+        var count = pendingCount
+        if padded {
+            let pad = BlobFormat.aesBlock - count % BlobFormat.aesBlock
+            for i in count..<count + pad { pending[i] = UInt8(pad) }
+            count += pad
+        }
+        if outputCount + count > Self.outputCapacity { try flush() }
+        let iv = BlobFormat.iv(block: blockIndex)
+        try iv.withUnsafeBytes { iv in
+            try cipher.run(iv: iv, UnsafeRawBufferPointer(rebasing: pending[0..<count]),
+                           into: UnsafeMutableRawBufferPointer(rebasing: output[outputCount..<outputCount + count]))
+        }
+        outputCount += count
+        pendingCount = 0
+        blockIndex += 1
+    }
+
+    private func flush() throws {
+        guard outputCount > 0 else { return }
+        try file.write(UnsafeRawBufferPointer(rebasing: output[0..<outputCount]))
+        outputCount = 0
+    }
+}

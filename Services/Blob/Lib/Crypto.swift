@@ -1,0 +1,100 @@
+internal import COpenSSL
+import SofaCore
+
+/// The OpenSSL calls the blob store needs, each handle wrapped once and freed in `deinit`.
+
+/// The last OpenSSL error as a `.crypto` SofaError.
+func opensslError(_ what: String) -> SofaError {
+    let code = ERR_get_error()
+    var buffer = [CChar](repeating: 0, count: 256)
+    ERR_error_string_n(code, &buffer, buffer.count)
+    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return SofaError(.crypto, "\(what) failed: \(code == 0 ? "unknown OpenSSL error" : text)")
+}
+
+/// A running SHA-1 (EVP). Not thread-safe; owned by one writer or reader.
+final class SHA1Context {
+    private let ctx: OpaquePointer
+
+    init() {
+        guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
+        self.ctx = ctx
+        guard EVP_DigestInit_ex(ctx, EVP_sha1(), nil) == 1 else { fatalError("EVP_DigestInit_ex(SHA-1) failed") }
+    }
+
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        guard EVP_DigestUpdate(ctx, bytes.baseAddress, bytes.count) == 1 else { fatalError("EVP_DigestUpdate failed") }
+    }
+
+    /// The digest; the context cannot be used afterwards.
+    func finish() -> BlobKey {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(ctx, &digest, &length) == 1, length == 20 else { fatalError("EVP_DigestFinal_ex failed") }
+        return BlobKey(digest: Array(digest.prefix(20)))
+    }
+}
+
+/// AES-256-CBC without padding (the blob format pads its last block itself), one key for the
+/// life of the context, a fresh IV per call.
+final class AESCBC {
+    private let ctx: OpaquePointer
+    private let encrypting: Bool
+
+    init(key: EncryptionKey, encrypt: Bool) throws {
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw opensslError("EVP_CIPHER_CTX_new") }
+        self.ctx = ctx
+        self.encrypting = encrypt
+        let ok = key.bytes.withUnsafeBufferPointer {
+            EVP_CipherInit_ex(ctx, EVP_aes_256_cbc(), nil, $0.baseAddress, nil, encrypt ? 1 : 0)
+        }
+        guard ok == 1, EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 else { throw opensslError("EVP_CipherInit_ex(AES-256-CBC)") }
+    }
+
+    deinit { EVP_CIPHER_CTX_free(ctx) }
+
+    /// Transforms `input` (a multiple of 16 bytes) into `output` (at least as long) with `iv`.
+    func run(iv: UnsafeRawBufferPointer, _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+        precondition(input.count % 16 == 0 && output.count >= input.count && iv.count == 16)
+        guard EVP_CipherInit_ex(ctx, nil, nil, nil, iv.baseAddress?.assumingMemoryBound(to: UInt8.self), encrypting ? 1 : 0) == 1
+        else { throw opensslError("EVP_CipherInit_ex(iv)") }
+        var written: Int32 = 0
+        guard EVP_CipherUpdate(ctx, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &written,
+                               input.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count)) == 1,
+              Int(written) == input.count else { throw opensslError("EVP_CipherUpdate") }
+        var tail: Int32 = 0
+        guard EVP_CipherFinal_ex(ctx, output.baseAddress?.assumingMemoryBound(to: UInt8.self).advanced(by: Int(written)), &tail) == 1,
+              tail == 0 else { throw opensslError("EVP_CipherFinal_ex") }
+    }
+}
+
+/// `count` bytes from OpenSSL's CSPRNG.
+func randomBytes(_ count: Int) throws -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    guard RAND_bytes(&bytes, Int32(count)) == 1 else { throw opensslError("RAND_bytes") }
+    return bytes
+}
+
+/// SHA-256 of `bytes`.
+func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    var length: UInt32 = 0
+    guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { throw opensslError("EVP_Digest(SHA-256)") }
+    return Array(digest.prefix(Int(length)))
+}
+
+/// PBKDF2-HMAC-SHA256.
+func pbkdf2SHA256(password: [UInt8], salt: [UInt8], rounds: Int, length: Int) throws -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: length)
+    let ok = password.withUnsafeBufferPointer { pw in
+        pw.withMemoryRebound(to: CChar.self) { pwc in
+            PKCS5_PBKDF2_HMAC(pwc.baseAddress, Int32(pw.count), salt, Int32(salt.count), Int32(rounds),
+                              EVP_sha256(), Int32(length), &out)
+        }
+    }
+    guard ok == 1 else { throw opensslError("PKCS5_PBKDF2_HMAC") }
+    return out
+}

@@ -1,0 +1,163 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SofaCore
+
+/// A POSIX file descriptor, closed in `deinit`. Every call's return code is checked where it is
+/// made and becomes a `.posix` SofaError carrying errno, its message and the path.
+final class PosixFile {
+    let fd: Int32
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Opens for reading; a missing file is `.notFound`.
+    static func openForReading(_ path: String, notFound: @autoclosure () -> String) throws -> PosixFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw SofaError.notFound(notFound()) }
+            throw posixError("open", path)
+        }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    /// Creates a new file that must not exist yet (O_EXCL), mode 0600.
+    static func create(_ path: String) throws -> PosixFile {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw posixError("create", path) }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    /// Opens an existing file for reading and writing, or nil if it is gone.
+    static func openExisting(_ path: String) throws -> PosixFile? {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw posixError("open", path)
+        }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    var size: UInt64 {
+        get throws {
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { throw posixError("fstat", path) }
+            return UInt64(st.st_size)
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError("pread", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Writes all of `bytes` at the current position.
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = systemWrite(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError("write", path)
+            }
+            done += n
+        }
+    }
+
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw posixError("fsync", path) }
+    }
+
+    /// Takes an exclusive advisory lock (flock); false when another descriptor holds it and
+    /// `wait` is false. The lock dies with the descriptor, so with the process.
+    func lock(wait: Bool) throws -> Bool {
+        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw posixError("flock", path)
+        }
+        return true
+    }
+}
+
+/// The C `write`, reachable from inside `PosixFile` (whose own `write` hides it).
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+
+func posixError(_ call: String, _ path: String, _ code: Int32 = errno) -> SofaError {
+    SofaError(.posix, code, "\(call) \(path): \(String(cString: strerror(code)))")
+}
+
+/// fsync of a directory, so that renames and unlinks in it are durable.
+func syncDirectory(_ path: String) throws {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw posixError("open directory", path) }
+    defer { close(fd) }
+    guard fsync(fd) == 0 else { throw posixError("fsync directory", path) }
+}
+
+/// Atomic rename within one directory.
+func renameFile(_ from: String, _ to: String) throws {
+    guard rename(from, to) == 0 else { throw posixError("rename to \(to)", from) }
+}
+
+/// unlink; false when the file was already gone.
+@discardableResult
+func removeFile(_ path: String) throws -> Bool {
+    guard unlink(path) == 0 else {
+        if errno == ENOENT { return false }
+        throw posixError("unlink", path)
+    }
+    return true
+}
+
+/// The names in a directory (without `.` and `..`).
+func directoryEntries(_ path: String) throws -> [String] {
+    guard let dir = opendir(path) else { throw posixError("opendir", path) }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
+
+/// Creates `path` (and its parents) if missing.
+func makeDirectory(_ path: String) throws {
+    var st = stat()
+    if stat(path, &st) == 0 { return }
+    let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    if !parent.isEmpty { try makeDirectory(parent) }
+    guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw posixError("mkdir", path) }
+}
+
+/// A file's size, or nil when it does not exist.
+func fileSize(_ path: String) throws -> UInt64? {
+    var st = stat()
+    guard stat(path, &st) == 0 else {
+        if errno == ENOENT { return nil }
+        throw posixError("stat", path)
+    }
+    return UInt64(st.st_size)
+}

@@ -1,0 +1,116 @@
+import Foundation
+import SofaCore
+@testable import SofaBlob
+import Testing
+
+/// A fresh folder for one test, removed afterwards.
+func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("sofa-blob-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(url)
+}
+
+/// The store's two forms, for tests that run in both.
+enum Mode: String, CaseIterable, CustomTestStringConvertible {
+    case plain, encrypted
+    var key: EncryptionKey? { self == .encrypted ? testKeyA : nil }
+    var testDescription: String { rawValue }
+}
+
+let testKeyA = try! EncryptionKey(bytes: (0..<32).map { UInt8($0) })
+let testKeyB = try! EncryptionKey(password: "correct horse battery staple")
+
+/// A store in a fresh `Attachments/` folder of a temporary database folder.
+func withStore<T>(_ mode: Mode, _ body: (BlobStore) throws -> T) throws -> T {
+    try withTemporaryDirectory { dir throws in
+        try body(try BlobStore(directory: dir.appendingPathComponent("db.sofa/Attachments"), key: mode.key))
+    }
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64), so a failure can be replayed.
+struct TestRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func next(below bound: UInt64) -> UInt64 { bound == 0 ? 0 : next() % bound }
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            var word = next()
+            for _ in 0..<min(8, count - i) {
+                out[i] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                i += 1
+            }
+        }
+        return out
+    }
+}
+
+/// The SofaError `body` fails with; records an issue when it succeeds or throws something else.
+@discardableResult
+func expectError<T>(_ code: SofaError.Code, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+                    _ body: () throws -> T) -> SofaError? {
+    do {
+        let value = try body()
+        Issue.record("expected \(code), got \(value) \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as SofaError {
+        #expect(error.sofaCode == code, "\(comment.map { "\($0): " } ?? "")\(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+/// Writes `content` through a writer in chunks of `chunkSize`.
+func write(_ content: [UInt8], to store: BlobStore, chunkSize: Int = 1000, expected: BlobKey? = nil) throws -> BlobKey {
+    let writer = try store.writer()
+    var offset = 0
+    while offset < content.count {
+        let end = min(content.count, offset + chunkSize)
+        try writer.write(Array(content[offset..<end]))
+        offset = end
+    }
+    return try writer.install(expected: expected)
+}
+
+/// The names in the store's folder, sorted.
+func folderNames(_ store: BlobStore) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: store.directory.path).sorted()
+}
+
+/// The repository's root, found by walking up from this file to `Package.swift`.
+func repositoryRoot(from file: String = #filePath) -> URL {
+    var url = URL(fileURLWithPath: file).deletingLastPathComponent()
+    while url.path != "/" {
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        url.deleteLastPathComponent()
+    }
+    fatalError("no Package.swift above \(file)")
+}
+
+/// `../shared/data/litecore/fixtures` from the repository's root.
+var liteCoreFixtures: URL {
+    repositoryRoot().deletingLastPathComponent().appendingPathComponent("shared/data/litecore/fixtures", isDirectory: true)
+}
+
+extension Array where Element == UInt8 {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+}
+
+/// `count` deterministic pseudo-random bytes.
+func testBytes(seed: UInt64, _ count: Int) -> [UInt8] {
+    var random = TestRandom(seed: seed)
+    return random.bytes(count)
+}
