@@ -95,10 +95,21 @@ extension RevTree {
     public mutating func addRevision(
         parent: RevID?, body: JSON?, deleted: Bool = false, hasAttachments: Bool = false, allowConflict: Bool = false
     ) throws(SofaError) -> RevID {
+        try addRevision(parent: parent, canonicalBody: body?.canonicalBytes() ?? Array("{}".utf8),
+                        compactBody: body?.compactBytes() ?? (deleted ? nil : Array("{}".utf8)), deleted: deleted,
+                        hasAttachments: hasAttachments, allowConflict: allowConflict)
+    }
+
+    /// As `addRevision(parent:body:…)`, with the body already written both ways (canonical for the
+    /// revID, compact for storage), e.g. by a caller that prepared them off a hot path.
+    @discardableResult
+    public mutating func addRevision(
+        parent: RevID?, canonicalBody: [UInt8], compactBody: [UInt8]?, deleted: Bool = false,
+        hasAttachments: Bool = false, allowConflict: Bool = false
+    ) throws(SofaError) -> RevID {
         if let parent, !parent.canHaveChild { throw SofaError(.badRevisionID, "Generation overflow after \(parent)") }
-        let revID = RevID.generate(parent: parent, deleted: deleted, body: body)
-        let bytes = body?.compactBytes() ?? (deleted ? nil : Array("{}".utf8))
-        try insert(revID, parent: parent, body: bytes, deleted: deleted, hasAttachments: hasAttachments,
+        let revID = RevID.generate(parent: parent, deleted: deleted, canonicalBody: canonicalBody)
+        try insert(revID, parent: parent, body: compactBody, deleted: deleted, hasAttachments: hasAttachments,
                    allowConflict: allowConflict)
         return revID
     }

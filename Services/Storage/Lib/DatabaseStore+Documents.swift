@@ -7,14 +7,20 @@ public struct DocumentWrite: Sendable {
     /// The revision this one replaces (a RevID, or a vector's current version); nil for a new
     /// document (or a re-created deleted one).
     public var parent: DocumentVersion?
-    public var body: JSON
+    public let body: JSON
     public var deleted: Bool
+    /// The body written both ways when the write is made — by the request's task, so the single
+    /// writer only hashes and stores: canonical (for the revID) and compact (what is stored).
+    public let canonicalBody: [UInt8]
+    public let compactBody: [UInt8]
 
     public init(id: String, parent: DocumentVersion?, body: JSON, deleted: Bool) {
         self.id = id
         self.parent = parent
         self.body = body
         self.deleted = deleted
+        self.canonicalBody = body.canonicalBytes()
+        self.compactBody = body.compactBytes()
     }
 
     public init(id: String, parent: RevID?, body: JSON, deleted: Bool) {
@@ -106,25 +112,27 @@ extension Transaction {
             guard parent.canHaveChild else {
                 return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
             }
-            let revID = try tree.addRevision(parent: parent, body: write.body, deleted: write.deleted)
+            let revID = try tree.addRevision(parent: parent, canonicalBody: write.canonicalBody,
+                                             compactBody: write.compactBody, deleted: write.deleted)
             updated = .tree(tree)
             rev = .revID(revID)
         case .vector(var doc)?:
             let vector = try doc.current.vector.incremented(peer: Version.me)
-            doc.current = VectorRevision(vector: vector, deleted: write.deleted, body: DatabaseStore.bodyBytes(write.body))
+            doc.current = VectorRevision(vector: vector, deleted: write.deleted, body: write.compactBody)
             updated = .vector(doc)
             rev = .vector(vector)
         case nil:
             switch store.versioning {
             case .revisionTrees:
                 var tree = RevTree()
-                let revID = try tree.addRevision(parent: nil, body: write.body, deleted: write.deleted)
+                let revID = try tree.addRevision(parent: nil, canonicalBody: write.canonicalBody,
+                                                 compactBody: write.compactBody, deleted: write.deleted)
                 updated = .tree(tree)
                 rev = .revID(revID)
             case .versionVectors:
                 let vector = try VersionVector([try Version(generation: 1, peer: Version.me)])
                 updated = .vector(VectorDocument(current: VectorRevision(vector: vector, deleted: write.deleted,
-                                                                         body: DatabaseStore.bodyBytes(write.body))))
+                                                                         body: write.compactBody)))
                 rev = .vector(vector)
             }
         }
