@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaStorage"],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "CZeroMQ",
+                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "SofaBlob", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
                                    "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain"],
                     path: "Tests/IntegrationTests", swiftSettings: settings),

@@ -95,7 +95,8 @@ import Testing
                 try await engine.createDatabase("db")
                 let db = try await engine.database("db")
                 _ = try await db.write(put("doc", [:]))
-                try await db.setExpiration(id: "doc", Self.now() + 200)
+                // Due in 2 s: long enough that this engine closes first even on a loaded machine.
+                try await db.setExpiration(id: "doc", Self.now() + 2000)
                 engine.close()  // before it is due
             }
             let recorder = ChangeRecorder()

@@ -48,6 +48,14 @@ import Testing
         Request(id: 31, database: "app", operation: .rawGet(store: "info", key: "k")),
         Request(id: 32, database: "app", operation: .rawDelete(store: "info", key: "k")),
         Request(id: 33, database: "app", operation: .compact),
+        Request(id: 34, database: "app", operation: .blobWriteBegin(expectedKey: "sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=")),
+        Request(id: 35, database: "app", operation: .blobWriteBegin(expectedKey: "")),
+        Request(id: 36, database: "app", operation: .blobWriteChunk(writeID: 7, offset: 1 << 40, bytes: [0, 1, 255])),
+        Request(id: 37, database: "app", operation: .blobWriteChunk(writeID: .max, offset: 0, bytes: [])),
+        Request(id: 38, database: "app", operation: .blobWriteEnd(writeID: 7, length: 1 << 33)),
+        Request(id: 39, database: "app", operation: .blobWriteAbort(writeID: 7)),
+        Request(id: 40, database: "app", operation: .blobRead(key: "sha1-x", offset: 4096, length: .max)),
+        Request(id: 41, database: "app", operation: .blobStat(key: "sha1-../../etc/passwd")),
     ]
 
     @Test(arguments: requests)
@@ -87,6 +95,11 @@ import Testing
                                                 Change(sequence: 5, id: "b", rev: "")], lastSequence: 5))),
         .ok(20, .raw(version: [1], body: [2, 3])),
         .ok(21, .inserted(InsertResult(id: "a", rev: "3-cc", sequence: 8, added: 2, conflict: true))),
+        .ok(22, .blobWriteStarted(writeID: 1 << 63)),
+        .ok(23, .blob(BlobInfo(key: "sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", length: 0))),
+        .ok(24, .blob(BlobInfo(key: "sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", length: 1 << 36))),
+        .ok(25, .blobData(bytes: [9, 8, 7], totalLength: 1 << 34)),
+        .ok(26, .blobData(bytes: [], totalLength: 0)),
     ]
 
     @Test(arguments: responses)

@@ -1,15 +1,26 @@
 public import SofaBus
 public import Logging
+internal import SofaWire
+internal import Foundation
 
-/// `sofa-blob`: registers on its endpoint and answers health; its features arrive later.
+/// `sofa-blob`: registers on its endpoint, answers health, and serves blob transfer
+/// (`BlobTransfer`) for every database under the data directory.
 public enum BlobService {
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
         let handler = BasicHandler(service: "blob", instance: settings.instance ?? ServiceRuntime.defaultInstance("blob"))
+        let idleMs = max(10, settings.int("BLOB_IDLE_MS", default: 30_000))
+        let transfer = BlobTransfer(dataDirectory: URL(fileURLWithPath: settings.dataDirectory, isDirectory: true),
+                                    idleTimeout: .milliseconds(idleMs))
+        await transfer.start()
         let server = try await BusServer.bind(settings.blobEndpoint, name: "blob",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
-            await handler.handle(request)
+            if let response = await transfer.handle(request) { return response }
+            return await handler.handle(request)
         }
-        logger.info("blob serving", metadata: ["endpoint": "\(server.endpoint)"])
-        return { await server.close() }
+        logger.info("blob serving", metadata: ["endpoint": "\(server.endpoint)", "idleMs": "\(idleMs)"])
+        return {
+            await server.close()
+            await transfer.stop()
+        }
     }
 }

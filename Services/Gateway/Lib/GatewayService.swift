@@ -63,6 +63,12 @@ public final class GatewayService: Sendable {
             return await storage.send(request, timeout: Self.forwardTimeout)
         case .changes(let query) where query.waitMs > 0 && !query.descending && !request.database.isEmpty:
             return await longPoll(request, query)
+        case .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat:
+            // Blobs belong to sofa-blob, which checks the database exists.
+            guard !request.database.isEmpty else {
+                return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
+            }
+            return await blob.send(request, timeout: Self.forwardTimeout)
         default:
             // Everything else is about one database, and storage owns databases.
             guard !request.database.isEmpty else {

@@ -1267,6 +1267,276 @@ void   sofa__wire__compact__free_unpacked
   assert(message->base.descriptor == &sofa__wire__compact__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__blob_write_begin__init
+                     (Sofa__Wire__BlobWriteBegin         *message)
+{
+  static const Sofa__Wire__BlobWriteBegin init_value = SOFA__WIRE__BLOB_WRITE_BEGIN__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_write_begin__get_packed_size
+                     (const Sofa__Wire__BlobWriteBegin *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_begin__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_write_begin__pack
+                     (const Sofa__Wire__BlobWriteBegin *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_begin__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_write_begin__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteBegin *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_begin__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobWriteBegin *
+       sofa__wire__blob_write_begin__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobWriteBegin *)
+     protobuf_c_message_unpack (&sofa__wire__blob_write_begin__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_write_begin__free_unpacked
+                     (Sofa__Wire__BlobWriteBegin *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_write_begin__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_write_chunk__init
+                     (Sofa__Wire__BlobWriteChunk         *message)
+{
+  static const Sofa__Wire__BlobWriteChunk init_value = SOFA__WIRE__BLOB_WRITE_CHUNK__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_write_chunk__get_packed_size
+                     (const Sofa__Wire__BlobWriteChunk *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_write_chunk__pack
+                     (const Sofa__Wire__BlobWriteChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_write_chunk__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobWriteChunk *
+       sofa__wire__blob_write_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobWriteChunk *)
+     protobuf_c_message_unpack (&sofa__wire__blob_write_chunk__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_write_chunk__free_unpacked
+                     (Sofa__Wire__BlobWriteChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_write_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_write_end__init
+                     (Sofa__Wire__BlobWriteEnd         *message)
+{
+  static const Sofa__Wire__BlobWriteEnd init_value = SOFA__WIRE__BLOB_WRITE_END__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_write_end__get_packed_size
+                     (const Sofa__Wire__BlobWriteEnd *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_end__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_write_end__pack
+                     (const Sofa__Wire__BlobWriteEnd *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_end__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_write_end__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteEnd *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_end__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobWriteEnd *
+       sofa__wire__blob_write_end__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobWriteEnd *)
+     protobuf_c_message_unpack (&sofa__wire__blob_write_end__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_write_end__free_unpacked
+                     (Sofa__Wire__BlobWriteEnd *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_write_end__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_write_abort__init
+                     (Sofa__Wire__BlobWriteAbort         *message)
+{
+  static const Sofa__Wire__BlobWriteAbort init_value = SOFA__WIRE__BLOB_WRITE_ABORT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_write_abort__get_packed_size
+                     (const Sofa__Wire__BlobWriteAbort *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_abort__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_write_abort__pack
+                     (const Sofa__Wire__BlobWriteAbort *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_abort__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_write_abort__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteAbort *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_abort__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobWriteAbort *
+       sofa__wire__blob_write_abort__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobWriteAbort *)
+     protobuf_c_message_unpack (&sofa__wire__blob_write_abort__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_write_abort__free_unpacked
+                     (Sofa__Wire__BlobWriteAbort *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_write_abort__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_read__init
+                     (Sofa__Wire__BlobRead         *message)
+{
+  static const Sofa__Wire__BlobRead init_value = SOFA__WIRE__BLOB_READ__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_read__get_packed_size
+                     (const Sofa__Wire__BlobRead *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_read__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_read__pack
+                     (const Sofa__Wire__BlobRead *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_read__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_read__pack_to_buffer
+                     (const Sofa__Wire__BlobRead *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_read__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobRead *
+       sofa__wire__blob_read__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobRead *)
+     protobuf_c_message_unpack (&sofa__wire__blob_read__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_read__free_unpacked
+                     (Sofa__Wire__BlobRead *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_read__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_stat__init
+                     (Sofa__Wire__BlobStat         *message)
+{
+  static const Sofa__Wire__BlobStat init_value = SOFA__WIRE__BLOB_STAT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_stat__get_packed_size
+                     (const Sofa__Wire__BlobStat *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_stat__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_stat__pack
+                     (const Sofa__Wire__BlobStat *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_stat__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_stat__pack_to_buffer
+                     (const Sofa__Wire__BlobStat *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_stat__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobStat *
+       sofa__wire__blob_stat__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobStat *)
+     protobuf_c_message_unpack (&sofa__wire__blob_stat__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_stat__free_unpacked
+                     (Sofa__Wire__BlobStat *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_stat__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__echo__init
                      (Sofa__Wire__Echo         *message)
 {
@@ -2122,6 +2392,141 @@ void   sofa__wire__insert_result__free_unpacked
   assert(message->base.descriptor == &sofa__wire__insert_result__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__blob_write_started__init
+                     (Sofa__Wire__BlobWriteStarted         *message)
+{
+  static const Sofa__Wire__BlobWriteStarted init_value = SOFA__WIRE__BLOB_WRITE_STARTED__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_write_started__get_packed_size
+                     (const Sofa__Wire__BlobWriteStarted *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_started__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_write_started__pack
+                     (const Sofa__Wire__BlobWriteStarted *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_started__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_write_started__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteStarted *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_write_started__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobWriteStarted *
+       sofa__wire__blob_write_started__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobWriteStarted *)
+     protobuf_c_message_unpack (&sofa__wire__blob_write_started__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_write_started__free_unpacked
+                     (Sofa__Wire__BlobWriteStarted *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_write_started__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_info__init
+                     (Sofa__Wire__BlobInfo         *message)
+{
+  static const Sofa__Wire__BlobInfo init_value = SOFA__WIRE__BLOB_INFO__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_info__get_packed_size
+                     (const Sofa__Wire__BlobInfo *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_info__pack
+                     (const Sofa__Wire__BlobInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_info__pack_to_buffer
+                     (const Sofa__Wire__BlobInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobInfo *
+       sofa__wire__blob_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobInfo *)
+     protobuf_c_message_unpack (&sofa__wire__blob_info__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_info__free_unpacked
+                     (Sofa__Wire__BlobInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__blob_data__init
+                     (Sofa__Wire__BlobData         *message)
+{
+  static const Sofa__Wire__BlobData init_value = SOFA__WIRE__BLOB_DATA__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__blob_data__get_packed_size
+                     (const Sofa__Wire__BlobData *message)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_data__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__blob_data__pack
+                     (const Sofa__Wire__BlobData *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_data__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__blob_data__pack_to_buffer
+                     (const Sofa__Wire__BlobData *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__blob_data__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__BlobData *
+       sofa__wire__blob_data__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__BlobData *)
+     protobuf_c_message_unpack (&sofa__wire__blob_data__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__blob_data__free_unpacked
+                     (Sofa__Wire__BlobData *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__blob_data__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__revision__init
                      (Sofa__Wire__Revision         *message)
 {
@@ -2302,7 +2707,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[31] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[37] =
 {
   {
     "id",
@@ -2676,9 +3081,87 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[31]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "blob_write_begin",
+    37,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_write_begin),
+    &sofa__wire__blob_write_begin__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_write_chunk",
+    38,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_write_chunk),
+    &sofa__wire__blob_write_chunk__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_write_end",
+    39,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_write_end),
+    &sofa__wire__blob_write_end__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_write_abort",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_write_abort),
+    &sofa__wire__blob_write_abort__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_read",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_read),
+    &sofa__wire__blob_read__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_stat",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, blob_stat),
+    &sofa__wire__blob_stat__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   26,   /* field[26] = all_docs */
+  35,   /* field[35] = blob_read */
+  36,   /* field[36] = blob_stat */
+  34,   /* field[34] = blob_write_abort */
+  31,   /* field[31] = blob_write_begin */
+  32,   /* field[32] = blob_write_chunk */
+  33,   /* field[33] = blob_write_end */
   18,   /* field[18] = bulk_write */
   25,   /* field[25] = changes */
   5,   /* field[5] = cluster_status */
@@ -2714,7 +3197,7 @@ static const ProtobufCIntRange sofa__wire__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
-  { 0, 31 }
+  { 0, 37 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -2724,7 +3207,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  31,
+  37,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   2,  sofa__wire__request__number_ranges,
@@ -4045,6 +4528,299 @@ const ProtobufCMessageDescriptor sofa__wire__compact__descriptor =
   (ProtobufCMessageInit) sofa__wire__compact__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor sofa__wire__blob_write_begin__field_descriptors[1] =
+{
+  {
+    "expected_key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteBegin, expected_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_write_begin__field_indices_by_name[] = {
+  0,   /* field[0] = expected_key */
+};
+static const ProtobufCIntRange sofa__wire__blob_write_begin__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_write_begin__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobWriteBegin",
+  "BlobWriteBegin",
+  "Sofa__Wire__BlobWriteBegin",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobWriteBegin),
+  1,
+  sofa__wire__blob_write_begin__field_descriptors,
+  sofa__wire__blob_write_begin__field_indices_by_name,
+  1,  sofa__wire__blob_write_begin__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_write_begin__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_write_chunk__field_descriptors[3] =
+{
+  {
+    "write_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteChunk, write_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteChunk, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bytes",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteChunk, bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_write_chunk__field_indices_by_name[] = {
+  2,   /* field[2] = bytes */
+  1,   /* field[1] = offset */
+  0,   /* field[0] = write_id */
+};
+static const ProtobufCIntRange sofa__wire__blob_write_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_write_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobWriteChunk",
+  "BlobWriteChunk",
+  "Sofa__Wire__BlobWriteChunk",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobWriteChunk),
+  3,
+  sofa__wire__blob_write_chunk__field_descriptors,
+  sofa__wire__blob_write_chunk__field_indices_by_name,
+  1,  sofa__wire__blob_write_chunk__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_write_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_write_end__field_descriptors[2] =
+{
+  {
+    "write_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteEnd, write_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "length",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteEnd, length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_write_end__field_indices_by_name[] = {
+  1,   /* field[1] = length */
+  0,   /* field[0] = write_id */
+};
+static const ProtobufCIntRange sofa__wire__blob_write_end__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_write_end__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobWriteEnd",
+  "BlobWriteEnd",
+  "Sofa__Wire__BlobWriteEnd",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobWriteEnd),
+  2,
+  sofa__wire__blob_write_end__field_descriptors,
+  sofa__wire__blob_write_end__field_indices_by_name,
+  1,  sofa__wire__blob_write_end__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_write_end__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_write_abort__field_descriptors[1] =
+{
+  {
+    "write_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteAbort, write_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_write_abort__field_indices_by_name[] = {
+  0,   /* field[0] = write_id */
+};
+static const ProtobufCIntRange sofa__wire__blob_write_abort__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_write_abort__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobWriteAbort",
+  "BlobWriteAbort",
+  "Sofa__Wire__BlobWriteAbort",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobWriteAbort),
+  1,
+  sofa__wire__blob_write_abort__field_descriptors,
+  sofa__wire__blob_write_abort__field_indices_by_name,
+  1,  sofa__wire__blob_write_abort__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_write_abort__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_read__field_descriptors[3] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobRead, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobRead, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "length",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobRead, length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_read__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  2,   /* field[2] = length */
+  1,   /* field[1] = offset */
+};
+static const ProtobufCIntRange sofa__wire__blob_read__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_read__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobRead",
+  "BlobRead",
+  "Sofa__Wire__BlobRead",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobRead),
+  3,
+  sofa__wire__blob_read__field_descriptors,
+  sofa__wire__blob_read__field_indices_by_name,
+  1,  sofa__wire__blob_read__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_read__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_stat__field_descriptors[1] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobStat, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_stat__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+};
+static const ProtobufCIntRange sofa__wire__blob_stat__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_stat__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobStat",
+  "BlobStat",
+  "Sofa__Wire__BlobStat",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobStat),
+  1,
+  sofa__wire__blob_stat__field_descriptors,
+  sofa__wire__blob_stat__field_indices_by_name,
+  1,  sofa__wire__blob_stat__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_stat__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor sofa__wire__echo__field_descriptors[3] =
 {
   {
@@ -4109,7 +4885,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[17] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[20] =
 {
   {
     "id",
@@ -4315,8 +5091,47 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[17
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "blob_write_started",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, blob_write_started),
+    &sofa__wire__blob_write_started__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, blob),
+    &sofa__wire__blob_info__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blob_data",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, blob_data),
+    &sofa__wire__blob_data__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
+  18,   /* field[18] = blob */
+  19,   /* field[19] = blob_data */
+  17,   /* field[17] = blob_write_started */
   11,   /* field[11] = bulk */
   14,   /* field[14] = changes */
   3,   /* field[3] = cluster */
@@ -4339,7 +5154,7 @@ static const ProtobufCIntRange sofa__wire__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 17 }
+  { 0, 20 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -4349,7 +5164,7 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  17,
+  20,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
   2,  sofa__wire__response__number_ranges,
@@ -5494,6 +6309,146 @@ const ProtobufCMessageDescriptor sofa__wire__insert_result__descriptor =
   sofa__wire__insert_result__field_indices_by_name,
   1,  sofa__wire__insert_result__number_ranges,
   (ProtobufCMessageInit) sofa__wire__insert_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_write_started__field_descriptors[1] =
+{
+  {
+    "write_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobWriteStarted, write_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_write_started__field_indices_by_name[] = {
+  0,   /* field[0] = write_id */
+};
+static const ProtobufCIntRange sofa__wire__blob_write_started__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_write_started__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobWriteStarted",
+  "BlobWriteStarted",
+  "Sofa__Wire__BlobWriteStarted",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobWriteStarted),
+  1,
+  sofa__wire__blob_write_started__field_descriptors,
+  sofa__wire__blob_write_started__field_indices_by_name,
+  1,  sofa__wire__blob_write_started__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_write_started__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_info__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobInfo, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "length",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobInfo, length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_info__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = length */
+};
+static const ProtobufCIntRange sofa__wire__blob_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobInfo",
+  "BlobInfo",
+  "Sofa__Wire__BlobInfo",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobInfo),
+  2,
+  sofa__wire__blob_info__field_descriptors,
+  sofa__wire__blob_info__field_indices_by_name,
+  1,  sofa__wire__blob_info__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__blob_data__field_descriptors[2] =
+{
+  {
+    "bytes",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobData, bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_length",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BlobData, total_length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__blob_data__field_indices_by_name[] = {
+  0,   /* field[0] = bytes */
+  1,   /* field[1] = total_length */
+};
+static const ProtobufCIntRange sofa__wire__blob_data__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__blob_data__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.BlobData",
+  "BlobData",
+  "Sofa__Wire__BlobData",
+  "sofa.wire",
+  sizeof(Sofa__Wire__BlobData),
+  2,
+  sofa__wire__blob_data__field_descriptors,
+  sofa__wire__blob_data__field_indices_by_name,
+  1,  sofa__wire__blob_data__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__blob_data__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__revision__field_descriptors[3] =

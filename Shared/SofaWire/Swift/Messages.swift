@@ -63,6 +63,13 @@ public enum Op: Sendable, Equatable {
     case compact
     /// A diagnostic round trip, answered by `service` ("" = whoever receives it) after `delayMs`.
     case echo(payload: [UInt8], delayMs: UInt32, service: String)
+    /// Blob transfer (sofa-blob); see `Messages+Blobs.swift`. `expectedKey` "" = no check.
+    case blobWriteBegin(expectedKey: String)
+    case blobWriteChunk(writeID: UInt64, offset: UInt64, bytes: [UInt8])
+    case blobWriteEnd(writeID: UInt64, length: UInt64)
+    case blobWriteAbort(writeID: UInt64)
+    case blobRead(key: String, offset: UInt64, length: UInt32)
+    case blobStat(key: String)
 
     /// A short name for logs and metrics.
     public var name: String {
@@ -94,6 +101,12 @@ public enum Op: Sendable, Equatable {
         case .rawGet: "rawGet"
         case .rawDelete: "rawDelete"
         case .compact: "compact"
+        case .blobWriteBegin: "blobWriteBegin"
+        case .blobWriteChunk: "blobWriteChunk"
+        case .blobWriteEnd: "blobWriteEnd"
+        case .blobWriteAbort: "blobWriteAbort"
+        case .blobRead: "blobRead"
+        case .blobStat: "blobStat"
         }
     }
 
@@ -101,7 +114,8 @@ public enum Op: Sendable, Equatable {
     public var isWrite: Bool {
         switch self {
         case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument, .createCollection, .deleteCollection,
-             .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact:
+             .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact,
+             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort:
             true
         default: false
         }
@@ -146,6 +160,10 @@ public enum Reply: Sendable, Equatable {
     case changes(ChangesBatch)
     case raw(version: [UInt8], body: [UInt8])
     case inserted(InsertResult)
+    case blobWriteStarted(writeID: UInt64)
+    case blob(BlobInfo)
+    /// A range of a blob and the whole blob's length.
+    case blobData(bytes: [UInt8], totalLength: UInt64)
 }
 
 public struct HealthInfo: Sendable, Equatable {

@@ -163,6 +163,41 @@ extension Op {
             op.pointee.service = arena.string(service)
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_ECHO
             message.pointee.echo = op
+        case .blobWriteBegin(let expectedKey):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteBegin> = arena.message { sofa__wire__blob_write_begin__init($0) }
+            op.pointee.expected_key = arena.string(expectedKey)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_BEGIN
+            message.pointee.blob_write_begin = op
+        case .blobWriteChunk(let writeID, let offset, let bytes):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteChunk> = arena.message { sofa__wire__blob_write_chunk__init($0) }
+            op.pointee.write_id = writeID
+            op.pointee.offset = offset
+            op.pointee.bytes = arena.bytes(bytes)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_CHUNK
+            message.pointee.blob_write_chunk = op
+        case .blobWriteEnd(let writeID, let length):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteEnd> = arena.message { sofa__wire__blob_write_end__init($0) }
+            op.pointee.write_id = writeID
+            op.pointee.length = length
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_END
+            message.pointee.blob_write_end = op
+        case .blobWriteAbort(let writeID):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteAbort> = arena.message { sofa__wire__blob_write_abort__init($0) }
+            op.pointee.write_id = writeID
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_ABORT
+            message.pointee.blob_write_abort = op
+        case .blobRead(let key, let offset, let length):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobRead> = arena.message { sofa__wire__blob_read__init($0) }
+            op.pointee.key = arena.string(key)
+            op.pointee.offset = offset
+            op.pointee.length = length
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_READ
+            message.pointee.blob_read = op
+        case .blobStat(let key):
+            let op: UnsafeMutablePointer<Sofa__Wire__BlobStat> = arena.message { sofa__wire__blob_stat__init($0) }
+            op.pointee.key = arena.string(key)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_STAT
+            message.pointee.blob_stat = op
         }
     }
 
@@ -279,6 +314,22 @@ extension Op {
         case SOFA__WIRE__REQUEST__OP_ECHO:
             let op = try required(m.echo, "echo")
             return .echo(payload: decodeBytes(op.payload), delayMs: op.delay_ms, service: try decodeString(op.service, "echo.service"))
+        case SOFA__WIRE__REQUEST__OP_BLOB_WRITE_BEGIN:
+            let op = try required(m.blob_write_begin, "blobWriteBegin")
+            return .blobWriteBegin(expectedKey: try decodeString(op.expected_key, "blobWriteBegin.expectedKey"))
+        case SOFA__WIRE__REQUEST__OP_BLOB_WRITE_CHUNK:
+            let op = try required(m.blob_write_chunk, "blobWriteChunk")
+            return .blobWriteChunk(writeID: op.write_id, offset: op.offset, bytes: decodeBytes(op.bytes))
+        case SOFA__WIRE__REQUEST__OP_BLOB_WRITE_END:
+            let op = try required(m.blob_write_end, "blobWriteEnd")
+            return .blobWriteEnd(writeID: op.write_id, length: op.length)
+        case SOFA__WIRE__REQUEST__OP_BLOB_WRITE_ABORT:
+            return .blobWriteAbort(writeID: try required(m.blob_write_abort, "blobWriteAbort").write_id)
+        case SOFA__WIRE__REQUEST__OP_BLOB_READ:
+            let op = try required(m.blob_read, "blobRead")
+            return .blobRead(key: try decodeString(op.key, "blobRead.key"), offset: op.offset, length: op.length)
+        case SOFA__WIRE__REQUEST__OP_BLOB_STAT:
+            return .blobStat(key: try decodeString(required(m.blob_stat, "blobStat").key, "blobStat.key"))
         default:
             throw SofaError(.malformedMessage, "malformed request \(m.id): no operation, or one this process does not know")
         }

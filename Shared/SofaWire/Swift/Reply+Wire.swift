@@ -122,6 +122,23 @@ extension Reply {
             r.pointee.conflict = result.conflict ? 1 : 0
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_INSERTED
             message.pointee.inserted = r
+        case .blobWriteStarted(let writeID):
+            let r: UnsafeMutablePointer<Sofa__Wire__BlobWriteStarted> = arena.message { sofa__wire__blob_write_started__init($0) }
+            r.pointee.write_id = writeID
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB_WRITE_STARTED
+            message.pointee.blob_write_started = r
+        case .blob(let info):
+            let r: UnsafeMutablePointer<Sofa__Wire__BlobInfo> = arena.message { sofa__wire__blob_info__init($0) }
+            r.pointee.key = arena.string(info.key)
+            r.pointee.length = info.length
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB
+            message.pointee.blob = r
+        case .blobData(let bytes, let totalLength):
+            let r: UnsafeMutablePointer<Sofa__Wire__BlobData> = arena.message { sofa__wire__blob_data__init($0) }
+            r.pointee.bytes = arena.bytes(bytes)
+            r.pointee.total_length = totalLength
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA
+            message.pointee.blob_data = r
         }
     }
 
@@ -243,6 +260,14 @@ extension Reply {
             let r = try required(m.inserted, "inserted")
             return .inserted(InsertResult(id: try decodeText(r.id, "inserted.id"), rev: try decodeString(r.rev, "inserted.rev"),
                                           sequence: r.sequence, added: r.added, conflict: r.conflict != 0))
+        case SOFA__WIRE__RESPONSE__RESULT_BLOB_WRITE_STARTED:
+            return .blobWriteStarted(writeID: try required(m.blob_write_started, "blobWriteStarted").write_id)
+        case SOFA__WIRE__RESPONSE__RESULT_BLOB:
+            let r = try required(m.blob, "blob")
+            return .blob(BlobInfo(key: try decodeString(r.key, "blob.key"), length: r.length))
+        case SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA:
+            let r = try required(m.blob_data, "blobData")
+            return .blobData(bytes: decodeBytes(r.bytes), totalLength: r.total_length)
         default:
             return .none
         }

@@ -43,6 +43,12 @@ typedef struct Sofa__Wire__RawPut Sofa__Wire__RawPut;
 typedef struct Sofa__Wire__RawGet Sofa__Wire__RawGet;
 typedef struct Sofa__Wire__RawDelete Sofa__Wire__RawDelete;
 typedef struct Sofa__Wire__Compact Sofa__Wire__Compact;
+typedef struct Sofa__Wire__BlobWriteBegin Sofa__Wire__BlobWriteBegin;
+typedef struct Sofa__Wire__BlobWriteChunk Sofa__Wire__BlobWriteChunk;
+typedef struct Sofa__Wire__BlobWriteEnd Sofa__Wire__BlobWriteEnd;
+typedef struct Sofa__Wire__BlobWriteAbort Sofa__Wire__BlobWriteAbort;
+typedef struct Sofa__Wire__BlobRead Sofa__Wire__BlobRead;
+typedef struct Sofa__Wire__BlobStat Sofa__Wire__BlobStat;
 typedef struct Sofa__Wire__Echo Sofa__Wire__Echo;
 typedef struct Sofa__Wire__Response Sofa__Wire__Response;
 typedef struct Sofa__Wire__Error Sofa__Wire__Error;
@@ -62,6 +68,9 @@ typedef struct Sofa__Wire__Change Sofa__Wire__Change;
 typedef struct Sofa__Wire__ChangesBatch Sofa__Wire__ChangesBatch;
 typedef struct Sofa__Wire__RawValue Sofa__Wire__RawValue;
 typedef struct Sofa__Wire__InsertResult Sofa__Wire__InsertResult;
+typedef struct Sofa__Wire__BlobWriteStarted Sofa__Wire__BlobWriteStarted;
+typedef struct Sofa__Wire__BlobInfo Sofa__Wire__BlobInfo;
+typedef struct Sofa__Wire__BlobData Sofa__Wire__BlobData;
 typedef struct Sofa__Wire__Revision Sofa__Wire__Revision;
 typedef struct Sofa__Wire__EchoReply Sofa__Wire__EchoReply;
 typedef struct Sofa__Wire__CommitNotice Sofa__Wire__CommitNotice;
@@ -124,7 +133,13 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_RAW_PUT = 33,
   SOFA__WIRE__REQUEST__OP_RAW_GET = 34,
   SOFA__WIRE__REQUEST__OP_RAW_DELETE = 35,
-  SOFA__WIRE__REQUEST__OP_COMPACT = 36
+  SOFA__WIRE__REQUEST__OP_COMPACT = 36,
+  SOFA__WIRE__REQUEST__OP_BLOB_WRITE_BEGIN = 37,
+  SOFA__WIRE__REQUEST__OP_BLOB_WRITE_CHUNK = 38,
+  SOFA__WIRE__REQUEST__OP_BLOB_WRITE_END = 39,
+  SOFA__WIRE__REQUEST__OP_BLOB_WRITE_ABORT = 40,
+  SOFA__WIRE__REQUEST__OP_BLOB_READ = 41,
+  SOFA__WIRE__REQUEST__OP_BLOB_STAT = 42
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -170,6 +185,12 @@ struct  Sofa__Wire__Request
     Sofa__Wire__RawGet *raw_get;
     Sofa__Wire__RawDelete *raw_delete;
     Sofa__Wire__Compact *compact;
+    Sofa__Wire__BlobWriteBegin *blob_write_begin;
+    Sofa__Wire__BlobWriteChunk *blob_write_chunk;
+    Sofa__Wire__BlobWriteEnd *blob_write_end;
+    Sofa__Wire__BlobWriteAbort *blob_write_abort;
+    Sofa__Wire__BlobRead *blob_read;
+    Sofa__Wire__BlobStat *blob_stat;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
@@ -536,6 +557,80 @@ struct  Sofa__Wire__Compact
 
 
 /*
+ * Blob transfer (sofa-blob; the store is the envelope's database's Attachments/ folder).
+ * An upload is a write session: begin, chunks at explicit offsets (they may arrive out of order
+ * and are written in offset order), then end with the total length, or abort. A session idle
+ * for too long is abandoned by the service and leaves no file.
+ */
+struct  Sofa__Wire__BlobWriteBegin
+{
+  ProtobufCMessage base;
+  char *expected_key;
+};
+#define SOFA__WIRE__BLOB_WRITE_BEGIN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_write_begin__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__BlobWriteChunk
+{
+  ProtobufCMessage base;
+  uint64_t write_id;
+  uint64_t offset;
+  ProtobufCBinaryData bytes;
+};
+#define SOFA__WIRE__BLOB_WRITE_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_write_chunk__descriptor) \
+    , 0, 0, {0,NULL} }
+
+
+struct  Sofa__Wire__BlobWriteEnd
+{
+  ProtobufCMessage base;
+  uint64_t write_id;
+  /*
+   * the blob's total length, checked against what was written
+   */
+  uint64_t length;
+};
+#define SOFA__WIRE__BLOB_WRITE_END__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_write_end__descriptor) \
+    , 0, 0 }
+
+
+struct  Sofa__Wire__BlobWriteAbort
+{
+  ProtobufCMessage base;
+  uint64_t write_id;
+};
+#define SOFA__WIRE__BLOB_WRITE_ABORT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_write_abort__descriptor) \
+    , 0 }
+
+
+struct  Sofa__Wire__BlobRead
+{
+  ProtobufCMessage base;
+  char *key;
+  uint64_t offset;
+  uint32_t length;
+};
+#define SOFA__WIRE__BLOB_READ__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_read__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+struct  Sofa__Wire__BlobStat
+{
+  ProtobufCMessage base;
+  char *key;
+};
+#define SOFA__WIRE__BLOB_STAT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_stat__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
  * A diagnostic round trip. Query workers answer it through the broker; `delay_ms` holds the
  * reply back, so tests can catch a request in flight.
  */
@@ -570,7 +665,10 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_EXPIRATION = 21,
   SOFA__WIRE__RESPONSE__RESULT_CHANGES = 22,
   SOFA__WIRE__RESPONSE__RESULT_RAW = 23,
-  SOFA__WIRE__RESPONSE__RESULT_INSERTED = 24
+  SOFA__WIRE__RESPONSE__RESULT_INSERTED = 24,
+  SOFA__WIRE__RESPONSE__RESULT_BLOB_WRITE_STARTED = 25,
+  SOFA__WIRE__RESPONSE__RESULT_BLOB = 26,
+  SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA = 27
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -599,6 +697,9 @@ struct  Sofa__Wire__Response
     Sofa__Wire__ChangesBatch *changes;
     Sofa__Wire__RawValue *raw;
     Sofa__Wire__InsertResult *inserted;
+    Sofa__Wire__BlobWriteStarted *blob_write_started;
+    Sofa__Wire__BlobInfo *blob;
+    Sofa__Wire__BlobData *blob_data;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
@@ -833,6 +934,41 @@ struct  Sofa__Wire__InsertResult
 #define SOFA__WIRE__INSERT_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__insert_result__descriptor) \
     , {0,NULL}, (char *)protobuf_c_empty_string, 0, 0, 0 }
+
+
+struct  Sofa__Wire__BlobWriteStarted
+{
+  ProtobufCMessage base;
+  uint64_t write_id;
+};
+#define SOFA__WIRE__BLOB_WRITE_STARTED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_write_started__descriptor) \
+    , 0 }
+
+
+struct  Sofa__Wire__BlobInfo
+{
+  ProtobufCMessage base;
+  char *key;
+  uint64_t length;
+};
+#define SOFA__WIRE__BLOB_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_info__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Sofa__Wire__BlobData
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData bytes;
+  /*
+   * the whole blob's length
+   */
+  uint64_t total_length;
+};
+#define SOFA__WIRE__BLOB_DATA__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__blob_data__descriptor) \
+    , {0,NULL}, 0 }
 
 
 struct  Sofa__Wire__Revision
@@ -1429,6 +1565,120 @@ Sofa__Wire__Compact *
 void   sofa__wire__compact__free_unpacked
                      (Sofa__Wire__Compact *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobWriteBegin methods */
+void   sofa__wire__blob_write_begin__init
+                     (Sofa__Wire__BlobWriteBegin         *message);
+size_t sofa__wire__blob_write_begin__get_packed_size
+                     (const Sofa__Wire__BlobWriteBegin   *message);
+size_t sofa__wire__blob_write_begin__pack
+                     (const Sofa__Wire__BlobWriteBegin   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_write_begin__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteBegin   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobWriteBegin *
+       sofa__wire__blob_write_begin__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_write_begin__free_unpacked
+                     (Sofa__Wire__BlobWriteBegin *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobWriteChunk methods */
+void   sofa__wire__blob_write_chunk__init
+                     (Sofa__Wire__BlobWriteChunk         *message);
+size_t sofa__wire__blob_write_chunk__get_packed_size
+                     (const Sofa__Wire__BlobWriteChunk   *message);
+size_t sofa__wire__blob_write_chunk__pack
+                     (const Sofa__Wire__BlobWriteChunk   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_write_chunk__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobWriteChunk *
+       sofa__wire__blob_write_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_write_chunk__free_unpacked
+                     (Sofa__Wire__BlobWriteChunk *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobWriteEnd methods */
+void   sofa__wire__blob_write_end__init
+                     (Sofa__Wire__BlobWriteEnd         *message);
+size_t sofa__wire__blob_write_end__get_packed_size
+                     (const Sofa__Wire__BlobWriteEnd   *message);
+size_t sofa__wire__blob_write_end__pack
+                     (const Sofa__Wire__BlobWriteEnd   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_write_end__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteEnd   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobWriteEnd *
+       sofa__wire__blob_write_end__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_write_end__free_unpacked
+                     (Sofa__Wire__BlobWriteEnd *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobWriteAbort methods */
+void   sofa__wire__blob_write_abort__init
+                     (Sofa__Wire__BlobWriteAbort         *message);
+size_t sofa__wire__blob_write_abort__get_packed_size
+                     (const Sofa__Wire__BlobWriteAbort   *message);
+size_t sofa__wire__blob_write_abort__pack
+                     (const Sofa__Wire__BlobWriteAbort   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_write_abort__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteAbort   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobWriteAbort *
+       sofa__wire__blob_write_abort__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_write_abort__free_unpacked
+                     (Sofa__Wire__BlobWriteAbort *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobRead methods */
+void   sofa__wire__blob_read__init
+                     (Sofa__Wire__BlobRead         *message);
+size_t sofa__wire__blob_read__get_packed_size
+                     (const Sofa__Wire__BlobRead   *message);
+size_t sofa__wire__blob_read__pack
+                     (const Sofa__Wire__BlobRead   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_read__pack_to_buffer
+                     (const Sofa__Wire__BlobRead   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobRead *
+       sofa__wire__blob_read__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_read__free_unpacked
+                     (Sofa__Wire__BlobRead *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobStat methods */
+void   sofa__wire__blob_stat__init
+                     (Sofa__Wire__BlobStat         *message);
+size_t sofa__wire__blob_stat__get_packed_size
+                     (const Sofa__Wire__BlobStat   *message);
+size_t sofa__wire__blob_stat__pack
+                     (const Sofa__Wire__BlobStat   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_stat__pack_to_buffer
+                     (const Sofa__Wire__BlobStat   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobStat *
+       sofa__wire__blob_stat__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_stat__free_unpacked
+                     (Sofa__Wire__BlobStat *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__Echo methods */
 void   sofa__wire__echo__init
                      (Sofa__Wire__Echo         *message);
@@ -1790,6 +2040,63 @@ Sofa__Wire__InsertResult *
 void   sofa__wire__insert_result__free_unpacked
                      (Sofa__Wire__InsertResult *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobWriteStarted methods */
+void   sofa__wire__blob_write_started__init
+                     (Sofa__Wire__BlobWriteStarted         *message);
+size_t sofa__wire__blob_write_started__get_packed_size
+                     (const Sofa__Wire__BlobWriteStarted   *message);
+size_t sofa__wire__blob_write_started__pack
+                     (const Sofa__Wire__BlobWriteStarted   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_write_started__pack_to_buffer
+                     (const Sofa__Wire__BlobWriteStarted   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobWriteStarted *
+       sofa__wire__blob_write_started__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_write_started__free_unpacked
+                     (Sofa__Wire__BlobWriteStarted *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobInfo methods */
+void   sofa__wire__blob_info__init
+                     (Sofa__Wire__BlobInfo         *message);
+size_t sofa__wire__blob_info__get_packed_size
+                     (const Sofa__Wire__BlobInfo   *message);
+size_t sofa__wire__blob_info__pack
+                     (const Sofa__Wire__BlobInfo   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_info__pack_to_buffer
+                     (const Sofa__Wire__BlobInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobInfo *
+       sofa__wire__blob_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_info__free_unpacked
+                     (Sofa__Wire__BlobInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__BlobData methods */
+void   sofa__wire__blob_data__init
+                     (Sofa__Wire__BlobData         *message);
+size_t sofa__wire__blob_data__get_packed_size
+                     (const Sofa__Wire__BlobData   *message);
+size_t sofa__wire__blob_data__pack
+                     (const Sofa__Wire__BlobData   *message,
+                      uint8_t             *out);
+size_t sofa__wire__blob_data__pack_to_buffer
+                     (const Sofa__Wire__BlobData   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__BlobData *
+       sofa__wire__blob_data__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__blob_data__free_unpacked
+                     (Sofa__Wire__BlobData *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__Revision methods */
 void   sofa__wire__revision__init
                      (Sofa__Wire__Revision         *message);
@@ -1952,6 +2259,24 @@ typedef void (*Sofa__Wire__RawDelete_Closure)
 typedef void (*Sofa__Wire__Compact_Closure)
                  (const Sofa__Wire__Compact *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__BlobWriteBegin_Closure)
+                 (const Sofa__Wire__BlobWriteBegin *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobWriteChunk_Closure)
+                 (const Sofa__Wire__BlobWriteChunk *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobWriteEnd_Closure)
+                 (const Sofa__Wire__BlobWriteEnd *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobWriteAbort_Closure)
+                 (const Sofa__Wire__BlobWriteAbort *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobRead_Closure)
+                 (const Sofa__Wire__BlobRead *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobStat_Closure)
+                 (const Sofa__Wire__BlobStat *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Echo_Closure)
                  (const Sofa__Wire__Echo *message,
                   void *closure_data);
@@ -2009,6 +2334,15 @@ typedef void (*Sofa__Wire__RawValue_Closure)
 typedef void (*Sofa__Wire__InsertResult_Closure)
                  (const Sofa__Wire__InsertResult *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__BlobWriteStarted_Closure)
+                 (const Sofa__Wire__BlobWriteStarted *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobInfo_Closure)
+                 (const Sofa__Wire__BlobInfo *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__BlobData_Closure)
+                 (const Sofa__Wire__BlobData *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Revision_Closure)
                  (const Sofa__Wire__Revision *message,
                   void *closure_data);
@@ -2055,6 +2389,12 @@ extern const ProtobufCMessageDescriptor sofa__wire__raw_put__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__raw_get__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__raw_delete__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__compact__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_write_begin__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_write_chunk__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_write_end__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_write_abort__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_read__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_stat__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__response__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__error__descriptor;
@@ -2074,6 +2414,9 @@ extern const ProtobufCMessageDescriptor sofa__wire__change__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__changes_batch__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__raw_value__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__insert_result__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_write_started__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_info__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__blob_data__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revision__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo_reply__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__commit_notice__descriptor;

@@ -1,0 +1,304 @@
+internal import SofaCore
+public import SofaWire
+public import Foundation
+internal import Synchronization
+
+/// sofa-blob's bus operations: uploads as write sessions, ranged reads, stat.
+///
+/// Each database's store (`<data>/<db>.sofa/Attachments/`, plain for now) has its own serial
+/// DispatchQueue, and every file operation of that store (open, write, install, read) runs there,
+/// bridged to Swift concurrency by a continuation, so the cooperative pool never blocks.
+///
+/// The gateway handles each request in its own task, so chunks of one upload may arrive out of
+/// order. A session keeps a reorder buffer: a chunk at `nextOffset` is queued for writing at once
+/// (with any buffered chunks that follow it), a chunk further ahead waits in the buffer (at most
+/// `maxBufferedBytes`, beyond which the chunk is refused as `.busy`), and a chunk at an offset
+/// already received is `.invalidParameter`. Because decisions are taken on the actor and the
+/// write is enqueued before the actor is left, the serial queue sees chunks in offset order.
+/// Sessions idle longer than `idleTimeout` are cancelled by a reaper: their file goes.
+public actor BlobTransfer {
+    public static let maxBufferedBytes = 64 << 20
+    /// The largest range one `blobRead` answers (larger requests get this much).
+    public static let maxReadLength = 4 << 20
+
+    private struct Session {
+        let database: String
+        let expected: BlobKey?
+        let writer: Confined<BlobWriter>
+        let store: StoreSlot
+        var nextOffset: UInt64 = 0
+        var buffered: [UInt64: [UInt8]] = [:]
+        var bufferedBytes = 0
+        var lastActivity = ContinuousClock.now
+        /// The first write error; every later call of the session gets it.
+        var failure: SofaError?
+    }
+
+    private let dataDirectory: URL
+    private let idleTimeout: Duration
+    private var stores: [String: StoreSlot] = [:]
+    private var sessions: [UInt64: Session] = [:]
+    private var reaper: Task<Void, Never>?
+
+    public init(dataDirectory: URL, idleTimeout: Duration = .seconds(30)) {
+        self.dataDirectory = dataDirectory
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Starts the idle-session reaper.
+    public func start() {
+        guard reaper == nil else { return }
+        let period = max(idleTimeout / 4, .milliseconds(10))
+        reaper = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: period)
+                await self?.reapIdleSessions()
+            }
+        }
+    }
+
+    /// Cancels every session (their files go) and stops the reaper.
+    public func stop() async {
+        reaper?.cancel()
+        reaper = nil
+        for id in Array(sessions.keys) { await abort(id) }
+    }
+
+    /// How many uploads are open (for tests and stats).
+    public var openSessions: Int { sessions.count }
+
+    /// Answers a blob operation; nil when `operation` is not one.
+    public func handle(_ request: Request) async -> Response? {
+        do {
+            let reply: Reply
+            switch request.operation {
+            case .blobWriteBegin(let expectedKey):
+                reply = try await begin(request.database, expectedKey: expectedKey)
+            case .blobWriteChunk(let writeID, let offset, let bytes):
+                reply = try await chunk(request.database, writeID, offset, bytes)
+            case .blobWriteEnd(let writeID, let length):
+                reply = try await end(request.database, writeID, length)
+            case .blobWriteAbort(let writeID):
+                _ = try session(writeID, request.database)
+                await abort(writeID)
+                reply = .none
+            case .blobRead(let keyText, let offset, let length):
+                let key = try Self.parseKey(keyText)
+                let slot = try slot(for: request.database)
+                let count = Int(min(length, UInt32(Self.maxReadLength)))
+                let (bytes, total) = try await slot.run { store in
+                    let reader = try store.reader(for: key)
+                    guard offset <= reader.size else {
+                        throw SofaError.invalid("offset \(offset) is beyond the end of blob \(key) (\(reader.size) bytes)")
+                    }
+                    return (try reader.read(at: offset, length: count), reader.size)
+                }
+                reply = .blobData(bytes: bytes, totalLength: total)
+            case .blobStat(let keyText):
+                let key = try Self.parseKey(keyText)
+                let size = try await slot(for: request.database).run { store in try store.size(of: key) }
+                reply = .blob(BlobInfo(key: key.description, length: size))
+            default:
+                return nil
+            }
+            return .ok(request.id, reply)
+        } catch {
+            return .failure(request.id, error)
+        }
+    }
+
+    // MARK: Uploads
+
+    private func begin(_ database: String, expectedKey: String) async throws(SofaError) -> Reply {
+        let expected = expectedKey.isEmpty ? nil : try Self.parseKey(expectedKey)
+        let slot = try slot(for: database)
+        let writer = try await slot.run { store in Confined(try store.writer()) }
+        var id = UInt64.random(in: 1 ... .max)
+        while sessions[id] != nil { id = UInt64.random(in: 1 ... .max) }
+        sessions[id] = Session(database: database, expected: expected, writer: writer, store: slot)
+        return .blobWriteStarted(writeID: id)
+    }
+
+    private func chunk(_ database: String, _ id: UInt64, _ offset: UInt64, _ bytes: [UInt8]) async throws(SofaError) -> Reply {
+        var session = try session(id, database)
+        session.lastActivity = .now
+        if let failure = session.failure { throw failure }
+        let end = offset + UInt64(bytes.count)
+        guard offset >= session.nextOffset else {
+            throw SofaError.invalid("blob write \(id): bytes at offset \(offset) were already received (next expected offset \(session.nextOffset))")
+        }
+        if offset > session.nextOffset {
+            for (start, other) in session.buffered where start < end && offset < start + UInt64(other.count) || start == offset {
+                throw SofaError.invalid("blob write \(id): the chunk at \(offset) overlaps the one received at \(start)")
+            }
+            guard session.bufferedBytes + bytes.count <= Self.maxBufferedBytes else {
+                throw SofaError(.busy, "blob write \(id): more than \(Self.maxBufferedBytes >> 20) MiB of chunks wait ahead of offset \(session.nextOffset); send fewer at once")
+            }
+            session.buffered[offset] = bytes
+            session.bufferedBytes += bytes.count
+            sessions[id] = session
+            return .none
+        }
+        // In order: write it and every buffered chunk that now follows.
+        var run = [bytes]
+        session.nextOffset = end
+        while let next = session.buffered.removeValue(forKey: session.nextOffset) {
+            session.bufferedBytes -= next.count
+            session.nextOffset += UInt64(next.count)
+            run.append(next)
+        }
+        if let (start, _) = session.buffered.first(where: { $0.key < session.nextOffset }) {
+            session.failure = SofaError.invalid("blob write \(id): the chunk at \(start) overlaps earlier bytes")
+        }
+        sessions[id] = session
+        let writer = session.writer
+        let pieces = run
+        let written: Result<Void, SofaError> = await inOrder(session.store) { _ in
+            for piece in pieces { try writer.value.write(piece) }
+        }
+        if case .failure(let error) = written {
+            sessions[id]?.failure = error
+            throw error
+        }
+        return .none
+    }
+
+    private func end(_ database: String, _ id: UInt64, _ length: UInt64) async throws(SofaError) -> Reply {
+        let session = try session(id, database)
+        sessions[id] = nil
+        let writer = session.writer
+        let cancel: @Sendable (BlobStore) throws -> Void = { _ in writer.value.cancel() }
+        if let failure = session.failure {
+            _ = await inOrder(session.store, cancel)
+            throw failure
+        }
+        guard session.buffered.isEmpty, session.nextOffset == length else {
+            _ = await inOrder(session.store, cancel)
+            let missing = session.buffered.isEmpty ? "" : " (a gap before the \(session.buffered.count) chunk(s) waiting)"
+            throw SofaError.invalid("blob write \(id): \(length) bytes announced but \(session.nextOffset) received in order\(missing); nothing installed")
+        }
+        let expected = session.expected
+        let key = try await inOrder(session.store) { _ in try writer.value.install(expected: expected) }.get()
+        return .blob(BlobInfo(key: key.description, length: length))
+    }
+
+    private func abort(_ id: UInt64) async {
+        guard let session = sessions.removeValue(forKey: id) else { return }
+        let writer = session.writer
+        _ = await inOrder(session.store) { _ in writer.value.cancel() }
+    }
+
+    /// Runs a session's job on its store's queue. The job is enqueued before this actor is left
+    /// (the continuation's body runs at once, on the actor), so jobs reach the serial queue in the
+    /// order the actor decided them: chunks in offset order, then install or cancel. Calling the
+    /// slot's nonisolated async `run` instead would hop off the actor first and could reorder.
+    private func inOrder<T: Sendable>(_ slot: StoreSlot, _ body: @escaping @Sendable (BlobStore) throws -> T) async
+        -> Result<T, SofaError> {
+        await withCheckedContinuation { continuation in
+            slot.submit(body) { continuation.resume(returning: $0) }
+        }
+    }
+
+    private func reapIdleSessions() async {
+        let now = ContinuousClock.now
+        for (id, session) in sessions where now - session.lastActivity > idleTimeout {
+            await abort(id)
+        }
+    }
+
+    private func session(_ id: UInt64, _ database: String) throws(SofaError) -> Session {
+        guard let session = sessions[id], session.database == database else {
+            throw SofaError.notFound("no blob write \(id) in database '\(database)': it ended, was aborted, or expired while idle")
+        }
+        return session
+    }
+
+    // MARK: Stores
+
+    private func slot(for database: String) throws(SofaError) -> StoreSlot {
+        try Self.validate(databaseName: database)
+        if let slot = stores[database] { return slot }
+        let slot = StoreSlot(databaseDirectory: dataDirectory.appendingPathComponent("\(database).sofa", isDirectory: true),
+                             name: database)
+        stores[database] = slot
+        return slot
+    }
+
+    /// `BlobKey.parse` with its typed error: `.invalidParameter` for anything but `sha1-` + 28
+    /// base64 characters, so no key can name a path outside the store.
+    static func parseKey(_ text: String) throws(SofaError) -> BlobKey {
+        do { return try BlobKey.parse(text) } catch let error as SofaError { throw error } catch {
+            throw SofaError.invalid("invalid blob key: \(error)")
+        }
+    }
+
+    /// The storage service's rule for names (a lower-case letter, then a-z, 0-9 and `_$()+-`),
+    /// which also keeps a name from leaving the data directory.
+    static func validate(databaseName name: String) throws(SofaError) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
+        guard !name.isEmpty, name.utf8.count <= 238, let first = name.utf8.first,
+              (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), name.utf8.allSatisfy({ allowed.contains($0) }) else {
+            throw SofaError(.badDatabaseName, "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
+        }
+    }
+}
+
+/// A value confined to one serial queue: only ever touched by jobs running on it.
+final class Confined<Value>: @unchecked Sendable {
+    // Safe: every access happens inside a job of the owning StoreSlot's serial queue.
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// One database's blob store and the serial queue that does all of its file I/O. The store is
+/// opened on first use, and reopened if the database was deleted and created again.
+final class StoreSlot: Sendable {
+    let queue: DispatchQueue
+    private let databaseDirectory: URL
+    private let name: String
+    private let store: Confined<BlobStore?>
+
+    init(databaseDirectory: URL, name: String) {
+        self.databaseDirectory = databaseDirectory
+        self.name = name
+        self.queue = DispatchQueue(label: "sofa.blob.\(name)")
+        self.store = Confined(nil)
+    }
+
+    /// Runs `body` on the queue with the open store; `.notFound` if the database does not exist.
+    func run<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async throws(SofaError) -> T {
+        try await runResult(body).get()
+    }
+
+    func runResult<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async -> Result<T, SofaError> {
+        await withCheckedContinuation { continuation in
+            submit(body) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Enqueues `body` now (jobs run in the order they were submitted) and calls `completion`
+    /// with its result on the queue.
+    func submit<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T,
+                             completion: @escaping @Sendable (Result<T, SofaError>) -> Void) {
+        queue.async {
+            completion(Result { () throws(SofaError) -> T in
+                do { return try body(try self.openStore()) } catch let error as SofaError { throw error } catch {
+                    throw SofaError(.unexpectedError, "\(error)")
+                }
+            })
+        }
+    }
+
+    /// On the queue only.
+    private func openStore() throws -> BlobStore {
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: databaseDirectory.appendingPathComponent("db.sqlite3").path) else {
+            throw SofaError.notFound("database '\(name)' does not exist")
+        }
+        let attachments = databaseDirectory.appendingPathComponent("Attachments", isDirectory: true)
+        if let open = store.value, manager.fileExists(atPath: attachments.path) { return open }
+        let opened = try BlobStore(directory: attachments, key: nil)
+        store.value = opened
+        return opened
+    }
+}

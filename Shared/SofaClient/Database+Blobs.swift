@@ -1,0 +1,236 @@
+public import SofaCore
+public import SofaWire
+public import Foundation
+
+/// Blobs (attachments): content-addressed byte strings kept by sofa-blob in the database's
+/// `Attachments/` folder, keyed by `sha1-` + the base64 of their SHA-1.
+///
+/// Uploads go in chunks of `blobChunkSize` with up to `blobWindow` chunk calls in flight, so a
+/// file or a stream is never whole in memory; downloads are pulled range by range, so a reader
+/// that stops reading costs the service nothing.
+extension Database {
+    public static let blobChunkSize = 256 << 10
+    public static let blobWindow = 8
+
+    // MARK: Upload
+
+    /// Stores `bytes`; with `expectedKey`, content that does not hash to it is `.corruptData` and
+    /// nothing is stored.
+    public func putBlob(_ bytes: [UInt8], expectedKey: String? = nil) async throws(SofaError) -> BlobInfo {
+        try await putBlob(BlobChunkSource(whole: bytes), expectedKey: expectedKey)
+    }
+
+    /// Stores the contents of a file, read chunk by chunk off the cooperative pool.
+    public func putBlob(contentsOf url: URL, expectedKey: String? = nil) async throws(SofaError) -> BlobInfo {
+        let reader: FileChunkReader
+        do { reader = try FileChunkReader(url: url) } catch {
+            throw SofaError(.cantOpenFile, "cannot open \(url.path): \(error.localizedDescription)")
+        }
+        return try await putBlob(BlobChunkSource { try await reader.next(Self.blobChunkSize) }, expectedKey: expectedKey)
+    }
+
+    /// Stores whatever a sequence of byte chunks (of any sizes) yields, in order.
+    public func putBlob<S: AsyncSequence>(_ chunks: S, expectedKey: String? = nil) async throws(SofaError) -> BlobInfo
+    where S.Element == [UInt8] {
+        guard case .blobWriteStarted(let writeID) = try await client.call(.blobWriteBegin(expectedKey: expectedKey ?? ""),
+                                                                          database: name) else {
+            throw unexpected("blobWriteBegin")
+        }
+        let length: UInt64
+        do {
+            length = try await withThrowingTaskGroup(of: Void.self) { group in
+                var offset: UInt64 = 0
+                var inFlight = 0
+                var pending: [UInt8] = []
+                pending.reserveCapacity(Self.blobChunkSize)
+                func flush(_ group: inout ThrowingTaskGroup<Void, any Error>) async throws {
+                    if inFlight == Self.blobWindow {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    let chunk = pending, at = offset
+                    offset += UInt64(chunk.count)
+                    pending.removeAll(keepingCapacity: true)
+                    group.addTask { try await self.sendChunk(writeID, at, chunk) }
+                    inFlight += 1
+                }
+                for try await piece in chunks {
+                    var start = piece.startIndex
+                    while start < piece.endIndex {
+                        let take = min(Self.blobChunkSize - pending.count, piece.endIndex - start)
+                        pending.append(contentsOf: piece[start..<(start + take)])
+                        start += take
+                        if pending.count == Self.blobChunkSize { try await flush(&group) }
+                    }
+                }
+                if !pending.isEmpty { try await flush(&group) }
+                try await group.waitForAll()
+                return offset
+            }
+        } catch {
+            _ = try? await client.call(.blobWriteAbort(writeID: writeID), database: name)
+            throw error as? SofaError ?? SofaError(.unexpectedError, "blob upload failed: \(error)")
+        }
+        guard case .blob(let info) = try await client.call(.blobWriteEnd(writeID: writeID, length: length), database: name) else {
+            throw unexpected("blobWriteEnd")
+        }
+        return info
+    }
+
+    private func sendChunk(_ writeID: UInt64, _ offset: UInt64, _ bytes: [UInt8]) async throws(SofaError) {
+        _ = try await client.call(.blobWriteChunk(writeID: writeID, offset: offset, bytes: bytes), database: name)
+    }
+
+    // MARK: Download
+
+    /// A blob's key and length; `.notFound` if the database does not have it.
+    public func blobInfo(_ key: String) async throws(SofaError) -> BlobInfo {
+        guard case .blob(let info) = try await client.call(.blobStat(key: key), database: name) else {
+            throw unexpected("blobStat")
+        }
+        return info
+    }
+
+    /// `length` bytes of a blob from `offset` (fewer at the end, at most 4 MiB per call), and
+    /// the blob's total length.
+    public func readBlob(_ key: String, offset: UInt64, length: Int) async throws(SofaError) -> (bytes: [UInt8], totalLength: UInt64) {
+        let reply = try await client.call(.blobRead(key: key, offset: offset, length: UInt32(clamping: length)), database: name)
+        guard case .blobData(let bytes, let total) = reply else { throw unexpected("blobRead") }
+        return (bytes, total)
+    }
+
+    /// A whole blob in memory (for small blobs; stream big ones with `blobChunks` or
+    /// `downloadBlob`).
+    public func blob(_ key: String) async throws(SofaError) -> [UInt8] {
+        var result: [UInt8] = []
+        for try await chunk in blobChunks(key, chunkSize: 4 << 20) { result += chunk }
+        return result
+    }
+
+    /// The blob's bytes in chunks of `chunkSize`, each read from the service when asked for.
+    public func blobChunks(_ key: String, chunkSize: Int = Database.blobChunkSize) -> BlobChunks {
+        BlobChunks(database: self, key: key, chunkSize: max(1, chunkSize))
+    }
+
+    /// Writes a blob to `url` (replacing it), chunk by chunk; on failure the file is removed.
+    public func downloadBlob(_ key: String, to url: URL) async throws(SofaError) {
+        let writer: FileChunkWriter
+        do { writer = try FileChunkWriter(url: url) } catch {
+            throw SofaError(.cantOpenFile, "cannot create \(url.path): \(error.localizedDescription)")
+        }
+        do {
+            for try await chunk in blobChunks(key) { try await writer.write(chunk) }
+            try await writer.close()
+        } catch {
+            try? await writer.close()
+            try? FileManager.default.removeItem(at: url)
+            throw error as? SofaError ?? SofaError(.ioError, "cannot write \(url.path): \(error)")
+        }
+    }
+}
+
+/// A blob's bytes, pulled range by range: each `next()` makes one `blobRead` call.
+public struct BlobChunks: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    public typealias Failure = SofaError
+    let database: Database
+    let key: String
+    let chunkSize: Int
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let chunks: BlobChunks
+        var offset: UInt64 = 0
+        var total: UInt64?
+
+        public mutating func next() async throws(SofaError) -> [UInt8]? { try await next(isolation: nil) }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SofaError) -> [UInt8]? {
+            if let total, offset >= total { return nil }
+            let (bytes, length) = try await chunks.database.readBlob(chunks.key, offset: offset, length: chunks.chunkSize)
+            total = length
+            if bytes.isEmpty {
+                guard offset >= length else { throw SofaError(.corruptData, "blob \(chunks.key) ended early at \(offset) of \(length) bytes") }
+                return nil
+            }
+            offset += UInt64(bytes.count)
+            return bytes
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+}
+
+/// An async sequence of chunks produced by a closure (nil = the end).
+struct BlobChunkSource: AsyncSequence {
+    typealias Element = [UInt8]
+    let produce: () async throws -> [UInt8]?
+
+    init(_ produce: @escaping () async throws -> [UInt8]?) { self.produce = produce }
+
+    init(whole bytes: [UInt8]) {
+        let box = OnceBox(bytes)
+        self.produce = { box.take() }
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let produce: () async throws -> [UInt8]?
+        mutating func next() async throws -> [UInt8]? { try await produce() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(produce: produce) }
+}
+
+private final class OnceBox {
+    var value: [UInt8]?
+    init(_ value: [UInt8]) { self.value = value }
+    func take() -> [UInt8]? { defer { value = nil }; return value }
+}
+
+/// Reads a file in chunks on its own serial queue (file reads block).
+final class FileChunkReader: Sendable {
+    private let handle: FileHandle
+    private let queue = DispatchQueue(label: "sofa.client.blob-read")
+
+    init(url: URL) throws { handle = try FileHandle(forReadingFrom: url) }
+
+    deinit { try? handle.close() }
+
+    /// The next `count` bytes, or nil at the end.
+    func next(_ count: Int) async throws -> [UInt8]? {
+        let handle = self.handle
+        let result: Result<[UInt8]?, any Error> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result {
+                    guard let data = try handle.read(upToCount: count), !data.isEmpty else { return nil }
+                    return [UInt8](data)
+                })
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// Writes a file in chunks on its own serial queue (file writes block).
+final class FileChunkWriter: Sendable {
+    private let handle: FileHandle
+    private let queue = DispatchQueue(label: "sofa.client.blob-write")
+
+    init(url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw SofaError(.cantOpenFile, "cannot create \(url.path)")
+        }
+        handle = try FileHandle(forWritingTo: url)
+    }
+
+    func write(_ bytes: [UInt8]) async throws { try await run { try $0.write(contentsOf: bytes) } }
+
+    func close() async throws { try await run { try $0.synchronize(); try $0.close() } }
+
+    private func run(_ body: @escaping @Sendable (FileHandle) throws -> Void) async throws {
+        let handle = self.handle
+        let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Result { try body(handle) }) }
+        }
+        try result.get()
+    }
+}
