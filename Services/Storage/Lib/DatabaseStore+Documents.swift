@@ -104,6 +104,11 @@ extension Transaction {
                 return .failure(.conflict("document '\(write.id)': revision \(given) is not the current one (\(existing.rev))"))
             }
         }
+        let hasAttachments: Bool
+        switch checkBlobReferences(write.body, id: write.id) {
+        case .success(let found): hasAttachments = found
+        case .failure(let error): return .failure(error)
+        }
         var updated: DocumentContent
         let rev: DocumentVersion
         switch content {
@@ -113,7 +118,8 @@ extension Transaction {
                 return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
             }
             let revID = try tree.addRevision(parent: parent, canonicalBody: write.canonicalBody,
-                                             compactBody: write.compactBody, deleted: write.deleted)
+                                             compactBody: write.compactBody, deleted: write.deleted,
+                                             hasAttachments: hasAttachments)
             updated = .tree(tree)
             rev = .revID(revID)
         case .vector(var doc)?:
@@ -126,7 +132,8 @@ extension Transaction {
             case .revisionTrees:
                 var tree = RevTree()
                 let revID = try tree.addRevision(parent: nil, canonicalBody: write.canonicalBody,
-                                                 compactBody: write.compactBody, deleted: write.deleted)
+                                                 compactBody: write.compactBody, deleted: write.deleted,
+                                             hasAttachments: hasAttachments)
                 updated = .tree(tree)
                 rev = .revID(revID)
             case .versionVectors:

@@ -117,24 +117,16 @@ extension DatabaseStore {
     /// then checkpoints the WAL and VACUUMs. Returns how many revisions were pruned.
     @discardableResult
     public func compact() async throws(SofaError) -> Int {
+        try await compactWithBlobs().pruned
+    }
+
+    /// As `compact()`, and also deletes the blob files no kept revision references (see
+    /// `removeUnreferencedBlobs`). Returns both counts.
+    public func compactWithBlobs() async throws(SofaError) -> (pruned: Int, blobsRemoved: Int) {
         let depth = maxRevTreeDepth
-        let pruned = try await perform { (tx: Transaction) throws(SofaError) -> Result<Int, SofaError> in
-            guard tx.store.versioning == .revisionTrees else { return .success(0) }
-            var pruned = 0
-            for collection in tx.store.liveCollections {
-                var rows: [(String, [UInt8], [UInt8])] = []
-                try tx.db.run("SELECT key, body, extra FROM \(collection.table) WHERE length(extra) > 0") { row in
-                    rows.append((row.text(0), row.blob(1), row.blob(2)))
-                }
-                for (key, body, extra) in rows {
-                    guard var tree = RevTree.tryDecode(extra, currentBody: body) else { continue }
-                    pruned += tree.prune(maxDepth: depth)
-                    tree.removeNonLeafBodies()
-                    guard let columns = tree.recordColumns(), columns.extra != extra else { continue }
-                    try tx.db.run("UPDATE \(collection.table) SET extra = ? WHERE key = ?", [.blob(columns.extra), .text(key)])
-                }
-            }
-            return .success(pruned)
+        let (pruned, blobsRemoved) = try await perform { (tx: Transaction) throws(SofaError) -> Result<(Int, Int), SofaError> in
+            let pruned = try tx.pruneTrees(maxDepth: depth)
+            return .success((pruned, try tx.store.removeUnreferencedBlobs(tx)))
         }
         let result: Result<Void, SofaError> = await withCheckedContinuation { continuation in
             writerQueue.async {
@@ -144,6 +136,28 @@ extension DatabaseStore {
             }
         }
         try result.get()
+        return (pruned, blobsRemoved)
+    }
+}
+
+extension Transaction {
+    /// Prunes every revision tree and drops the bodies of non-leaf revisions; 0 for version vectors.
+    func pruneTrees(maxDepth depth: Int) throws(SofaError) -> Int {
+        guard store.versioning == .revisionTrees else { return 0 }
+        var pruned = 0
+        for collection in store.liveCollections {
+            var rows: [(String, [UInt8], [UInt8])] = []
+            try db.run("SELECT key, body, extra FROM \(collection.table) WHERE length(extra) > 0") { row in
+                rows.append((row.text(0), row.blob(1), row.blob(2)))
+            }
+            for (key, body, extra) in rows {
+                guard var tree = RevTree.tryDecode(extra, currentBody: body) else { continue }
+                pruned += tree.prune(maxDepth: depth)
+                tree.removeNonLeafBodies()
+                guard let columns = tree.recordColumns(), columns.extra != extra else { continue }
+                try db.run("UPDATE \(collection.table) SET extra = ? WHERE key = ?", [.blob(columns.extra), .text(key)])
+            }
+        }
         return pruned
     }
 }

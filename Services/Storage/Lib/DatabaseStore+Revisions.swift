@@ -125,6 +125,11 @@ extension Transaction {
             return .failure(SofaError(.badDocID, "invalid document ID '\(id)' for an insert with history"))
         }
         guard let first = insertion.history.first else { return .failure(.invalid("document '\(id)': the history is empty")) }
+        let hasAttachments: Bool
+        switch checkBlobReferences(insertion.body, id: id) {
+        case .success(let found): hasAttachments = found
+        case .failure(let error): return .failure(error)
+        }
         let body = DatabaseStore.bodyBytes(insertion.body)
         let (row, content): (DocumentRow?, DocumentContent?)
         do throws(SofaError) { (row, content) = try loadContent(id, collection) } catch { return .failure(error) }
@@ -145,7 +150,7 @@ extension Transaction {
             if case .tree(let existing)? = content { tree = existing } else { tree = RevTree() }
             let result: RevTree.InsertResult
             do throws(SofaError) {
-                result = try tree.insert(history: history, body: body, deleted: insertion.deleted,
+                result = try tree.insert(history: history, body: body, deleted: insertion.deleted, hasAttachments: hasAttachments,
                                          remote: DatabaseStore.replicationRemote, allowConflict: true)
             } catch {
                 return .failure(error)
@@ -189,6 +194,7 @@ extension Transaction {
 
     func resolve(_ request: ConflictResolutionRequest, in collection: CollectionName) throws(SofaError) -> Result<WriteResult, SofaError> {
         let id = request.id
+        if case .failure(let error) = checkBlobReferences(request.mergedBody, id: id) { return .failure(error) }
         let content: DocumentContent?
         do throws(SofaError) { (_, content) = try loadContent(id, collection) } catch { return .failure(error) }
         switch content {

@@ -179,7 +179,7 @@ extension Transaction {
     @discardableResult
     func save(_ content: inout DocumentContent, id: String, in collection: CollectionName) throws(SofaError) -> UInt64 {
         let sequence = try nextSequence(collection)
-        let columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
+        var columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
         let rev: String
         switch content {
         case .tree(var tree):
@@ -194,6 +194,9 @@ extension Transaction {
             columns = (doc.current.vector.binary, doc.current.body, doc.extra, doc.flags)
             rev = doc.current.rev
         }
+        // The flag describes the current revision, whichever write made it current; its
+        // references were checked when it was written.
+        if !BlobReference.tolerantFind(inStored: columns.body).isEmpty { columns.flags.insert(.hasAttachments) }
         try db.run("""
             INSERT INTO \(collection.table) (key, sequence, flags, version, body, extra) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,

@@ -178,7 +178,9 @@ public final class StorageService: Sendable {
             try await db.rawDelete(store: store, key: key)
             return .none
         case .compact:
-            try await db.compact()
+            let outcome = try await db.compactWithBlobs()
+            logger.info("compacted", metadata: ["database": "\(db.name)", "pruned": "\(outcome.pruned)",
+                                                "blobsRemoved": "\(outcome.blobsRemoved)"])
             return .none
         default:
             throw SofaError(.unimplemented, "sofa-storage does not serve \(operation.name)")

@@ -1,0 +1,234 @@
+public import SofaCore
+internal import Foundation
+
+/// The blobs a document body references, as LiteCore recognises them:
+///
+/// * any dictionary, at any depth, with `"@type":"blob"` and a `"digest"` string, e.g.
+///   `{"photo":{"@type":"blob","digest":"sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E=","length":37}}`;
+/// * every value with a `"digest"` in the top-level CouchDB-style `_attachments` dictionary, e.g.
+///   `{"_attachments":{"a.txt":{"digest":"sha1-…","length":37,"stub":true}}}`.
+///
+/// A digest is `sha1-` + the 28-character padded base64 of 20 bytes; anything else is refused
+/// with `.invalidParameter` naming the path. The blob's file in `<db>.sofa/Attachments/` is the
+/// base64 with `/` replaced by `_`, then `.blob` (the mapping of sofa-blob's `BlobKey`, repeated
+/// here so storage does not depend on the blob service).
+///
+/// Storage reads bodies here only for this: a revision that references a blob the store lacks is
+/// refused, and compaction must know which blob files are still referenced.
+public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
+    /// The 28 base64 characters after `sha1-`.
+    public let base64: String
+
+    public static let prefix = "sha1-"
+    public static let fileExtension = ".blob"
+
+    /// Parses `sha1-<28 base64 characters>`; throws `.invalidParameter` naming `path` otherwise.
+    public static func parse(_ digest: String, path: String = "digest") throws(SofaError) -> BlobReference {
+        guard let reference = tryParse(digest) else {
+            throw SofaError.invalid("invalid blob digest \(String(reflecting: digest)) at \(path): expected \"sha1-\" followed by the 28-character base64 of a SHA-1 digest")
+        }
+        return reference
+    }
+
+    /// As `parse`, returning nil instead of throwing.
+    public static func tryParse(_ digest: String) -> BlobReference? {
+        guard digest.utf8.count == prefix.utf8.count + 28, digest.hasPrefix(prefix) else { return nil }
+        let base = String(digest.dropFirst(prefix.count))
+        // Canonical padded base64 of 20 bytes: decodes to 20 bytes and encodes back identically.
+        guard base.hasSuffix("="), let data = Data(base64Encoded: base), data.count == 20,
+              data.base64EncodedString() == base else { return nil }
+        return BlobReference(base64: base)
+    }
+
+    /// The reference a file of `Attachments/` is named for; nil for any other name.
+    public init?(fileName: String) {
+        guard fileName.hasSuffix(Self.fileExtension) else { return nil }
+        let base = String(fileName.dropLast(Self.fileExtension.count)).replacingOccurrences(of: "_", with: "/")
+        guard !base.contains("_"), let reference = Self.tryParse(Self.prefix + base) else { return nil }
+        self = reference
+    }
+
+    private init(base64: String) { self.base64 = base64 }
+
+    /// `sha1-<base64>`.
+    public var description: String { Self.prefix + base64 }
+
+    /// `<base64 with _ for />.blob`.
+    public var fileName: String { base64.replacingOccurrences(of: "/", with: "_") + Self.fileExtension }
+
+    /// Every blob `body` references, with the first malformed digest refused.
+    public static func find(in body: JSON) throws(SofaError) -> Set<BlobReference> {
+        var found: Set<BlobReference> = []
+        try collect(body, path: "", topLevel: true, into: &found)
+        return found
+    }
+
+    /// Cheap pre-check on stored compact JSON: a body without the bytes `"digest"` references
+    /// nothing, so it need not be parsed.
+    static func mayReference(_ compactBody: [UInt8]) -> Bool {
+        let needle = Array("\"digest\"".utf8)
+        guard compactBody.count >= needle.count else { return false }
+        var i = 0
+        let last = compactBody.count - needle.count
+        while i <= last {
+            if compactBody[i] == needle[0], Array(compactBody[i..<i + needle.count]) == needle { return true }
+            i += 1
+        }
+        return false
+    }
+
+    /// The references of a stored body; a body that does not parse, or has a malformed digest,
+    /// counts for what it validly references (compaction must not fail over one odd revision, and
+    /// keeping a file is always safe).
+    static func tolerantFind(inStored body: [UInt8]) -> Set<BlobReference> {
+        guard mayReference(body), let json = JSON.tryParse(body) else { return [] }
+        var found: Set<BlobReference> = []
+        collectTolerant(json, topLevel: true, into: &found)
+        return found
+    }
+
+    private static func collect(_ value: JSON, path: String, topLevel: Bool, into found: inout Set<BlobReference>) throws(SofaError) {
+        switch value {
+        case .object(let object):
+            if object["@type"]?.stringValue == "blob", case .string(let digest)? = object["digest"] {
+                found.insert(try parse(digest, path: path + ".digest"))
+            }
+            for (key, child) in object {
+                let childPath = path.isEmpty ? key : "\(path).\(key)"
+                if topLevel, key == "_attachments", case .object(let attachments) = child {
+                    for (name, stub) in attachments {
+                        if case .string(let digest)? = stub.objectValue?["digest"] {
+                            found.insert(try parse(digest, path: "_attachments.\(name).digest"))
+                        }
+                    }
+                }
+                try collect(child, path: childPath, topLevel: false, into: &found)
+            }
+        case .array(let array):
+            for (index, child) in array.enumerated() {
+                try collect(child, path: "\(path)[\(index)]", topLevel: false, into: &found)
+            }
+        default:
+            break
+        }
+    }
+
+    private static func collectTolerant(_ value: JSON, topLevel: Bool, into found: inout Set<BlobReference>) {
+        switch value {
+        case .object(let object):
+            if object["@type"]?.stringValue == "blob", let digest = object["digest"]?.stringValue,
+               let reference = tryParse(digest) {
+                found.insert(reference)
+            }
+            for (key, child) in object {
+                if topLevel, key == "_attachments", case .object(let attachments) = child {
+                    for (_, stub) in attachments {
+                        if let digest = stub.objectValue?["digest"]?.stringValue, let reference = tryParse(digest) {
+                            found.insert(reference)
+                        }
+                    }
+                }
+                collectTolerant(child, topLevel: false, into: &found)
+            }
+        case .array(let array):
+            for child in array { collectTolerant(child, topLevel: false, into: &found) }
+        default:
+            break
+        }
+    }
+}
+
+extension DatabaseStore {
+    /// `<db>.sofa/Attachments/`, shared with sofa-blob.
+    var attachmentsDirectory: URL { directory.appendingPathComponent("Attachments", isDirectory: true) }
+}
+
+extension Transaction {
+    /// Checks a revision about to be written: its references must be well-formed and every blob
+    /// must be in the store. Returns whether it references any (the hasAttachments flag), or the
+    /// refusal — returned, not thrown, so only this write is refused and the batch goes on.
+    func checkBlobReferences(_ body: JSON?, id: String) -> Result<Bool, SofaError> {
+        guard let body else { return .success(false) }
+        let references: Set<BlobReference>
+        do throws(SofaError) {
+            references = try BlobReference.find(in: body)
+        } catch {
+            return .failure(.invalid("document '\(id)': \(error.message)"))
+        }
+        let folder = store.attachmentsDirectory
+        for reference in references.sorted(by: { $0.base64 < $1.base64 }) {
+            let path = folder.appendingPathComponent(reference.fileName).path
+            guard FileManager.default.fileExists(atPath: path) else {
+                return .failure(.notFound("document '\(id)' references blob \(reference) which is not in database '\(store.name)'; upload it first"))
+            }
+        }
+        return .success(!references.isEmpty)
+    }
+
+    /// Every blob referenced by a revision still kept, in every collection: current bodies, the
+    /// bodies kept in revision trees, and a version-vector document's conflicts.
+    func referencedBlobs() throws(SofaError) -> Set<BlobReference> {
+        var referenced: Set<BlobReference> = []
+        for collection in store.liveCollections {
+            var rows: [DocumentRow] = []
+            try db.run("SELECT \(DocumentRow.columns) FROM \(collection.table)") { row throws(SofaError) in
+                rows.append(try DocumentRow(row))
+            }
+            for row in rows where !row.isPurged {
+                referenced.formUnion(BlobReference.tolerantFind(inStored: row.body))
+                guard !row.extra.isEmpty else { continue }
+                switch store.versioning {
+                case .revisionTrees:
+                    // Kept bodies live in the encoded tree; scanning the whole encoding for digest
+                    // strings is not possible without decoding, so decode.
+                    guard let tree = RevTree.tryDecode(row.extra, currentBody: row.body) else {
+                        throw SofaError(.corruptRevisionData, "document '\(row.key)' has unreadable revisions; not deleting any blob")
+                    }
+                    for revision in tree.revisions {
+                        if let body = revision.body { referenced.formUnion(BlobReference.tolerantFind(inStored: body)) }
+                    }
+                case .versionVectors:
+                    guard let doc = try? VectorDocument(row: row) else {
+                        throw SofaError(.corruptRevisionData, "document '\(row.key)' has unreadable conflicts; not deleting any blob")
+                    }
+                    for conflict in doc.conflicts {
+                        referenced.formUnion(BlobReference.tolerantFind(inStored: conflict.body))
+                    }
+                }
+            }
+        }
+        return referenced
+    }
+}
+
+extension DatabaseStore {
+    /// How old an unreferenced blob file must be before compaction deletes it.
+    static let blobGracePeriod: TimeInterval = 60
+
+    /// Deletes every `.blob` file of `Attachments/` that no kept revision references. Runs in the
+    /// writer's transaction, so no write can add a reference between the scan and the deletions.
+    /// Crash-safe by construction: only unreferenced files are ever deleted, one at a time.
+    ///
+    /// A file modified in the last `blobGracePeriod` seconds is kept even when unreferenced: it
+    /// may be an upload that has just finished, whose document is not written yet.
+    func removeUnreferencedBlobs(_ tx: Transaction, now: Date = Date()) throws(SofaError) -> Int {
+        let folder = attachmentsDirectory
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        } catch {
+            return 0   // no Attachments folder: no blob was ever stored
+        }
+        let referenced = try tx.referencedBlobs()
+        var removed = 0
+        for name in names {
+            guard let reference = BlobReference(fileName: name), !referenced.contains(reference) else { continue }
+            let path = folder.appendingPathComponent(name).path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                  let modified = attributes[.modificationDate] as? Date,
+                  now.timeIntervalSince(modified) >= Self.blobGracePeriod else { continue }
+            if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
+        }
+        return removed
+    }
+}

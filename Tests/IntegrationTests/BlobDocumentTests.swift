@@ -1,0 +1,81 @@
+import Foundation
+import SofaClient
+import Testing
+
+/// Documents that reference blobs, end to end: SDK → gateway → sofa-storage, with the blobs
+/// uploaded through sofa-blob into the shared data directory.
+@Suite(.serialized) struct BlobDocumentTests {
+    private static func attachments(_ cluster: Cluster, _ db: String) -> URL {
+        cluster.directory.appendingPathComponent("data/\(db).sofa/Attachments", isDirectory: true)
+    }
+
+    private static func blobFile(_ cluster: Cluster, _ db: String, _ key: String) -> String {
+        attachments(cluster, db)
+            .appendingPathComponent(String(key.dropFirst(5)).replacingOccurrences(of: "/", with: "_") + ".blob").path
+    }
+
+    private static func photo(_ key: String, _ length: Int) -> String {
+        #"{"photo":{"@type":"blob","digest":"\#(key)","length":\#(length),"content_type":"image/png"}}"#
+    }
+
+    /// A document may reference an uploaded blob, not one never uploaded; a malformed digest is
+    /// refused; compaction keeps a referenced blob and removes it once nothing references it.
+    @Test func documentsReferenceUploadedBlobsOnly() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("photos")
+            let content = Array("not really a PNG, but a blob all the same".utf8)
+            let info = try await db.putBlob(content)
+
+            let saved = try await db.put(id: "cat", json: Self.photo(info.key, content.count))
+            #expect(try await db.get(id: "cat").rev == saved.rev)
+
+            // A digest never uploaded: refused, naming the digest, and nothing written.
+            let missing = "sha1-" + Data(repeating: 0xAB, count: 20).base64EncodedString()
+            let error = await #expect(throws: SofaError.self) {
+                _ = try await db.put(id: "dog", json: Self.photo(missing, 10))
+            }
+            #expect(error?.is(.notFound) == true, "\(String(describing: error))")
+            #expect(error?.message.contains(missing) == true, "\(String(describing: error))")
+            await #expect(throws: SofaError.self) { _ = try await db.get(id: "dog") }
+
+            // The CouchDB-style stub is checked too, and a malformed digest is a bad parameter.
+            let stub = await #expect(throws: SofaError.self) {
+                _ = try await db.put(id: "couch", json: #"{"_attachments":{"a.png":{"digest":"\#(missing)","stub":true}}}"#)
+            }
+            #expect(stub?.is(.notFound) == true, "\(String(describing: stub))")
+            let bad = await #expect(throws: SofaError.self) {
+                _ = try await db.put(id: "bad", json: Self.photo("sha1-nope", 1))
+            }
+            #expect(bad?.is(.invalidParameter) == true, "\(String(describing: bad))")
+
+            // Back-date the blob past compaction's grace period for recent uploads: still
+            // referenced, so compaction keeps it and it still reads back.
+            let file = Self.blobFile(cluster, "photos", info.key)
+            #expect(FileManager.default.fileExists(atPath: file))
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: file)
+            try await db.compact()
+            #expect(FileManager.default.fileExists(atPath: file))
+            #expect(try await db.blob(info.key) == content)
+
+            // Once the only referencing document is deleted, compaction removes the blob.
+            _ = try await db.delete(id: "cat", rev: saved.rev)
+            try await db.compact()
+            #expect(!FileManager.default.fileExists(atPath: file))
+            // And a new document can no longer reference it.
+            await #expect(throws: SofaError.self) {
+                _ = try await db.put(id: "cat2", json: Self.photo(info.key, content.count))
+            }
+        }
+    }
+
+    /// A blob uploaded moments ago that nothing references yet survives compaction.
+    @Test func recentUnreferencedBlobSurvivesCompaction() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("photos")
+            let info = try await db.putBlob(Array("fresh upload".utf8))
+            try await db.compact()
+            #expect(FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", info.key)))
+            _ = try await db.put(id: "later", json: Self.photo(info.key, 12))
+        }
+    }
+}

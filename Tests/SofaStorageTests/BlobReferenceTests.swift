@@ -1,0 +1,169 @@
+import Foundation
+import SofaCore
+@testable import SofaStorage
+import Testing
+
+/// A well-formed digest of 20 bytes all equal to `byte` (0xFF gives one with `/` in it).
+private func digest(_ byte: UInt8) -> String { "sha1-" + Data(repeating: byte, count: 20).base64EncodedString() }
+
+/// Creates the blob file for `digest` in the database's Attachments folder, as sofa-blob would,
+/// optionally with an old modification time.
+@discardableResult
+private func storeBlob(_ db: DatabaseStore, _ digest: String, age: TimeInterval = 0) throws -> String {
+    let folder = db.attachmentsDirectory
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let name = try #require(BlobReference.tryParse(digest)).fileName
+    let path = folder.appendingPathComponent(name).path
+    #expect(FileManager.default.createFile(atPath: path, contents: Data("content".utf8)))
+    if age > 0 {
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: path)
+    }
+    return path
+}
+
+private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionName = .default) async throws -> DocumentFlags? {
+    try await db.read { () throws(SofaError) -> DocumentFlags? in
+        try DocumentRow.load(db.reader, collection, id)?.flags
+    }
+}
+
+@Suite struct BlobReferenceTests {
+    /// One row per rule: body → the digests found (nil: refused as invalid).
+    static let findTable: [(String, [String]?)] = [
+        (#"{"a":1}"#, []),
+        (#"{"photo":{"@type":"blob","digest":"\#(digest(1))","length":7}}"#, [digest(1)]),
+        (#"{"a":{"b":[{"c":{"@type":"blob","digest":"\#(digest(2))"}}]}}"#, [digest(2)]),
+        (#"{"_attachments":{"x.txt":{"digest":"\#(digest(3))","stub":true},"y":{"digest":"\#(digest(0xFF))"}}}"#,
+         [digest(3), digest(0xFF)]),
+        (#"{"photo":{"@type":"image","digest":"not checked"}}"#, []),          // not a blob dictionary
+        (#"{"inner":{"_attachments":{"x":{"digest":"not checked"}}}}"#, []),   // only the top-level one
+        (#"{"photo":{"@type":"blob","digest":"sha1-short"}}"#, nil),
+        (#"{"photo":{"@type":"blob","digest":"md5-\#(Data(count: 20).base64EncodedString())"}}"#, nil),
+        (#"{"_attachments":{"x":{"digest":"sha1-AAAAAAAAAAAAAAAAAAAAAAAAAAA"}}}"#, nil),
+    ]
+
+    @Test(arguments: findTable)
+    func findsReferences(_ body: String, _ expected: [String]?) throws {
+        let json = try JSON.parse(body)
+        if let expected {
+            #expect(Set(try BlobReference.find(in: json).map(\.description)) == Set(expected), "\(body)")
+        } else {
+            #expect(throws: SofaError.self, "\(body)") { try BlobReference.find(in: json) }
+        }
+    }
+
+    @Test func fileNameMapping() throws {
+        let reference = try BlobReference.parse(digest(0xFF))
+        #expect(reference.fileName == "__________________________8=.blob")
+        #expect(BlobReference(fileName: reference.fileName) == reference)
+        #expect(BlobReference(fileName: "x.blob") == nil)
+        #expect(BlobReference(fileName: "incoming-1234.tmp") == nil)
+    }
+
+    @Test(arguments: [Versioning.revisionTrees, .versionVectors])
+    func referencedBlobIsAcceptedAndFlagged(_ versioning: Versioning) async throws {
+        try await withEngine { engine in
+            try await engine.createDatabase("db", versioning: versioning)
+            let db = try await engine.database("db")
+            try storeBlob(db, digest(1))
+            try storeBlob(db, digest(0xFF))
+            _ = try await db.write(put("nested", try json(#"{"a":[{"b":{"@type":"blob","digest":"\#(digest(1))"}}]}"#)))
+            _ = try await db.write(put("couch", try json(#"{"_attachments":{"p.png":{"digest":"\#(digest(0xFF))","stub":true}}}"#)))
+            let plain = try await db.write(put("plain", try json(#"{"digest":"\#(digest(9))"}"#)))
+            #expect(try await flags(db, "nested")?.contains(.hasAttachments) == true)
+            #expect(try await flags(db, "couch")?.contains(.hasAttachments) == true)
+            #expect(try await flags(db, "plain")?.contains(.hasAttachments) == false)
+            // A new revision without references clears the flag.
+            _ = try await db.write(put("nested", [:], parent: try await db.read(id: "nested").rev))
+            #expect(try await flags(db, "nested")?.contains(.hasAttachments) == false)
+            _ = plain
+        }
+    }
+
+    @Test(arguments: [Versioning.revisionTrees, .versionVectors])
+    func missingBlobIsRefusedAndNothingIsWritten(_ versioning: Versioning) async throws {
+        try await withEngine { engine in
+            try await engine.createDatabase("db", versioning: versioning)
+            let db = try await engine.database("db")
+            let body = try json(#"{"photo":{"@type":"blob","digest":"\#(digest(7))","length":7}}"#)
+            let error = await expectError(.notFound) { try await db.write(put("doc", body)) }
+            #expect(error?.message.contains(digest(7)) == true, "\(String(describing: error))")
+            await expectError(.notFound) { try await db.read(id: "doc") }
+            #expect(try await flags(db, "doc") == nil)
+
+            // In a bulk write only that item is refused.
+            try storeBlob(db, digest(8))
+            let good = try json(#"{"photo":{"@type":"blob","digest":"\#(digest(8))"}}"#)
+            let results = try await db.bulk([.write(put("bad", body)), .write(put("good", good))])
+            #expect(throws: SofaError.self) { try results[0].get() }
+            #expect(throws: Never.self) { try results[1].get() }
+            await expectError(.notFound) { try await db.read(id: "bad") }
+            #expect(try await db.read(id: "good").body == good.compactBytes())
+
+            // Nor through an insert with history.
+            let history = versioning == .revisionTrees ? ["1-abc"] : ["1@cafe"]
+            await expectError(.notFound) { try await db.insert(RevisionInsertion(id: "replicated", history: history, body: body)) }
+            await expectError(.notFound) { try await db.read(id: "replicated") }
+
+            // A deletion without a body needs nothing.
+            let rev = try await db.read(id: "good").rev
+            _ = try await db.write(put("good", [:], parent: rev, deleted: true))
+        }
+    }
+
+    @Test func badDigestIsRefusedNamingThePath() async throws {
+        try await withDatabase { _, db in
+            let body = try json(#"{"a":{"photo":{"@type":"blob","digest":"sha1-nope"}}}"#)
+            let error = await expectError(.invalidParameter) { try await db.write(put("doc", body)) }
+            #expect(error?.message.contains("a.photo.digest") == true, "\(String(describing: error))")
+            let couch = try json(#"{"_attachments":{"f.txt":{"digest":"sha1-nope"}}}"#)
+            let error2 = await expectError(.invalidParameter) { try await db.write(put("doc", couch)) }
+            #expect(error2?.message.contains("_attachments.f.txt.digest") == true, "\(String(describing: error2))")
+            await expectError(.notFound) { try await db.read(id: "doc") }
+        }
+    }
+
+    @Test(arguments: [Versioning.revisionTrees, .versionVectors])
+    func compactionDeletesOnlyOldUnreferencedBlobs(_ versioning: Versioning) async throws {
+        try await withEngine { engine in
+            try await engine.createDatabase("db", versioning: versioning)
+            let db = try await engine.database("db")
+            let hour: TimeInterval = 3600
+            let referenced = try storeBlob(db, digest(1), age: hour)
+            let inOtherCollection = try storeBlob(db, digest(2), age: hour)
+            let inConflict = try storeBlob(db, digest(3), age: hour)
+            let oldUnreferenced = try storeBlob(db, digest(4), age: hour)
+            let oncereferenced = try storeBlob(db, digest(5), age: hour)
+            let recentUnreferenced = try storeBlob(db, digest(6))
+            let other = db.attachmentsDirectory.appendingPathComponent("incoming-upload.tmp").path
+            #expect(FileManager.default.createFile(atPath: other, contents: Data()))
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-hour)], ofItemAtPath: other)
+
+            func blob(_ n: UInt8) throws -> JSON { try json(#"{"f":{"@type":"blob","digest":"\#(digest(n))"}}"#) }
+            _ = try await db.write(put("keep", try blob(1)))
+            let collection = try CollectionName(parsing: "s.c")
+            try await db.createCollection(collection)
+            _ = try await db.write(put("keep2", try blob(2)), in: collection)
+            // A conflicting revision (kept as a leaf) references digest 3.
+            let base = try await db.write(put("conflicted", [:]))
+            _ = try await db.write(put("conflicted", ["x": 1], parent: base.rev))
+            let remote = versioning == .revisionTrees ? ["2-ffff", base.rev.ascii] : ["1@beef"]
+            _ = try await db.insert(RevisionInsertion(id: "conflicted", history: remote, body: try blob(3)))
+            // Referenced, then the document deleted.
+            let gone = try await db.write(put("gone", try blob(5)))
+            _ = try await db.write(put("gone", [:], parent: gone.rev, deleted: true))
+
+            let outcome = try await db.compactWithBlobs()
+            #expect(outcome.blobsRemoved == 2)
+            let fm = FileManager.default
+            #expect(fm.fileExists(atPath: referenced))
+            #expect(fm.fileExists(atPath: inOtherCollection))
+            #expect(fm.fileExists(atPath: inConflict))
+            #expect(!fm.fileExists(atPath: oldUnreferenced))
+            #expect(fm.fileExists(atPath: recentUnreferenced), "recent files may be uploads not yet referenced")
+            #expect(fm.fileExists(atPath: other), "files that are not blobs are not compaction's business")
+            // Compaction drops the body of the deleted document's old revision first.
+            #expect(!fm.fileExists(atPath: oncereferenced))
+        }
+    }
+}
