@@ -110,7 +110,7 @@ import Testing
             let connected = ContinuousClock.now + .seconds(10)
             while true {
                 do { _ = try await bus.call(.health(service: "")); break } catch let error as SofaError where error.is(.unavailable) && ContinuousClock.now < connected {
-                    try await Task.sleep(for: .milliseconds(20))
+                    try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
                 }
             }
             let content = pseudoRandomBytes(10_000, seed: 3)
@@ -350,7 +350,7 @@ private struct BytesStream: AsyncSequence {
         #expect(try temporaryFiles(data).count == 1)
         let deadline = ContinuousClock.now + .seconds(10)
         while await transfer.openSessions > 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
         }
         #expect(await transfer.openSessions == 0)
         #expect(try temporaryFiles(data).isEmpty)

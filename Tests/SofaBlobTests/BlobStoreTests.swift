@@ -176,8 +176,7 @@ import Testing
 }
 
 /// Results gathered from concurrent threads.
-final class Keys: @unchecked Sendable {
-    // Safe: every access goes through `lock`.
+final class Keys: @unchecked Sendable {  // safe: every access goes through the lock
     private let lock = NSLock()
     private var results: [Result<BlobKey, any Error>] = []
     func add(_ result: Result<BlobKey, any Error>) { lock.withLock { results.append(result) } }

@@ -244,8 +244,7 @@ public actor BlobTransfer {
 }
 
 /// A value confined to one serial queue: only ever touched by jobs running on it.
-final class Confined<Value>: @unchecked Sendable {
-    // Safe: every access happens inside a job of the owning StoreSlot's serial queue.
+final class Confined<Value>: @unchecked Sendable {  // safe: only touched by jobs on the owning serial queue
     var value: Value
     init(_ value: Value) { self.value = value }
 }
