@@ -42,6 +42,25 @@ import Testing
         }
     }
 
+    /// A 64 MiB blob from a file and back to a file, under sha1sum's key.
+    @Test func sixtyFourMebibytesThroughFiles() async throws {
+        try await Cluster.with(clientTimeout: .seconds(60)) { cluster in
+            let db = try await cluster.client.createDatabase("big")
+            let scratch = cluster.directory.appendingPathComponent("scratch")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            let file = scratch.appendingPathComponent("in-64m")
+            let size = 64 << 20
+            try Data(pseudoRandomBytes(size, seed: 64)).write(to: file)
+            let key = try sha1sumKey(of: file)
+            let info = try await db.putBlob(contentsOf: file, expectedKey: key)
+            #expect(info == BlobInfo(key: key, length: UInt64(size)))
+            let out = scratch.appendingPathComponent("out-64m")
+            try await db.downloadBlob(key, to: out)
+            #expect(try sha1sumKey(of: out) == key)
+            #expect(try FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int == size)
+        }
+    }
+
     /// Identical content uploaded twice at once is one blob; a wrong expected key stores nothing.
     @Test func concurrentIdenticalUploadsAndWrongExpectedKey() async throws {
         try await Cluster.with { cluster in
