@@ -119,7 +119,39 @@ extension Database {
             throw SofaError(.cantOpenFile, "cannot create \(url.path): \(error.localizedDescription)")
         }
         do {
-            for try await chunk in blobChunks(key) { try await writer.write(chunk) }
+            // Ranged reads pipelined (a window of 8 of 1 MiB), written in order: memory stays
+            // bounded by the window, and the round trips overlap.
+            let total = try await blobInfo(key).length
+            let chunk: UInt64 = 1 << 20
+            let window = 8
+            var nextToRequest: UInt64 = 0
+            var nextToWrite: UInt64 = 0
+            var arrived: [UInt64: [UInt8]] = [:]
+            try await withThrowingTaskGroup(of: (UInt64, [UInt8]).self) { group in
+                func request() {
+                    guard nextToRequest < total else { return }
+                    let offset = nextToRequest
+                    let length = Int(min(chunk, total - offset))
+                    nextToRequest += UInt64(length)
+                    group.addTask {
+                        let bytes = try await self.readBlob(key, offset: offset, length: length).bytes
+                        guard bytes.count == length else {
+                            throw SofaError(.corruptData, "blob \(key): read \(bytes.count) bytes at \(offset), expected \(length)")
+                        }
+                        return (offset, bytes)
+                    }
+                }
+                for _ in 0..<window { request() }
+                while let (offset, bytes) = try await group.next() {
+                    arrived[offset] = bytes
+                    while let ready = arrived.removeValue(forKey: nextToWrite) {
+                        try await writer.write(ready)
+                        nextToWrite += UInt64(ready.count)
+                    }
+                    request()
+                }
+            }
+            guard nextToWrite == total else { throw SofaError(.corruptData, "blob \(key): wrote \(nextToWrite) of \(total) bytes") }
             try await writer.close()
         } catch {
             try? await writer.close()

@@ -1,0 +1,120 @@
+internal import ArgumentParser
+internal import Foundation
+internal import SofaClient
+
+extension Bench {
+    /// `sofa bench blob`: a large blob up and down through the gateway, next to `cp` of the same
+    /// file on the same disk, and the peak resident memory of every Sofa process.
+    struct Blob: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload/download MB/s of a large blob through the gateway vs. cp, and each process's peak RSS.",
+            discussion: """
+                Starts a temporary cluster (so that it can read every process's peak resident memory, \\
+                VmHWM), writes a --megabytes file, times `cp` of it on the same disk, then uploads it \\
+                with the SDK from the file and downloads it back to a file. Plain store only: \\
+                encrypted stores are not served through the cluster yet.
+                """)
+        @Option(help: "Size of the blob in MiB.") var megabytes: Int = 1024
+
+        func run() async throws {
+            try await reporting {
+                let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-blob-\(getpid())")
+                try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: scratch) }
+                let supervisor = try Supervisor(.init(dataDirectory: scratch.appendingPathComponent("data"),
+                                                      gatewayPort: try freePort(), queryWorkers: 1, logLevel: "warning")) { _ in }
+                try await supervisor.start()
+                do {
+                    let figures = try await measure(supervisor, scratch: scratch)
+                    await supervisor.stop()
+                    printJSON(figures)
+                } catch {
+                    await supervisor.stop()
+                    throw error
+                }
+            }
+        }
+
+        private func measure(_ supervisor: Supervisor, scratch: URL) async throws -> JSON {
+            let bytes = max(1, megabytes) << 20
+            let source = scratch.appendingPathComponent("source.bin")
+            let sourcePath = source.path
+            try await onThread { try Self.writeFile(sourcePath, bytes: bytes) }
+            let copy = scratch.appendingPathComponent("copy.bin").path
+            let cpSeconds = try await onThread { try Self.timeCommand("/bin/cp", [sourcePath, copy]) }
+            try? FileManager.default.removeItem(atPath: copy)
+
+            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
+            defer { client.close() }
+            let db = try await client.createDatabase("bench-blob")
+            var started = ContinuousClock.now
+            let info = try await db.putBlob(contentsOf: source)
+            let upload = seconds(ContinuousClock.now - started)
+            let target = scratch.appendingPathComponent("download.bin")
+            started = ContinuousClock.now
+            try await db.downloadBlob(info.key, to: target)
+            let download = seconds(ContinuousClock.now - started)
+            let downloaded = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int) ?? -1
+            guard downloaded == bytes else {
+                throw SofaError(.corruptData, "downloaded \(downloaded) bytes of \(bytes)")
+            }
+            let mb = Double(bytes) / 1_048_576
+            var memory = JSONObject()
+            for name in supervisor.childNames {
+                if let pid = supervisor.pid(of: name), let peak = Self.peakResidentMiB(pid) { memory[name] = .double(peak) }
+            }
+            if let own = Self.peakResidentMiB(getpid()) { memory["sofa (client)"] = .double(own) }
+            let round = { (value: Double) -> JSON in .double((value * 10).rounded() / 10) }
+            return .object(JSONObject([
+                ("megabytes", .int(Int64(megabytes))),
+                ("cp_mb_per_s", round(mb / cpSeconds)),
+                ("upload_mb_per_s", round(mb / upload)), ("download_mb_per_s", round(mb / download)),
+                ("upload_ratio_to_cp", round(cpSeconds / upload)), ("download_ratio_to_cp", round(cpSeconds / download)),
+                ("peak_rss_mib", .object(memory)),
+            ]))
+        }
+
+        /// A file of `bytes` pseudo-random bytes (one random MiB repeated), written in 1 MiB steps.
+        static func writeFile(_ path: String, bytes: Int) throws {
+            var generator = SystemRandomNumberGenerator()
+            let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            FileManager.default.createFile(atPath: path, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            var written = 0
+            var counter: UInt64 = 0
+            while written < bytes {
+                var chunk = block
+                // Vary each MiB so no two are alike.
+                withUnsafeBytes(of: counter) { chunk.replaceSubrange(0..<8, with: $0) }
+                counter += 1
+                let count = min(chunk.count, bytes - written)
+                try handle.write(contentsOf: chunk.prefix(count))
+                written += count
+            }
+            try handle.synchronize()
+        }
+
+        /// Seconds a command takes (it must exit 0).
+        static func timeCommand(_ path: String, _ arguments: [String]) throws -> Double {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            let started = ContinuousClock.now
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw SofaError(.unexpectedError, "\(path) exited with \(process.terminationStatus)")
+            }
+            return seconds(ContinuousClock.now - started)
+        }
+
+        /// VmHWM (peak resident set) of a process, in MiB.
+        static func peakResidentMiB(_ pid: Int32) -> Double? {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                  let kib = Double(line.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") else { return nil }
+            return (kib / 1024 * 10).rounded() / 10
+        }
+    }
+}
