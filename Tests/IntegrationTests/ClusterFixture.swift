@@ -84,7 +84,7 @@ final class RawDealer {
     }
 
     /// The next message's last frame, waiting at most `timeoutMs`.
-    func receive(timeoutMs: Int32 = 5000) -> [UInt8]? {
+    func receive(timeoutMs: Int32 = 30_000) -> [UInt8]? {  // returns as soon as a reply is in
         var item = zmq_pollitem_t(socket: socket, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
         guard zmq_poll(&item, 1, Int(timeoutMs)) == 1 else { return nil }
         var last: [UInt8] = []

@@ -65,7 +65,7 @@ func callError(_ client: BusClient, _ operation: Op, timeout: Duration,
 /// collects replies until `count` arrived or `timeoutMs` passed. Lets a test send what a
 /// `BusClient` never would: garbage, several frames, oversized messages.
 func rawExchange(_ endpoint: String, _ messages: [[[UInt8]]], expecting count: Int,
-                 timeoutMs: UInt64 = 5000) async throws -> [[[UInt8]]] {
+                 timeoutMs: UInt64 = 30_000) async throws -> [[[UInt8]]] {  // ends as soon as the replies are in
     let result: Result<[[[UInt8]]], SofaError> = await withCheckedContinuation { continuation in
         let thread = Thread {
             do throws(SofaError) {
