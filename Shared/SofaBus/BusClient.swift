@@ -29,6 +29,10 @@ public final class BusClient: Sendable {
         var pending: [UInt64: Pending] = [:]
         var outbox: [(UInt64, [UInt8])] = []
         var closed = false
+        /// Whether a connection to the peer has completed its handshake (from the socket monitor).
+        var connected = false
+        var nextWaiter: UInt64 = 0
+        var connectionWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -102,6 +106,27 @@ public final class BusClient: Sendable {
         }
     }
 
+    /// Waits until a connection to the peer has completed its handshake (ZeroMQ connects in the
+    /// background), or `timeout` passes: true when connected. Driven by the socket monitor's events.
+    public func waitUntilConnected(timeout: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let waiter: UInt64? = state.withLock { state in
+                if state.connected || state.closed { return nil }
+                defer { state.nextWaiter += 1 }
+                state.connectionWaiters[state.nextWaiter] = continuation
+                return state.nextWaiter
+            }
+            guard let waiter else {
+                continuation.resume(returning: state.withLock { $0.connected })
+                return
+            }
+            Task {
+                try? await Task.sleep(for: timeout)  // the deadline of the wait
+                self.state.withLock { $0.connectionWaiters.removeValue(forKey: waiter) }?.resume(returning: false)
+            }
+        }
+    }
+
     /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
     public func close() {
         state.withLock { $0.closed = true }
@@ -134,7 +159,8 @@ extension BusClient {
             try socket.set(ZMQ_RECONNECT_IVL, 50)
             try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
             let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
-            guard zmq_socket_monitor(socket.handle, monitorEndpoint, ZMQ_EVENT_DISCONNECTED) == 0 else {
+            guard zmq_socket_monitor(socket.handle, monitorEndpoint,
+                                     ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0 else {
                 throw zmqError("zmq_socket_monitor")
             }
             monitor = try ZMQSocket(type: ZMQ_PAIR)
@@ -164,7 +190,7 @@ extension BusClient {
                 }
             }
             if ready[0] { receiveAll(socket) }
-            if ready[1] { connectionDropped(monitor) }
+            if ready[1] { monitorEvents(monitor) }
             let now = monotonicMs()
             if now &- lastScan >= 10 {
                 lastScan = now
@@ -176,10 +202,14 @@ extension BusClient {
         zmq_socket_monitor(socket.handle, nil, 0)
         withExtendedLifetime(monitor) {}
         withExtendedLifetime(socket) {}
-        let remaining = state.withLock { state in
-            defer { state.pending.removeAll() }
-            return state.pending
+        let (remaining, waiters) = state.withLock { state in
+            defer {
+                state.pending.removeAll()
+                state.connectionWaiters.removeAll()
+            }
+            return (state.pending, Array(state.connectionWaiters.values))
         }
+        for waiter in waiters { waiter.resume(returning: false) }
         for (id, pending) in remaining {
             pending.continuation.resume(returning: .failure(id, SofaError(.shuttingDown, "the connection to \(peerName) was closed")))
         }
@@ -193,9 +223,29 @@ extension BusClient {
         }
     }
 
-    /// The peer went away: calls already sent will get no answer on this connection.
-    private func connectionDropped(_ monitor: ZMQSocket) {
-        while (try? monitor.receive()) != nil {}
+    /// Connection events. A monitor message's first frame starts with the event as a 16-bit
+    /// little-endian number. After a disconnect, calls already sent will get no answer on this
+    /// connection; after a handshake, waiters for the connection are let go.
+    private func monitorEvents(_ monitor: ZMQSocket) {
+        var dropped = false
+        var last: Int32?
+        while case .message(let frames)? = try? monitor.receive() {
+            guard let head = frames.first, head.count >= 2 else { continue }
+            let event = Int32(head[0]) | Int32(head[1]) << 8
+            if event == ZMQ_EVENT_DISCONNECTED { dropped = true }
+            last = event
+        }
+        if let last {
+            let connected = last == ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+            let waiters = state.withLock { state in
+                state.connected = connected
+                guard connected else { return [CheckedContinuation<Bool, Never>]() }
+                defer { state.connectionWaiters.removeAll() }
+                return Array(state.connectionWaiters.values)
+            }
+            for waiter in waiters { waiter.resume(returning: true) }
+        }
+        guard dropped else { return }
         let lost = state.withLock { state in
             let ids = state.pending.filter { $0.value.sent }.map(\.key)
             return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }

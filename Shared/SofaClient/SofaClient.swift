@@ -28,14 +28,19 @@ public final class SofaClient: Sendable {
     public static func connect(_ endpoint: String, timeout: Duration = .seconds(10)) async throws(SofaError) -> SofaClient {
         let bus = try await BusClient.connect(endpoint, peerName: "gateway")
         let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout)
-        // ZeroMQ connects in the background: wait (within the timeout) for the first answer.
+        // ZeroMQ connects in the background: wait (within the timeout) for the handshake, then
+        // for the first answer.
         let deadline = ContinuousClock.now + timeout
         while true {
+            guard await bus.waitUntilConnected(timeout: deadline - ContinuousClock.now) else {
+                bus.close()
+                throw SofaError.unavailable("no gateway answered at \(endpoint) within \(timeout)")
+            }
             do {
                 _ = try await client.health()
                 return client
             } catch where error.is(.unavailable) && ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(20))
+                await Task.yield()  // connected but the pipe was not attached yet, or it dropped: wait again
             } catch {
                 bus.close()
                 throw error

@@ -44,7 +44,8 @@ func eventually<T>(
 /// Waits until a call through `client` is answered (ZeroMQ connects in the background).
 @discardableResult
 func waitUntilConnected(_ client: BusClient, sourceLocation: SourceLocation = #_sourceLocation) async -> Reply? {
-    await eventually("a connection to \(client.endpoint)", sourceLocation: sourceLocation) {
+    _ = await client.waitUntilConnected(timeout: .seconds(10))
+    return await eventually("a connection to \(client.endpoint)", sourceLocation: sourceLocation) {
         try? await client.call(echo([0]), timeout: .seconds(2))
     }
 }
