@@ -36,6 +36,6 @@ extension DocumentStore {
 
     public func allDocs(_ query: AllDocsQuery) async throws(SofaError) -> [Document] {
         guard case .documents(let docs) = try await call(.allDocs(query)) else { throw unexpected("allDocs") }
-        return docs.map(Document.init)
+        return docs
     }
 }

@@ -31,7 +31,7 @@ extension DocumentStore {
     public func get(id: String, rev: String? = nil, history: Bool = false) async throws(SofaError) -> Document {
         let reply = try await call(.getDocument(id: id, rev: rev ?? "", history: history))
         guard case .document(let doc) = reply else { throw unexpected("get") }
-        return Document(doc)
+        return doc
     }
 
     public func get<T: Decodable>(_ type: T.Type, id: String) async throws(SofaError) -> T {
@@ -42,8 +42,8 @@ extension DocumentStore {
     /// with its history.
     public func openLeaves(id: String) async throws(SofaError) -> [Document] {
         switch try await call(.getDocument(id: id, rev: "", history: true, openLeaves: true)) {
-        case .documents(let docs): return docs.map(Document.init)
-        case .document(let doc): return [Document(doc)]
+        case .documents(let docs): return docs
+        case .document(let doc): return [doc]
         default: throw unexpected("openLeaves")
         }
     }

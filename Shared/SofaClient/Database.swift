@@ -15,35 +15,12 @@ public struct DocumentRevision: Sendable, Equatable, Codable {
     }
 }
 
-/// A document as read: ID, a revision and the body (compact JSON without `_id`/`_rev`).
-public struct Document: Sendable, Equatable {
-    public var id: String
-    public var rev: String
-    public var body: [UInt8]
-    public var deleted: Bool
-    public var sequence: UInt64
-    /// When asked for (`get(id:rev:history: true)`): the revision's ancestry, newest first,
-    /// starting with `rev`.
-    public var history: [String]
-    /// Whether the document has conflicting leaves.
-    public var conflicted: Bool
+/// A document as read: ID, a revision and the body (compact JSON without `_id`/`_rev`), with the
+/// ancestry when asked for and whether it has conflicting leaves. It is the wire's own value; the
+/// SDK adds ways to read the body.
+public typealias Document = StoredDocument
 
-    public init(id: String, rev: String, body: [UInt8], deleted: Bool, sequence: UInt64, history: [String] = [],
-                conflicted: Bool = false) {
-        self.id = id
-        self.rev = rev
-        self.body = body
-        self.deleted = deleted
-        self.sequence = sequence
-        self.history = history
-        self.conflicted = conflicted
-    }
-
-    init(_ stored: StoredDocument) {
-        self.init(id: stored.id, rev: stored.rev, body: stored.body, deleted: stored.deleted, sequence: stored.sequence,
-                  history: stored.history, conflicted: stored.conflicted)
-    }
-
+extension StoredDocument {
     /// The body parsed.
     public func json() throws(SofaError) -> JSON { try JSON.parse(body) }
 

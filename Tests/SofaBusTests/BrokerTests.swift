@@ -110,7 +110,7 @@ import Testing
         }
         #expect(error.is(.timeout), "\(error)")
         #expect(elapsed >= .milliseconds(290))
-        #expect(elapsed < .seconds(3))
+        #expect(elapsed < .seconds(30))  // no hang
         // The snapshot is refreshed after the completion is delivered.
         let emptied = await eventually("the queue to empty") { broker.snapshot.queued == 0 ? true : nil }
         #expect(emptied == true)

@@ -24,7 +24,7 @@ import SofaQuery
         let clock = ContinuousClock()
         var tree: JSON = .null
         let elapsed = try clock.measure { tree = try N1QL.parse(n1ql) }
-        #expect(elapsed < .seconds(2))
+        #expect(elapsed < .seconds(10))  // linear, not exponential, in the nesting (milliseconds in practice)
         var node = tree["WHAT"]?.arrayValue?.first
         var levels = 0
         while case .array(let items)? = node, items.first == "+" {

@@ -168,24 +168,24 @@ public final class Supervisor: Sendable {
         process.standardError = output
         let prefix = "[\(name)] "
         let log = self.log
-        let pending = Mutex<[UInt8]>([])
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                return
-            }
-            let lines: [String] = pending.withLock { buffer in
+        // A thread of its own reads the child's output until EOF (blocking reads, no dispatch
+        // source: a readability handler torn down while its descriptor closes can crash libdispatch).
+        let reading = output.fileHandleForReading
+        let reader = Thread {
+            var buffer: [UInt8] = []
+            while true {
+                let data = reading.availableData
+                if data.isEmpty { break }
                 buffer.append(contentsOf: data)
-                var lines: [String] = []
                 while let newline = buffer.firstIndex(of: 10) {
-                    lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                    log(prefix + String(decoding: buffer[..<newline], as: UTF8.self))
                     buffer.removeSubrange(...newline)
                 }
-                return lines
             }
-            for line in lines { log(prefix + line) }
+            if !buffer.isEmpty { log(prefix + String(decoding: buffer, as: UTF8.self)) }
+            try? reading.close()
         }
+        reader.name = "log-\(name)"
         process.terminationHandler = { [weak self] finished in
             self?.childExited(name, process: finished)
         }
@@ -194,6 +194,9 @@ public final class Supervisor: Sendable {
         } catch {
             throw SofaError(.cantOpenFile, "cannot start \(child.executable): \(error.localizedDescription)")
         }
+        // Our copy of the pipe's write end must go, or the reader never sees EOF.
+        try? output.fileHandleForWriting.close()
+        reader.start()
         children.withLock {
             $0[name]?.process = process
             $0[name]?.startedAt = .now
