@@ -101,7 +101,7 @@ let package = Package(
                     path: "Tests/SofaQueryTests", swiftSettings: settings),
         .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway"],
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaStorage"],
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaStorage"],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "SofaBlob", "CZeroMQ",

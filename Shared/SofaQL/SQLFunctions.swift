@@ -13,10 +13,13 @@ public struct SQLFunction: Sendable {
     /// Same arguments, same result (so it may appear in an index expression).
     public var deterministic: Bool
     public var body: @Sendable ([SQLValue]) throws(SofaError) -> SQLValue
+    /// The function's name in SQL: `sofa_<name>` for the library, `core_…` for the compiler's own.
+    public var sqlName: String
 
     public init(_ name: String, arity: ClosedRange<Int>, deterministic: Bool = true,
                 _ body: @escaping @Sendable ([SQLValue]) throws(SofaError) -> SQLValue) {
         self.name = name
+        self.sqlName = name.hasPrefix("core_") ? name : "sofa_" + name
         self.arity = arity
         self.deterministic = deterministic
         self.body = body
@@ -26,9 +29,6 @@ public struct SQLFunction: Sendable {
                 _ body: @escaping @Sendable ([SQLValue]) throws(SofaError) -> SQLValue) {
         self.init(name, arity: arity...arity, deterministic: deterministic, body)
     }
-
-    /// The function's name in SQL.
-    public var sqlName: String { "sofa_" + name }
 }
 
 /// Boxes a function for SQLite's user-data pointer.

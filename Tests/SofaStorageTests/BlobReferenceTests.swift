@@ -1,3 +1,4 @@
+import SofaQL
 import Foundation
 import SofaCore
 @testable import SofaStorage

@@ -56,6 +56,13 @@ import Testing
         Request(id: 39, database: "app", operation: .blobWriteAbort(writeID: 7)),
         Request(id: 40, database: "app", operation: .blobRead(key: "sha1-x", offset: 4096, length: .max)),
         Request(id: 41, database: "app", operation: .blobStat(key: "sha1-../../etc/passwd")),
+        Request(id: 42, database: "app", collection: "s.c", operation: .query(QuerySpec(
+            text: "SELECT a FROM _ WHERE b = $b", isN1QL: true, parameters: ["b": [1, "x"]], explain: true))),
+        Request(id: 43, database: "app", operation: .query(QuerySpec(text: #"{"WHAT":[["."]]}"#, isN1QL: false))),
+        Request(id: 44, database: "app", operation: .createIndex(IndexDefinition(
+            kind: 1, name: "byText", descriptor: ["expressions": [[".text"]], "language": "en"]))),
+        Request(id: 45, database: "app", operation: .deleteIndex(name: "byText")),
+        Request(id: 46, database: "app", operation: .listIndexes),
     ]
 
     @Test(arguments: requests)
@@ -100,6 +107,10 @@ import Testing
         .ok(24, .blob(BlobInfo(key: "sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", length: 1 << 36))),
         .ok(25, .blobData(bytes: [9, 8, 7], totalLength: 1 << 34)),
         .ok(26, .blobData(bytes: [], totalLength: 0)),
+        .ok(27, .query(QueryRows(columns: ["name", "$2", "nick"], rows: [[.string("a"), .int(1), nil], [nil, nil, .null], []]))),
+        .ok(28, .query(QueryRows(columns: ["x"], rows: [], explain: "SELECT 1\n\n2|0|SCAN t0"))),
+        .ok(29, .indexes([IndexDefinition(kind: 0, name: "byName", collection: "_default._default", descriptor: ["expressions": [[".name"]]]),
+                          IndexDefinition(kind: 2, name: "likes", collection: "s.c", descriptor: ["path": "a[].b"])])),
     ]
 
     @Test(arguments: responses)

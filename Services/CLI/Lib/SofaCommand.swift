@@ -9,7 +9,7 @@ public struct SofaCommand: AsyncParsableCommand {
         abstract: "Sofa: a document database served by a cluster of processes.",
         subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self, Compact.self,
                       Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
-                      QueryCommand.self, Bench.self, BlobCommand.self])
+                      QueryCommand.self, IndexCommand.self, Bench.self, BlobCommand.self])
 
     public init() {}
 

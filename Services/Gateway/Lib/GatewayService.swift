@@ -63,6 +63,11 @@ public final class GatewayService: Sendable {
             return await storage.send(request, timeout: Self.forwardTimeout)
         case .changes(let query) where query.waitMs > 0 && !query.descending && !request.database.isEmpty:
             return await longPoll(request, query)
+        case .query:
+            guard !request.database.isEmpty else {
+                return .failure(request.id, SofaError(.invalidParameter, "query needs a database name"))
+            }
+            return await broker.submit(request, timeout: Self.forwardTimeout)
         case .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat:
             // Blobs belong to sofa-blob, which checks the database exists.
             guard !request.database.isEmpty else {

@@ -1,3 +1,4 @@
+public import SofaQL
 public import SofaCore
 internal import Foundation
 
@@ -41,6 +42,7 @@ extension DatabaseStore {
         }
         try check(collection)
         try await perform { (tx: Transaction) throws(SofaError) -> Result<Void, SofaError> in
+            try Self.dropIndexes(of: collection, tx.db)
             try tx.db.execute("DROP TABLE IF EXISTS \(collection.table)")
             try tx.db.run("INSERT OR IGNORE INTO kvmeta (name, lastSeq) VALUES (?, 0)", [.text(collection.keyStore)])
             tx.afterCommit.append { self.collections.withLock { $0[collection.keyStore] = .deleted } }

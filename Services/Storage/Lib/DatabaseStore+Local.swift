@@ -1,3 +1,4 @@
+internal import SofaQL
 public import SofaCore
 
 /// A local document (`_local/ID`): not replicated, no history, not in the changes feed. Its revs

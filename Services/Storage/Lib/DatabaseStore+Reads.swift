@@ -1,3 +1,4 @@
+public import SofaQL
 public import SofaCore
 
 extension DatabaseStore {

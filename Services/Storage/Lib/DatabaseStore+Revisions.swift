@@ -1,3 +1,4 @@
+public import SofaQL
 public import SofaCore
 
 /// A revision with its ancestry, as a replicator writes it (no MVCC). Revision trees:

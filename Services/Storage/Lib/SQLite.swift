@@ -1,6 +1,7 @@
 internal import CSQLite
 public import SofaCore
 internal import Foundation
+internal import SofaQL
 
 /// `sqlite3_destructor_type` SQLITE_TRANSIENT: SQLite copies bound bytes before the call returns.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -28,6 +29,8 @@ final class SQLiteConnection {
         self.queue = queue
         sqlite3_busy_timeout(handle, 5000)
         sqlite3_extended_result_codes(handle, 1)
+        // Index expressions and index triggers call Sofa's query functions on every write.
+        try CoreFunctions.registerAll(on: handle)
     }
 
     deinit {

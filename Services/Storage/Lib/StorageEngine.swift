@@ -1,3 +1,4 @@
+internal import SofaQL
 public import SofaCore
 public import Foundation
 internal import Synchronization
@@ -60,19 +61,9 @@ public final class StorageEngine: Sendable {
         if let descriptor = lockDescriptor.withLock({ $0.take() }) { Foundation.close(descriptor) }
     }
 
-    /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
-    /// letters, digits and `_$()+-`, at most 238 characters.
+    /// Database names follow CouchDB's rule without `/` (see `StorageLayout`).
     public static func validate(databaseName name: String) throws(SofaError) {
-        guard !name.isEmpty else { throw SofaError(.badDatabaseName, "database name is empty") }
-        guard name.utf8.count <= 238 else {
-            throw SofaError(.badDatabaseName, "database name is \(name.utf8.count) characters; the limit is 238")
-        }
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
-        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first),
-              name.utf8.allSatisfy({ allowed.contains($0) }) else {
-            throw SofaError(.badDatabaseName,
-                            "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
-        }
+        try StorageLayout.validate(databaseName: name)
     }
 
     private func admin<T: Sendable>(_ body: @escaping @Sendable () throws(SofaError) -> T) async throws(SofaError) -> T {
@@ -83,7 +74,7 @@ public final class StorageEngine: Sendable {
     }
 
     private func directory(of name: String) -> URL {
-        dataDirectory.appendingPathComponent("\(name).sofa", isDirectory: true)
+        StorageLayout.directory(of: name, in: dataDirectory)
     }
 
     private func exists(_ name: String) -> Bool {

@@ -1,3 +1,4 @@
+internal import SofaQL
 public import SofaCore
 public import SofaWire
 

@@ -1,3 +1,4 @@
+internal import SofaQL
 public import SofaCore
 public import SofaWire
 public import SofaBus
@@ -94,6 +95,14 @@ public final class StorageService: Sendable {
             return .none
         case .listCollections:
             return .collections(db.listCollections())
+        case .createIndex(let definition):
+            try await db.createIndex(definition, in: collection)
+            return .none
+        case .deleteIndex(let name):
+            try await db.deleteIndex(name, in: collection)
+            return .none
+        case .listIndexes:
+            return .indexes(try await db.listIndexes(in: collection))
         case .putDocument(let id, let rev, let body, let deleted):
             let fields = try Self.documentFields(id: id, rev: rev, body: body, deleted: deleted)
             if LocalDocuments.isLocal(fields.id) {

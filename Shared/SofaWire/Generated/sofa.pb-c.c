@@ -52,6 +52,186 @@ void   sofa__wire__request__free_unpacked
   assert(message->base.descriptor == &sofa__wire__request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__query_request__init
+                     (Sofa__Wire__QueryRequest         *message)
+{
+  static const Sofa__Wire__QueryRequest init_value = SOFA__WIRE__QUERY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__query_request__get_packed_size
+                     (const Sofa__Wire__QueryRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__query_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__query_request__pack
+                     (const Sofa__Wire__QueryRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__query_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__query_request__pack_to_buffer
+                     (const Sofa__Wire__QueryRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__query_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__QueryRequest *
+       sofa__wire__query_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__QueryRequest *)
+     protobuf_c_message_unpack (&sofa__wire__query_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__query_request__free_unpacked
+                     (Sofa__Wire__QueryRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__query_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__create_index__init
+                     (Sofa__Wire__CreateIndex         *message)
+{
+  static const Sofa__Wire__CreateIndex init_value = SOFA__WIRE__CREATE_INDEX__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__create_index__get_packed_size
+                     (const Sofa__Wire__CreateIndex *message)
+{
+  assert(message->base.descriptor == &sofa__wire__create_index__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__create_index__pack
+                     (const Sofa__Wire__CreateIndex *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__create_index__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__create_index__pack_to_buffer
+                     (const Sofa__Wire__CreateIndex *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__create_index__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__CreateIndex *
+       sofa__wire__create_index__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__CreateIndex *)
+     protobuf_c_message_unpack (&sofa__wire__create_index__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__create_index__free_unpacked
+                     (Sofa__Wire__CreateIndex *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__create_index__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__delete_index__init
+                     (Sofa__Wire__DeleteIndex         *message)
+{
+  static const Sofa__Wire__DeleteIndex init_value = SOFA__WIRE__DELETE_INDEX__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__delete_index__get_packed_size
+                     (const Sofa__Wire__DeleteIndex *message)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_index__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__delete_index__pack
+                     (const Sofa__Wire__DeleteIndex *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_index__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__delete_index__pack_to_buffer
+                     (const Sofa__Wire__DeleteIndex *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_index__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DeleteIndex *
+       sofa__wire__delete_index__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DeleteIndex *)
+     protobuf_c_message_unpack (&sofa__wire__delete_index__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__delete_index__free_unpacked
+                     (Sofa__Wire__DeleteIndex *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__delete_index__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__list_indexes__init
+                     (Sofa__Wire__ListIndexes         *message)
+{
+  static const Sofa__Wire__ListIndexes init_value = SOFA__WIRE__LIST_INDEXES__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__list_indexes__get_packed_size
+                     (const Sofa__Wire__ListIndexes *message)
+{
+  assert(message->base.descriptor == &sofa__wire__list_indexes__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__list_indexes__pack
+                     (const Sofa__Wire__ListIndexes *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__list_indexes__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__list_indexes__pack_to_buffer
+                     (const Sofa__Wire__ListIndexes *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__list_indexes__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ListIndexes *
+       sofa__wire__list_indexes__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ListIndexes *)
+     protobuf_c_message_unpack (&sofa__wire__list_indexes__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__list_indexes__free_unpacked
+                     (Sofa__Wire__ListIndexes *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__list_indexes__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__health__init
                      (Sofa__Wire__Health         *message)
 {
@@ -1627,6 +1807,96 @@ void   sofa__wire__response__free_unpacked
   assert(message->base.descriptor == &sofa__wire__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__query_result__init
+                     (Sofa__Wire__QueryResult         *message)
+{
+  static const Sofa__Wire__QueryResult init_value = SOFA__WIRE__QUERY_RESULT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__query_result__get_packed_size
+                     (const Sofa__Wire__QueryResult *message)
+{
+  assert(message->base.descriptor == &sofa__wire__query_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__query_result__pack
+                     (const Sofa__Wire__QueryResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__query_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__query_result__pack_to_buffer
+                     (const Sofa__Wire__QueryResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__query_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__QueryResult *
+       sofa__wire__query_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__QueryResult *)
+     protobuf_c_message_unpack (&sofa__wire__query_result__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__query_result__free_unpacked
+                     (Sofa__Wire__QueryResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__query_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__index_list__init
+                     (Sofa__Wire__IndexList         *message)
+{
+  static const Sofa__Wire__IndexList init_value = SOFA__WIRE__INDEX_LIST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__index_list__get_packed_size
+                     (const Sofa__Wire__IndexList *message)
+{
+  assert(message->base.descriptor == &sofa__wire__index_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__index_list__pack
+                     (const Sofa__Wire__IndexList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__index_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__index_list__pack_to_buffer
+                     (const Sofa__Wire__IndexList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__index_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__IndexList *
+       sofa__wire__index_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__IndexList *)
+     protobuf_c_message_unpack (&sofa__wire__index_list__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__index_list__free_unpacked
+                     (Sofa__Wire__IndexList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__index_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__error__init
                      (Sofa__Wire__Error         *message)
 {
@@ -2707,7 +2977,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[37] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[41] =
 {
   {
     "id",
@@ -3153,6 +3423,54 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[37]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "query",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, query),
+    &sofa__wire__query_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "create_index",
+    44,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, create_index),
+    &sofa__wire__create_index__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "delete_index",
+    45,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, delete_index),
+    &sofa__wire__delete_index__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "list_indexes",
+    46,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, list_indexes),
+    &sofa__wire__list_indexes__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   26,   /* field[26] = all_docs */
@@ -3170,12 +3488,14 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   19,   /* field[19] = conflicts */
   14,   /* field[14] = create_collection */
   6,   /* field[6] = create_database */
+  38,   /* field[38] = create_index */
   1,   /* field[1] = database */
   13,   /* field[13] = database_info */
   2,   /* field[2] = deadline_ms */
   15,   /* field[15] = delete_collection */
   7,   /* field[7] = delete_database */
   11,   /* field[11] = delete_document */
+  39,   /* field[39] = delete_index */
   12,   /* field[12] = echo */
   10,   /* field[10] = get_document */
   23,   /* field[23] = get_expiration */
@@ -3184,9 +3504,11 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   17,   /* field[17] = insert_revision */
   16,   /* field[16] = list_collections */
   8,   /* field[8] = list_databases */
+  40,   /* field[40] = list_indexes */
   24,   /* field[24] = next_expiration */
   21,   /* field[21] = purge */
   9,   /* field[9] = put_document */
+  37,   /* field[37] = query */
   29,   /* field[29] = raw_delete */
   28,   /* field[28] = raw_get */
   27,   /* field[27] = raw_put */
@@ -3197,7 +3519,7 @@ static const ProtobufCIntRange sofa__wire__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
-  { 0, 37 }
+  { 0, 41 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -3207,11 +3529,208 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  37,
+  41,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   2,  sofa__wire__request__number_ranges,
   (ProtobufCMessageInit) sofa__wire__request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__query_request__field_descriptors[4] =
+{
+  {
+    "text",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "n1ql",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, n1ql),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "parameters",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, parameters),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "explain",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, explain),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__query_request__field_indices_by_name[] = {
+  3,   /* field[3] = explain */
+  1,   /* field[1] = n1ql */
+  2,   /* field[2] = parameters */
+  0,   /* field[0] = text */
+};
+static const ProtobufCIntRange sofa__wire__query_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.QueryRequest",
+  "QueryRequest",
+  "Sofa__Wire__QueryRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__QueryRequest),
+  4,
+  sofa__wire__query_request__field_descriptors,
+  sofa__wire__query_request__field_indices_by_name,
+  1,  sofa__wire__query_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__query_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__create_index__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CreateIndex, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CreateIndex, kind),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "descriptor",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CreateIndex, descriptor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__create_index__field_indices_by_name[] = {
+  2,   /* field[2] = descriptor */
+  1,   /* field[1] = kind */
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange sofa__wire__create_index__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__create_index__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.CreateIndex",
+  "CreateIndex",
+  "Sofa__Wire__CreateIndex",
+  "sofa.wire",
+  sizeof(Sofa__Wire__CreateIndex),
+  3,
+  sofa__wire__create_index__field_descriptors,
+  sofa__wire__create_index__field_indices_by_name,
+  1,  sofa__wire__create_index__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__create_index__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__delete_index__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DeleteIndex, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__delete_index__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange sofa__wire__delete_index__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__delete_index__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DeleteIndex",
+  "DeleteIndex",
+  "Sofa__Wire__DeleteIndex",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DeleteIndex),
+  1,
+  sofa__wire__delete_index__field_descriptors,
+  sofa__wire__delete_index__field_indices_by_name,
+  1,  sofa__wire__delete_index__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__delete_index__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__list_indexes__field_descriptors NULL
+#define sofa__wire__list_indexes__field_indices_by_name NULL
+#define sofa__wire__list_indexes__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__list_indexes__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ListIndexes",
+  "ListIndexes",
+  "Sofa__Wire__ListIndexes",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ListIndexes),
+  0,
+  sofa__wire__list_indexes__field_descriptors,
+  sofa__wire__list_indexes__field_indices_by_name,
+  0,  sofa__wire__list_indexes__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__list_indexes__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__health__field_descriptors[1] =
@@ -4885,7 +5404,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[20] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[22] =
 {
   {
     "id",
@@ -5127,6 +5646,30 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[20
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "query",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, query),
+    &sofa__wire__query_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "indexes",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, indexes),
+    &sofa__wire__index_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
   18,   /* field[18] = blob */
@@ -5146,7 +5689,9 @@ static const unsigned sofa__wire__response__field_indices_by_name[] = {
   13,   /* field[13] = expiration */
   2,   /* field[2] = health */
   0,   /* field[0] = id */
+  21,   /* field[21] = indexes */
   16,   /* field[16] = inserted */
+  20,   /* field[20] = query */
   15,   /* field[15] = raw */
   6,   /* field[6] = revision */
 };
@@ -5154,7 +5699,7 @@ static const ProtobufCIntRange sofa__wire__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 20 }
+  { 0, 22 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -5164,11 +5709,126 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  20,
+  22,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
   2,  sofa__wire__response__number_ranges,
   (ProtobufCMessageInit) sofa__wire__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[4] =
+{
+  {
+    "columns",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__QueryResult, n_columns),
+    offsetof(Sofa__Wire__QueryResult, columns),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rows",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__QueryResult, n_rows),
+    offsetof(Sofa__Wire__QueryResult, rows),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "missing",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Sofa__Wire__QueryResult, n_missing),
+    offsetof(Sofa__Wire__QueryResult, missing),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "explain",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryResult, explain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__query_result__field_indices_by_name[] = {
+  0,   /* field[0] = columns */
+  3,   /* field[3] = explain */
+  2,   /* field[2] = missing */
+  1,   /* field[1] = rows */
+};
+static const ProtobufCIntRange sofa__wire__query_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.QueryResult",
+  "QueryResult",
+  "Sofa__Wire__QueryResult",
+  "sofa.wire",
+  sizeof(Sofa__Wire__QueryResult),
+  4,
+  sofa__wire__query_result__field_descriptors,
+  sofa__wire__query_result__field_indices_by_name,
+  1,  sofa__wire__query_result__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__query_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__index_list__field_descriptors[1] =
+{
+  {
+    "indexes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__IndexList, n_indexes),
+    offsetof(Sofa__Wire__IndexList, indexes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__index_list__field_indices_by_name[] = {
+  0,   /* field[0] = indexes */
+};
+static const ProtobufCIntRange sofa__wire__index_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__index_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.IndexList",
+  "IndexList",
+  "Sofa__Wire__IndexList",
+  "sofa.wire",
+  sizeof(Sofa__Wire__IndexList),
+  1,
+  sofa__wire__index_list__field_descriptors,
+  sofa__wire__index_list__field_indices_by_name,
+  1,  sofa__wire__index_list__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__index_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__error__field_descriptors[3] =

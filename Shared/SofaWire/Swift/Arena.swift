@@ -63,6 +63,15 @@ final class Arena {
         return (values.count, pointer)
     }
 
+    func uint64s(_ values: [UInt64]) -> UnsafeMutablePointer<UInt64>? {
+        guard !values.isEmpty else { return nil }
+        let raw = calloc(values.count, MemoryLayout<UInt64>.stride)!
+        allocations.append(raw)
+        let pointer = raw.bindMemory(to: UInt64.self, capacity: values.count)
+        for (index, value) in values.enumerated() { pointer[index] = value }
+        return pointer
+    }
+
     func array<T>(_ elements: [UnsafeMutablePointer<T>]) -> UnsafeMutablePointer<UnsafeMutablePointer<T>?>? {
         guard !elements.isEmpty else { return nil }
         let raw = calloc(elements.count, MemoryLayout<UnsafeMutablePointer<T>?>.stride)!

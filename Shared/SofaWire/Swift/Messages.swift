@@ -68,6 +68,11 @@ public enum Op: Sendable, Equatable {
     case blobWriteChunk(writeID: UInt64, offset: UInt64, bytes: [UInt8])
     case blobWriteEnd(writeID: UInt64, length: UInt64)
     case blobWriteAbort(writeID: UInt64)
+    /// Queries (sofa-query workers); index DDL (sofa-storage).
+    case query(QuerySpec)
+    case createIndex(IndexDefinition)
+    case deleteIndex(name: String)
+    case listIndexes
     case blobRead(key: String, offset: UInt64, length: UInt32)
     case blobStat(key: String)
 
@@ -107,6 +112,10 @@ public enum Op: Sendable, Equatable {
         case .blobWriteAbort: "blobWriteAbort"
         case .blobRead: "blobRead"
         case .blobStat: "blobStat"
+        case .query: "query"
+        case .createIndex: "createIndex"
+        case .deleteIndex: "deleteIndex"
+        case .listIndexes: "listIndexes"
         }
     }
 
@@ -115,7 +124,7 @@ public enum Op: Sendable, Equatable {
         switch self {
         case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument, .createCollection, .deleteCollection,
              .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact,
-             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort:
+             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .createIndex, .deleteIndex:
             true
         default: false
         }
@@ -164,6 +173,8 @@ public enum Reply: Sendable, Equatable {
     case blob(BlobInfo)
     /// A range of a blob and the whole blob's length.
     case blobData(bytes: [UInt8], totalLength: UInt64)
+    case query(QueryRows)
+    case indexes([IndexDefinition])
 }
 
 public struct HealthInfo: Sendable, Equatable {

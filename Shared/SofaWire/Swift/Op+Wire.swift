@@ -153,6 +153,29 @@ extension Op {
             op.pointee.key = arena.bytes(key)
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_RAW_DELETE
             message.pointee.raw_delete = op
+        case .query(let spec):
+            let op: UnsafeMutablePointer<Sofa__Wire__QueryRequest> = arena.message { sofa__wire__query_request__init($0) }
+            op.pointee.text = arena.string(spec.text)
+            op.pointee.n1ql = spec.isN1QL ? 1 : 0
+            op.pointee.parameters = arena.bytes(spec.parameters.isEmpty ? [] : JSON.object(spec.parameters).compactBytes())
+            op.pointee.explain = spec.explain ? 1 : 0
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_QUERY
+            message.pointee.query = op
+        case .createIndex(let index):
+            let op: UnsafeMutablePointer<Sofa__Wire__CreateIndex> = arena.message { sofa__wire__create_index__init($0) }
+            op.pointee.name = arena.string(index.name)
+            op.pointee.kind = index.kind
+            op.pointee.descriptor = arena.bytes(index.descriptor.compactBytes())
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CREATE_INDEX
+            message.pointee.create_index = op
+        case .deleteIndex(let name):
+            let op: UnsafeMutablePointer<Sofa__Wire__DeleteIndex> = arena.message { sofa__wire__delete_index__init($0) }
+            op.pointee.name = arena.string(name)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_INDEX
+            message.pointee.delete_index = op
+        case .listIndexes:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_LIST_INDEXES
+            message.pointee.list_indexes = arena.message { sofa__wire__list_indexes__init($0) }
         case .compact:
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_COMPACT
             message.pointee.compact = arena.message { sofa__wire__compact__init($0) }
@@ -311,6 +334,27 @@ extension Op {
             let op = try required(m.raw_delete, "rawDelete")
             return .rawDelete(store: try decodeString(op.store, "rawDelete.store"), key: try decodeText(op.key, "rawDelete.key"))
         case SOFA__WIRE__REQUEST__OP_COMPACT: return .compact
+        case SOFA__WIRE__REQUEST__OP_QUERY:
+            let op = try required(m.query, "query")
+            let parameterBytes = decodeBytes(op.parameters)
+            var parameters = JSONObject()
+            if !parameterBytes.isEmpty {
+                guard let object = JSON.tryParse(parameterBytes)?.objectValue else {
+                    throw SofaError(.invalidParameter, "query parameters must be a JSON object")
+                }
+                parameters = object
+            }
+            return .query(QuerySpec(text: try decodeString(op.text, "query.text"), isN1QL: op.n1ql != 0,
+                                    parameters: parameters, explain: op.explain != 0))
+        case SOFA__WIRE__REQUEST__OP_CREATE_INDEX:
+            let op = try required(m.create_index, "createIndex")
+            guard let descriptor = JSON.tryParse(decodeBytes(op.descriptor)) else {
+                throw SofaError(.invalidParameter, "an index descriptor must be JSON")
+            }
+            return .createIndex(IndexDefinition(kind: op.kind, name: try decodeString(op.name, "createIndex.name"), descriptor: descriptor))
+        case SOFA__WIRE__REQUEST__OP_DELETE_INDEX:
+            return .deleteIndex(name: try decodeString(required(m.delete_index, "deleteIndex").name, "deleteIndex.name"))
+        case SOFA__WIRE__REQUEST__OP_LIST_INDEXES: return .listIndexes
         case SOFA__WIRE__REQUEST__OP_ECHO:
             let op = try required(m.echo, "echo")
             return .echo(payload: decodeBytes(op.payload), delayMs: op.delay_ms, service: try decodeString(op.service, "echo.service"))

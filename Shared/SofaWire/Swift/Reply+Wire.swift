@@ -94,6 +94,31 @@ extension Reply {
             r.pointee.results = arena.array(items)
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BULK
             message.pointee.bulk = r
+        case .query(let result):
+            let r: UnsafeMutablePointer<Sofa__Wire__QueryResult> = arena.message { sofa__wire__query_result__init($0) }
+            (r.pointee.n_columns, r.pointee.columns) = arena.strings(result.columns)
+            var rows: [[UInt8]] = []
+            var masks: [UInt64] = []
+            rows.reserveCapacity(result.rows.count)
+            masks.reserveCapacity(result.rows.count)
+            for row in result.rows {
+                var mask: UInt64 = 0
+                // (`case .none`, not `== nil`: JSON is ExpressibleByNilLiteral, so `nil` could mean JSON null.)
+                for (i, column) in row.enumerated() where i < 64 { if case .none = column { mask |= 1 << UInt64(i) } }
+                rows.append(JSON.array(row.map { $0 ?? .null }).compactBytes())
+                masks.append(mask)
+            }
+            (r.pointee.n_rows, r.pointee.rows) = arena.byteArrays(rows)
+            r.pointee.n_missing = masks.count
+            r.pointee.missing = arena.uint64s(masks)
+            r.pointee.explain = arena.string(result.explain)
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_QUERY
+            message.pointee.query = r
+        case .indexes(let list):
+            let r: UnsafeMutablePointer<Sofa__Wire__IndexList> = arena.message { sofa__wire__index_list__init($0) }
+            (r.pointee.n_indexes, r.pointee.indexes) = arena.byteArrays(list.map { $0.json.compactBytes() })
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_INDEXES
+            message.pointee.indexes = r
         case .conflicts(let revs):
             let r: UnsafeMutablePointer<Sofa__Wire__RevisionList> = arena.message { sofa__wire__revision_list__init($0) }
             (r.pointee.n_revs, r.pointee.revs) = arena.strings(revs)
@@ -246,6 +271,29 @@ extension Reply {
                                               sequence: item.sequence, error: try item.error.map { (e) throws(SofaError) in try decodeError(e.pointee) }))
             }
             return .bulk(results)
+        case SOFA__WIRE__RESPONSE__RESULT_QUERY:
+            let r = try required(m.query, "query")
+            var rows: [[JSON?]] = []
+            rows.reserveCapacity(r.n_rows)
+            for i in 0..<r.n_rows {
+                guard let array = JSON.tryParse(decodeBytes(r.rows[i]))?.arrayValue else {
+                    throw SofaError(.malformedMessage, "malformed query row \(i)")
+                }
+                let mask = i < r.n_missing ? r.missing[i] : 0
+                rows.append(array.enumerated().map { (index, value) -> JSON? in
+                    index < 64 && mask & (1 << UInt64(index)) != 0 ? Optional<JSON>.none : Optional(value)
+                })
+            }
+            return .query(QueryRows(columns: try decodeStrings(r.n_columns, r.columns, "query.columns"), rows: rows,
+                                    explain: try decodeString(r.explain, "query.explain")))
+        case SOFA__WIRE__RESPONSE__RESULT_INDEXES:
+            let r = try required(m.indexes, "indexes")
+            var list: [IndexDefinition] = []
+            for i in 0..<r.n_indexes {
+                guard let json = JSON.tryParse(decodeBytes(r.indexes[i])) else { throw SofaError(.malformedMessage, "malformed index listing") }
+                list.append(try IndexDefinition(json: json))
+            }
+            return .indexes(list)
         case SOFA__WIRE__RESPONSE__RESULT_CONFLICTS:
             let r = try required(m.conflicts, "conflicts")
             return .conflicts(try decodeStrings(r.n_revs, r.revs, "conflicts.revs"))

@@ -16,6 +16,10 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
+typedef struct Sofa__Wire__QueryRequest Sofa__Wire__QueryRequest;
+typedef struct Sofa__Wire__CreateIndex Sofa__Wire__CreateIndex;
+typedef struct Sofa__Wire__DeleteIndex Sofa__Wire__DeleteIndex;
+typedef struct Sofa__Wire__ListIndexes Sofa__Wire__ListIndexes;
 typedef struct Sofa__Wire__Health Sofa__Wire__Health;
 typedef struct Sofa__Wire__ClusterStatus Sofa__Wire__ClusterStatus;
 typedef struct Sofa__Wire__CreateDatabase Sofa__Wire__CreateDatabase;
@@ -51,6 +55,8 @@ typedef struct Sofa__Wire__BlobRead Sofa__Wire__BlobRead;
 typedef struct Sofa__Wire__BlobStat Sofa__Wire__BlobStat;
 typedef struct Sofa__Wire__Echo Sofa__Wire__Echo;
 typedef struct Sofa__Wire__Response Sofa__Wire__Response;
+typedef struct Sofa__Wire__QueryResult Sofa__Wire__QueryResult;
+typedef struct Sofa__Wire__IndexList Sofa__Wire__IndexList;
 typedef struct Sofa__Wire__Error Sofa__Wire__Error;
 typedef struct Sofa__Wire__HealthInfo Sofa__Wire__HealthInfo;
 typedef struct Sofa__Wire__ServiceStatus Sofa__Wire__ServiceStatus;
@@ -139,7 +145,11 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_BLOB_WRITE_END = 39,
   SOFA__WIRE__REQUEST__OP_BLOB_WRITE_ABORT = 40,
   SOFA__WIRE__REQUEST__OP_BLOB_READ = 41,
-  SOFA__WIRE__REQUEST__OP_BLOB_STAT = 42
+  SOFA__WIRE__REQUEST__OP_BLOB_STAT = 42,
+  SOFA__WIRE__REQUEST__OP_QUERY = 43,
+  SOFA__WIRE__REQUEST__OP_CREATE_INDEX = 44,
+  SOFA__WIRE__REQUEST__OP_DELETE_INDEX = 45,
+  SOFA__WIRE__REQUEST__OP_LIST_INDEXES = 46
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -191,11 +201,80 @@ struct  Sofa__Wire__Request
     Sofa__Wire__BlobWriteAbort *blob_write_abort;
     Sofa__Wire__BlobRead *blob_read;
     Sofa__Wire__BlobStat *blob_stat;
+    Sofa__Wire__QueryRequest *query;
+    Sofa__Wire__CreateIndex *create_index;
+    Sofa__Wire__DeleteIndex *delete_index;
+    Sofa__Wire__ListIndexes *list_indexes;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
     , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+
+
+/*
+ * Run a query (on a query worker, through the gateway's broker) against the envelope's database.
+ */
+struct  Sofa__Wire__QueryRequest
+{
+  ProtobufCMessage base;
+  /*
+   * N1QL, or the JSON query tree as JSON text
+   */
+  char *text;
+  protobuf_c_boolean n1ql;
+  /*
+   * a JSON object, or empty
+   */
+  ProtobufCBinaryData parameters;
+  /*
+   * answer the SQL and SQLite's plan instead of rows
+   */
+  protobuf_c_boolean explain;
+};
+#define SOFA__WIRE__QUERY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__query_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, {0,NULL}, 0 }
+
+
+/*
+ * Index DDL, done by storage for the envelope's database and collection.
+ */
+struct  Sofa__Wire__CreateIndex
+{
+  ProtobufCMessage base;
+  char *name;
+  /*
+   * 0 value, 1 full-text, 2 array
+   */
+  int32_t kind;
+  /*
+   * JSON: {"expressions": [...], "path": "a[].b", "language": "en", "ignoreDiacritics": false}
+   */
+  ProtobufCBinaryData descriptor;
+};
+#define SOFA__WIRE__CREATE_INDEX__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__create_index__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, {0,NULL} }
+
+
+struct  Sofa__Wire__DeleteIndex
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define SOFA__WIRE__DELETE_INDEX__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_index__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__ListIndexes
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__LIST_INDEXES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__list_indexes__descriptor) \
+     }
 
 
 /*
@@ -668,7 +747,9 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_INSERTED = 24,
   SOFA__WIRE__RESPONSE__RESULT_BLOB_WRITE_STARTED = 25,
   SOFA__WIRE__RESPONSE__RESULT_BLOB = 26,
-  SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA = 27
+  SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA = 27,
+  SOFA__WIRE__RESPONSE__RESULT_QUERY = 28,
+  SOFA__WIRE__RESPONSE__RESULT_INDEXES = 29
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -700,11 +781,52 @@ struct  Sofa__Wire__Response
     Sofa__Wire__BlobWriteStarted *blob_write_started;
     Sofa__Wire__BlobInfo *blob;
     Sofa__Wire__BlobData *blob_data;
+    Sofa__Wire__QueryResult *query;
+    Sofa__Wire__IndexList *indexes;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__response__descriptor) \
     , 0, NULL, SOFA__WIRE__RESPONSE__RESULT__NOT_SET, {0} }
+
+
+struct  Sofa__Wire__QueryResult
+{
+  ProtobufCMessage base;
+  size_t n_columns;
+  char **columns;
+  /*
+   * each a JSON array of the row's columns (null where MISSING)
+   */
+  size_t n_rows;
+  ProtobufCBinaryData *rows;
+  /*
+   * per row: bit i set = column i is MISSING (columns 0-63)
+   */
+  size_t n_missing;
+  uint64_t *missing;
+  /*
+   * with QueryRequest.explain: the SQL, then the plan
+   */
+  char *explain;
+};
+#define SOFA__WIRE__QUERY_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__query_result__descriptor) \
+    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__IndexList
+{
+  ProtobufCMessage base;
+  /*
+   * each a JSON object: name, kind, collection, expressions, path, language
+   */
+  size_t n_indexes;
+  ProtobufCBinaryData *indexes;
+};
+#define SOFA__WIRE__INDEX_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__index_list__descriptor) \
+    , 0,NULL }
 
 
 struct  Sofa__Wire__Error
@@ -1051,6 +1173,82 @@ Sofa__Wire__Request *
                       const uint8_t       *data);
 void   sofa__wire__request__free_unpacked
                      (Sofa__Wire__Request *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__QueryRequest methods */
+void   sofa__wire__query_request__init
+                     (Sofa__Wire__QueryRequest         *message);
+size_t sofa__wire__query_request__get_packed_size
+                     (const Sofa__Wire__QueryRequest   *message);
+size_t sofa__wire__query_request__pack
+                     (const Sofa__Wire__QueryRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__query_request__pack_to_buffer
+                     (const Sofa__Wire__QueryRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__QueryRequest *
+       sofa__wire__query_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__query_request__free_unpacked
+                     (Sofa__Wire__QueryRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__CreateIndex methods */
+void   sofa__wire__create_index__init
+                     (Sofa__Wire__CreateIndex         *message);
+size_t sofa__wire__create_index__get_packed_size
+                     (const Sofa__Wire__CreateIndex   *message);
+size_t sofa__wire__create_index__pack
+                     (const Sofa__Wire__CreateIndex   *message,
+                      uint8_t             *out);
+size_t sofa__wire__create_index__pack_to_buffer
+                     (const Sofa__Wire__CreateIndex   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__CreateIndex *
+       sofa__wire__create_index__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__create_index__free_unpacked
+                     (Sofa__Wire__CreateIndex *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__DeleteIndex methods */
+void   sofa__wire__delete_index__init
+                     (Sofa__Wire__DeleteIndex         *message);
+size_t sofa__wire__delete_index__get_packed_size
+                     (const Sofa__Wire__DeleteIndex   *message);
+size_t sofa__wire__delete_index__pack
+                     (const Sofa__Wire__DeleteIndex   *message,
+                      uint8_t             *out);
+size_t sofa__wire__delete_index__pack_to_buffer
+                     (const Sofa__Wire__DeleteIndex   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DeleteIndex *
+       sofa__wire__delete_index__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__delete_index__free_unpacked
+                     (Sofa__Wire__DeleteIndex *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ListIndexes methods */
+void   sofa__wire__list_indexes__init
+                     (Sofa__Wire__ListIndexes         *message);
+size_t sofa__wire__list_indexes__get_packed_size
+                     (const Sofa__Wire__ListIndexes   *message);
+size_t sofa__wire__list_indexes__pack
+                     (const Sofa__Wire__ListIndexes   *message,
+                      uint8_t             *out);
+size_t sofa__wire__list_indexes__pack_to_buffer
+                     (const Sofa__Wire__ListIndexes   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ListIndexes *
+       sofa__wire__list_indexes__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__list_indexes__free_unpacked
+                     (Sofa__Wire__ListIndexes *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__Health methods */
 void   sofa__wire__health__init
@@ -1717,6 +1915,44 @@ Sofa__Wire__Response *
 void   sofa__wire__response__free_unpacked
                      (Sofa__Wire__Response *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__QueryResult methods */
+void   sofa__wire__query_result__init
+                     (Sofa__Wire__QueryResult         *message);
+size_t sofa__wire__query_result__get_packed_size
+                     (const Sofa__Wire__QueryResult   *message);
+size_t sofa__wire__query_result__pack
+                     (const Sofa__Wire__QueryResult   *message,
+                      uint8_t             *out);
+size_t sofa__wire__query_result__pack_to_buffer
+                     (const Sofa__Wire__QueryResult   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__QueryResult *
+       sofa__wire__query_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__query_result__free_unpacked
+                     (Sofa__Wire__QueryResult *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__IndexList methods */
+void   sofa__wire__index_list__init
+                     (Sofa__Wire__IndexList         *message);
+size_t sofa__wire__index_list__get_packed_size
+                     (const Sofa__Wire__IndexList   *message);
+size_t sofa__wire__index_list__pack
+                     (const Sofa__Wire__IndexList   *message,
+                      uint8_t             *out);
+size_t sofa__wire__index_list__pack_to_buffer
+                     (const Sofa__Wire__IndexList   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__IndexList *
+       sofa__wire__index_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__index_list__free_unpacked
+                     (Sofa__Wire__IndexList *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__Error methods */
 void   sofa__wire__error__init
                      (Sofa__Wire__Error         *message);
@@ -2178,6 +2414,18 @@ void   sofa__wire__worker_frame__free_unpacked
 typedef void (*Sofa__Wire__Request_Closure)
                  (const Sofa__Wire__Request *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__QueryRequest_Closure)
+                 (const Sofa__Wire__QueryRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__CreateIndex_Closure)
+                 (const Sofa__Wire__CreateIndex *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__DeleteIndex_Closure)
+                 (const Sofa__Wire__DeleteIndex *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ListIndexes_Closure)
+                 (const Sofa__Wire__ListIndexes *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Health_Closure)
                  (const Sofa__Wire__Health *message,
                   void *closure_data);
@@ -2283,6 +2531,12 @@ typedef void (*Sofa__Wire__Echo_Closure)
 typedef void (*Sofa__Wire__Response_Closure)
                  (const Sofa__Wire__Response *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__QueryResult_Closure)
+                 (const Sofa__Wire__QueryResult *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__IndexList_Closure)
+                 (const Sofa__Wire__IndexList *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Error_Closure)
                  (const Sofa__Wire__Error *message,
                   void *closure_data);
@@ -2362,6 +2616,10 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__create_index__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__delete_index__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__list_indexes__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__health__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__cluster_status__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor;
@@ -2397,6 +2655,8 @@ extern const ProtobufCMessageDescriptor sofa__wire__blob_read__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__blob_stat__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__response__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__index_list__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__error__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__health_info__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__service_status__descriptor;

@@ -13,13 +13,13 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
     /// The key store: `default`, `.name` or `.scope.name` (worked out once: it is on every write's path).
     public let keyStore: String
     /// The table, quoted for SQL.
-    let table: String
+    public let table: String
 
     public static let defaultName = "_default"
     public static let `default` = CollectionName(uncheckedScope: defaultName, name: defaultName)
     public static let maxNameLength = 251
 
-    init(uncheckedScope scope: String, name: String) {
+    public init(uncheckedScope scope: String, name: String) {
         self.scope = scope
         self.name = name
         if scope == Self.defaultName && name == Self.defaultName {
@@ -55,9 +55,9 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_%-".utf8)
+    public static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_%-".utf8)
 
-    static func validate(_ name: String, kind: String) throws(SofaError) {
+    public static func validate(_ name: String, kind: String) throws(SofaError) {
         if name == defaultName { return }
         guard !name.isEmpty else { throw .invalid("\(kind) name is empty") }
         guard name.utf8.count <= maxNameLength else {
@@ -78,7 +78,7 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
 
 
     /// The collection a key store holds (nil for a key store that is not a collection).
-    init?(keyStore: String) {
+    public init?(keyStore: String) {
         if keyStore == "default" {
             self = .default
             return
@@ -93,9 +93,9 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The unquoted table name, as `sqlite_master` lists it.
-    var tableName: String { Self.tableName(forKeyStore: keyStore) }
+    public var tableName: String { Self.tableName(forKeyStore: keyStore) }
 
-    static func tableName(forKeyStore store: String) -> String {
+    public static func tableName(forKeyStore store: String) -> String {
         var result = "kv_"
         for character in store {
             if character.isASCII && character.isUppercase { result.append("\\") }
@@ -105,5 +105,5 @@ public struct CollectionName: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Key store names are restricted to characters that need no escaping inside double quotes.
-    static func table(forKeyStore store: String) -> String { "\"\(tableName(forKeyStore: store))\"" }
+    public static func table(forKeyStore store: String) -> String { "\"\(tableName(forKeyStore: store))\"" }
 }

@@ -1,0 +1,119 @@
+public import SofaCore
+public import SofaWire
+public import SofaQL
+public import Foundation
+internal import Synchronization
+
+/// What a query worker does with a query: find the database's file, open it read-only (one
+/// connection per database, reused), compile the query once per text and schema version (an
+/// index created or dropped changes the plan), run it within the request's deadline, and
+/// answer rows or an explanation. Runs on its own serial queue: SQLite calls block, and the
+/// cooperative thread pool must never wait on them.
+public final class QueryEngine: Sendable {
+    private let dataDirectory: URL
+    private let queue = DispatchQueue(label: "sofa.query.engine")
+    private let state = Mutex<State>(State())
+    /// Results bigger than this are refused rather than built (page with LIMIT/OFFSET).
+    public static let maxResultBytes = 12 << 20
+
+    struct CacheKey: Hashable {
+        var database: String
+        var collection: String
+        var text: String
+        var isN1QL: Bool
+    }
+
+    struct State: ~Copyable {
+        var connections: [String: QueryConnection] = [:]
+        var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
+    }
+
+    public init(dataDirectory: URL) {
+        self.dataDirectory = dataDirectory
+    }
+
+    /// Runs a query request (on the engine's queue) and answers its reply.
+    public func handle(_ request: Request, _ spec: QuerySpec) async -> Response {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(SofaError) {
+                    continuation.resume(returning: .ok(request.id, .query(try self.run(request, spec))))
+                } catch {
+                    continuation.resume(returning: .failure(request.id, error))
+                }
+            }
+        }
+    }
+
+    /// The tree a query's text stands for.
+    public static func tree(_ spec: QuerySpec) throws(SofaError) -> JSON {
+        if spec.isN1QL { return try N1QL.parse(spec.text) }
+        guard let tree = JSON.tryParse(spec.text) else {
+            throw SofaError(.invalidQuery, "the JSON query is not valid JSON")
+        }
+        return tree
+    }
+
+    private func connection(_ database: String) throws(SofaError) -> QueryConnection {
+        if let open = state.withLock({ $0.connections[database] }) { return open }
+        try StorageLayout.validate(databaseName: database)
+        let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw SofaError(.notFound, "no database '\(database)'")
+        }
+        let connection = try QueryConnection(path: file.path, readOnly: true)
+        state.withLock { $0.connections[database] = connection }
+        return connection
+    }
+
+    private func run(_ request: Request, _ spec: QuerySpec) throws(SofaError) -> QueryRows {
+        let connection = try self.connection(request.database)
+        // A database deleted and re-created has a new file: reopen when the old one is gone.
+        if !FileManager.default.fileExists(atPath: connection.path) {
+            _ = state.withLock { $0.connections.removeValue(forKey: request.database) }
+            throw SofaError(.notFound, "no database '\(request.database)'")
+        }
+        let compiled = try compile(connection, request, spec)
+        if spec.explain {
+            let plan = try connection.explain(compiled)
+            return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan)
+        }
+        let deadline = request.deadline > 0 ? Self.monotonicDeadline(epochMs: request.deadline) : 0
+        var rows: [[JSON?]] = []
+        var bytes = 0
+        try connection.run(compiled, parameters: spec.parameters, deadline: deadline) { row throws(SofaError) in
+            for column in row { bytes += column.map { $0.compactBytes().count } ?? 1 }
+            guard bytes <= Self.maxResultBytes else {
+                throw SofaError(.messageTooLarge, "the result is over \(Self.maxResultBytes >> 20) MiB: add a LIMIT and page with OFFSET")
+            }
+            rows.append(row)
+        }
+        return QueryRows(columns: compiled.columns, rows: rows)
+    }
+
+    private func compile(_ connection: QueryConnection, _ request: Request, _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {
+        let version = try connection.schemaVersion()
+        let key = CacheKey(database: request.database, collection: request.collection, text: spec.text, isN1QL: spec.isN1QL)
+        if let cached = state.withLock({ $0.compiled[key] }), cached.version == version { return cached.query }
+        var tree = try Self.tree(spec)
+        // The request's collection is the default FROM.
+        if !request.collection.isEmpty, case .object(var select) = tree, select["FROM"] == nil {
+            let collection = try CollectionName(parsing: request.collection)
+            select["FROM"] = [["SCOPE": .string(collection.scope), "COLLECTION": .string(collection.name), "AS": .string(collection.name)]]
+            tree = .object(select)
+        }
+        let compiled = try QueryCompiler.compile(tree, schema: try connection.schema())
+        state.withLock {
+            if $0.compiled.count > 500 { $0.compiled.removeAll() }
+            $0.compiled[key] = (version, compiled)
+        }
+        return compiled
+    }
+
+    /// A wall-clock deadline (ms since the epoch) as a monotonic instant.
+    static func monotonicDeadline(epochMs: UInt64) -> UInt64 {
+        let nowMs = UInt64(Date().timeIntervalSince1970 * 1000)
+        let remainingMs = epochMs > nowMs ? epochMs - nowMs : 0
+        return DispatchTime.now().uptimeNanoseconds + remainingMs * 1_000_000
+    }
+}

@@ -1,0 +1,174 @@
+public import SofaCore
+public import SofaWire
+internal import SofaBus
+
+/// A query's result: column titles and rows, each row's columns in order, nil where MISSING.
+public struct QueryResult: Sendable, Equatable {
+    public var columns: [String]
+    public var rows: [[JSON?]]
+
+    public init(columns: [String], rows: [[JSON?]]) {
+        self.columns = columns
+        self.rows = rows
+    }
+
+    /// Each row as a dictionary by column title (MISSING columns left out).
+    public var dictionaries: [JSONObject] {
+        rows.map { row in
+            JSONObject(zip(columns, row).compactMap { title, value in value.map { (title, $0) } })
+        }
+    }
+}
+
+/// The kind of an index, with what it needs.
+public enum IndexKind: Sendable, Equatable {
+    /// A value index on the expressions.
+    case value
+    /// A full-text index on the expressions' strings; `language` "en" (default) stems words.
+    case fullText(language: String? = nil, ignoreDiacritics: Bool = false)
+    /// An array index on a path (`likes`, or nested `a[].b`), for UNNEST and ANY…SATISFIES.
+    case array(path: String)
+}
+
+/// Queries (run by the cluster's query workers) and index management (done by storage).
+extension DocumentStore {
+    /// Runs a N1QL (SQL++ for Mobile) query. Without FROM, it reads this store's collection.
+    public func query(n1ql: String, parameters: JSONObject = [:]) async throws(SofaError) -> QueryResult {
+        try await run(QuerySpec(text: n1ql, isN1QL: true, parameters: parameters))
+    }
+
+    /// Runs a query in LiteCore's JSON query schema.
+    public func query(json: JSON, parameters: JSONObject = [:]) async throws(SofaError) -> QueryResult {
+        try await run(QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters))
+    }
+
+    /// The SQL a query compiles to, then SQLite's plan for it.
+    public func explain(n1ql: String) async throws(SofaError) -> String {
+        guard case .query(let rows) = try await call(.query(QuerySpec(text: n1ql, isN1QL: true, explain: true))) else {
+            throw unexpected("explain")
+        }
+        return rows.explain
+    }
+
+    public func explain(json: JSON) async throws(SofaError) -> String {
+        guard case .query(let rows) = try await call(.query(QuerySpec(text: json.compactString, isN1QL: false, explain: true))) else {
+            throw unexpected("explain")
+        }
+        return rows.explain
+    }
+
+    func run(_ spec: QuerySpec) async throws(SofaError) -> QueryResult {
+        guard case .query(let rows) = try await call(.query(spec)) else { throw unexpected("query") }
+        return QueryResult(columns: rows.columns, rows: rows.rows)
+    }
+
+    /// Creates an index on this store's collection. `expressions` are JSON query expressions
+    /// (`[".name.last"]`); an array index takes its path from `kind` instead.
+    public func createIndex(_ name: String, kind: IndexKind, expressions: [JSON] = []) async throws(SofaError) {
+        var descriptor: JSONObject = ["expressions": .array(expressions)]
+        let code: Int32
+        switch kind {
+        case .value: code = 0
+        case .fullText(let language, let ignoreDiacritics):
+            code = 1
+            if let language { descriptor["language"] = .string(language) }
+            if ignoreDiacritics { descriptor["ignoreDiacritics"] = true }
+        case .array(let path):
+            code = 2
+            descriptor["path"] = .string(path)
+        }
+        _ = try await call(.createIndex(IndexDefinition(kind: code, name: name, descriptor: .object(descriptor))))
+    }
+
+    public func deleteIndex(_ name: String) async throws(SofaError) {
+        _ = try await call(.deleteIndex(name: name))
+    }
+
+    /// The indexes of this store's collection.
+    public func indexes() async throws(SofaError) -> [IndexDefinition] {
+        guard case .indexes(let list) = try await call(.listIndexes) else { throw unexpected("indexes") }
+        return list
+    }
+
+    /// A live query: its result now, then again each time committed changes to this store's
+    /// collection change it (changes arriving together are coalesced into one re-run; a result
+    /// equal to the last one is not repeated).
+    public func liveQuery(n1ql: String, parameters: JSONObject = [:], pollMs: UInt32 = 15_000) -> LiveQuery {
+        LiveQuery(store: AnyStore(self), spec: QuerySpec(text: n1ql, isN1QL: true, parameters: parameters), pollMs: pollMs)
+    }
+
+    public func liveQuery(json: JSON, parameters: JSONObject = [:], pollMs: UInt32 = 15_000) -> LiveQuery {
+        LiveQuery(store: AnyStore(self), spec: QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters), pollMs: pollMs)
+    }
+}
+
+/// A type-erased store, so `LiveQuery` works for databases and collections alike.
+struct AnyStore: Sendable {
+    let client: SofaClient
+    let database: String
+    let collection: String
+
+    init(_ store: some DocumentStore) {
+        client = store.client
+        database = store.databaseName
+        collection = store.collectionPath
+    }
+
+    func call(_ operation: Op) async throws(SofaError) -> Reply {
+        try await client.call(operation, database: database, collection: collection)
+    }
+}
+
+/// The results of a live query, as an `AsyncSequence` (see `DocumentStore.liveQuery`).
+public struct LiveQuery: AsyncSequence, Sendable {
+    public typealias Element = QueryResult
+    let store: AnyStore
+    let spec: QuerySpec
+    let pollMs: UInt32
+
+    public func makeAsyncIterator() -> Iterator { Iterator(source: self) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let source: LiveQuery
+        var since: UInt64? = nil
+        var last: QueryResult? = nil
+
+        public mutating func next() async throws -> QueryResult? {
+            while !Task.isCancelled {
+                if let since {
+                    // Wait for the next committed change, then take everything already queued.
+                    let query = ChangesQuery(since: since, limit: 10_000, includeDeleted: true, waitMs: source.pollMs)
+                    let request = Request(database: source.store.database, collection: source.store.collection, operation: .changes(query))
+                    let response = await source.store.client.bus.send(request, timeout: .milliseconds(Int(source.pollMs) + 10_000))
+                    switch response.outcome {
+                    case .success(.changes(let batch)):
+                        guard let newest = batch.changes.map(\.sequence).max() else { continue }
+                        self.since = Swift.max(since, newest)
+                    case .success:
+                        throw SofaError(.unexpectedError, "the gateway answered a changes poll with something else")
+                    case .failure(let error) where error.is(.unavailable) || error.is(.timeout) || error.is(.shuttingDown):
+                        // The cluster is restarting: retry the poll (the sequence keeps our place).
+                        try await Task.sleep(for: .milliseconds(200))
+                        continue
+                    case .failure(let error):
+                        throw error
+                    }
+                } else {
+                    // Where the feed stands now; the first result is computed after it.
+                    let reply = try await source.store.call(.changes(ChangesQuery(since: 0, descending: true, limit: 1, includeDeleted: true)))
+                    guard case .changes(let batch) = reply else { throw SofaError(.unexpectedError, "unexpected reply to changes") }
+                    since = batch.changes.first?.sequence ?? 0
+                }
+                guard case .query(let rows) = try await source.store.call(.query(source.spec)) else {
+                    throw SofaError(.unexpectedError, "unexpected reply to a query")
+                }
+                let result = QueryResult(columns: rows.columns, rows: rows.rows)
+                if result != last {
+                    last = result
+                    return result
+                }
+            }
+            return nil
+        }
+    }
+}

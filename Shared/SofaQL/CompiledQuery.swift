@@ -1,0 +1,53 @@
+public import SofaCore
+
+/// A query compiled to one SQLite SELECT over a database's `kv_*` tables.
+///
+/// Literal strings and `$parameters` are never spliced into the SQL: they are bindings (`?1`,
+/// `?2`, … in order), so nothing a query says can change the statement's shape. Property paths
+/// are spliced as quoted string literals (they must be, for SQLite to match index expressions).
+public struct CompiledQuery: Sendable {
+    public enum Binding: Sendable, Hashable {
+        case literal(SQLValue)
+        case parameter(String)
+    }
+
+    public var sql: String
+    /// Column titles, as LiteCore names them.
+    public var columns: [String]
+    public var bindings: [Binding]
+    /// The tables the query reads (to know which changes can affect it).
+    public var collections: [CollectionName]
+
+    /// The values to bind, given the query's parameters (an absent parameter is MISSING).
+    public func values(parameters: JSONObject) -> [SQLValue] {
+        bindings.map {
+            switch $0 {
+            case .literal(let value): return value
+            case .parameter(let name): return SQLValue(parameters[name])
+            }
+        }
+    }
+
+    /// The names of the parameters the query uses.
+    public var parameterNames: [String] {
+        bindings.compactMap { if case .parameter(let n) = $0 { return n } else { return nil } }
+    }
+}
+
+/// What the compiler needs to know about the database it compiles for.
+public struct QuerySchema: Sendable {
+    /// Whether a collection exists.
+    public var hasCollection: @Sendable (CollectionName) -> Bool
+    /// The FTS table of a full-text index on a collection, by index name.
+    public var fullTextTable: @Sendable (CollectionName, String) -> String?
+    /// The table of an array index on a collection's property path.
+    public var arrayTable: @Sendable (CollectionName, PropertyPath) -> String?
+
+    public init(hasCollection: @escaping @Sendable (CollectionName) -> Bool,
+                fullTextTable: @escaping @Sendable (CollectionName, String) -> String? = { _, _ in nil },
+                arrayTable: @escaping @Sendable (CollectionName, PropertyPath) -> String? = { _, _ in nil }) {
+        self.hasCollection = hasCollection
+        self.fullTextTable = fullTextTable
+        self.arrayTable = arrayTable
+    }
+}

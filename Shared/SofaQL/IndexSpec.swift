@@ -1,0 +1,201 @@
+public import SofaCore
+internal import Foundation
+
+/// The kinds of index, numbered as LiteCore numbers them in the `indexes` table.
+public enum IndexKind: Int, Sendable, CaseIterable {
+    case value = 0
+    case fullText = 1
+    case array = 2
+
+    public var name: String {
+        switch self {
+        case .value: return "value"
+        case .fullText: return "full-text"
+        case .array: return "array"
+        }
+    }
+}
+
+/// An index as storage creates it: a name (1–251 characters of `[A-Za-z0-9_%-]`, unique in its
+/// collection), a kind, and what it indexes:
+///
+/// * value: expressions (JSON query expressions, e.g. `[".name.last"]`) → a SQLite index on
+///   those expressions, named `<table>:value:<name>`;
+/// * full-text: expressions whose strings are indexed → an FTS5 table `<table>::<name>` kept
+///   current by triggers; English stems words (Porter), other languages only split them;
+/// * array: a path to an array, `a` or nested `a[].b` (each element of `a`, then each element of
+///   its `b`) → a table `<table>:unnest:<name>` of (docid, i, value) with an index on value, kept
+///   current by triggers, which UNNEST and ANY…SATISFIES over that path read instead of parsing
+///   every document.
+public struct IndexSpec: Sendable, Hashable {
+    public var name: String
+    public var kind: IndexKind
+    public var collection: CollectionName
+    public var expressions: [JSON]
+    public var arrayPath: String?
+    public var language: String?
+    public var ignoreDiacritics: Bool
+
+    public init(name: String, kind: IndexKind, collection: CollectionName, expressions: [JSON] = [],
+                arrayPath: String? = nil, language: String? = nil, ignoreDiacritics: Bool = false) {
+        self.name = name
+        self.kind = kind
+        self.collection = collection
+        self.expressions = expressions
+        self.arrayPath = arrayPath
+        self.language = language
+        self.ignoreDiacritics = ignoreDiacritics
+    }
+
+    /// The JSON kept in the `indexes` table's `expression` column.
+    public var descriptor: JSON {
+        var object: JSONObject = ["kind": .string(kind.name), "expressions": .array(expressions)]
+        if let arrayPath { object["path"] = .string(arrayPath) }
+        if let language { object["language"] = .string(language) }
+        if ignoreDiacritics { object["ignoreDiacritics"] = true }
+        return .object(object)
+    }
+
+    public init(name: String, kind: IndexKind, collection: CollectionName, descriptor: JSON) {
+        self.init(name: name, kind: kind, collection: collection,
+                  expressions: descriptor["expressions"]?.arrayValue ?? [],
+                  arrayPath: descriptor["path"]?.stringValue, language: descriptor["language"]?.stringValue,
+                  ignoreDiacritics: descriptor["ignoreDiacritics"]?.boolValue ?? false)
+    }
+
+    /// The table (or SQLite index) that holds the index.
+    public var table: String {
+        switch kind {
+        case .value: return "\(collection.tableName):value:\(name)"
+        case .fullText: return "\(collection.tableName)::\(name)"
+        case .array: return "\(collection.tableName):unnest:\(name)"
+        }
+    }
+
+    /// Checks the name and the definition.
+    public func validate() throws(SofaError) {
+        guard !name.isEmpty, name.utf8.count <= CollectionName.maxNameLength,
+              name.utf8.allSatisfy({ CollectionName.allowed.contains($0) }) else {
+            throw SofaError(.invalidParameter, "invalid index name '\(name)': 1–251 characters of A-Z a-z 0-9 _ % -")
+        }
+        switch kind {
+        case .value, .fullText:
+            guard !expressions.isEmpty else { throw SofaError(.invalidQuery, "a \(kind.name) index needs at least one expression") }
+        case .array:
+            guard arrayPath != nil else { throw SofaError(.invalidQuery, "an array index needs a path, e.g. likes or a[].b") }
+            _ = try arraySegments()
+        }
+    }
+
+    /// `a[].b` → [a, b].
+    public func arraySegments() throws(SofaError) -> [PropertyPath] {
+        guard let arrayPath else { return [] }
+        var text = arrayPath
+        if text.hasSuffix("[]") { text.removeLast(2) }
+        var segments: [PropertyPath] = []
+        for part in text.components(separatedBy: "[].") {
+            let path = try PropertyPath.parse(part)
+            guard !path.isEmpty else { throw SofaError(.invalidQuery, "invalid array index path '\(arrayPath)'") }
+            segments.append(path)
+        }
+        return segments
+    }
+
+    /// The path an UNNEST or ANY must name for this (single-level) array index to serve it.
+    public var unnestPath: PropertyPath? {
+        guard kind == .array, let segments = try? arraySegments(), segments.count == 1 else { return nil }
+        return segments[0]
+    }
+
+    /// SQL for an expression over a document body column (`body`, or `new.body` in a trigger).
+    func expressionSQL(_ expression: JSON, body: String) throws(SofaError) -> String {
+        try QueryCompiler.indexExpression(expression, body: body)
+    }
+
+    /// The statements that create the index and fill it from existing rows.
+    public func createSQL() throws(SofaError) -> [String] {
+        try validate()
+        let kv = collection.table
+        let quoted = "\"\(table)\""
+        let live = "(new.flags & 32769) = 0"
+        switch kind {
+        case .value:
+            var columns: [String] = []
+            for e in expressions { columns.append(try expressionSQL(e, body: "body")) }
+            return ["CREATE INDEX \(quoted) ON \(kv) (\(columns.joined(separator: ", ")))"]
+        case .fullText:
+            let columnNames = expressions.indices.map { "c\($0)" }
+            let stemming = ["en", "english"].contains(language?.lowercased() ?? "en")
+            let tokenizer = (stemming ? "porter " : "") + "unicode61 remove_diacritics \(ignoreDiacritics ? 2 : 0)"
+            var newValues: [String] = [], rowValues: [String] = []
+            for e in expressions {
+                newValues.append("core_fts_text(\(try expressionSQL(e, body: "new.body")))")
+                rowValues.append("core_fts_text(\(try expressionSQL(e, body: "body")))")
+            }
+            let insert = "INSERT INTO \(quoted) (rowid, \(columnNames.joined(separator: ", "))) SELECT new.rowid, \(newValues.joined(separator: ", ")) WHERE \(live);"
+            return [
+                "CREATE VIRTUAL TABLE \(quoted) USING fts5(\(columnNames.joined(separator: ", ")), tokenize = '\(tokenizer)')",
+                "CREATE TRIGGER \"\(table)::ins\" AFTER INSERT ON \(kv) BEGIN \(insert) END",
+                "CREATE TRIGGER \"\(table)::del\" AFTER DELETE ON \(kv) BEGIN DELETE FROM \(quoted) WHERE rowid = old.rowid; END",
+                "CREATE TRIGGER \"\(table)::upd\" AFTER UPDATE OF body, flags ON \(kv) BEGIN DELETE FROM \(quoted) WHERE rowid = old.rowid; \(insert) END",
+                "INSERT INTO \(quoted) (rowid, \(columnNames.joined(separator: ", "))) SELECT rowid, \(rowValues.joined(separator: ", ")) FROM \(kv) WHERE (flags & 32769) = 0",
+            ]
+        case .array:
+            let segments = try arraySegments()
+            /// The value and position columns, and the json_each joins that unnest `body`.
+            func unnest(_ body: String) throws(SofaError) -> (columns: String, joins: String) {
+                var from: [String] = []
+                var current = body
+                for (i, segment) in segments.enumerated() {
+                    from.append("json_each(core_array_text(\(try QueryCompiler.access(current, segment)))) AS j\(i)")
+                    current = "core_element(j\(i).type, j\(i).value)"
+                }
+                return ("\(current), j\(segments.count - 1).key", from.joined(separator: ", "))
+            }
+            let fresh = try unnest("new.body"), existing = try unnest("t.body")
+            let insert = "INSERT INTO \(quoted) (value, i, docid) SELECT \(fresh.columns), new.rowid FROM \(fresh.joins) WHERE \(live);"
+            return [
+                "CREATE TABLE \(quoted) (docid INTEGER NOT NULL, i INTEGER, value)",
+                "CREATE INDEX \"\(table):value\" ON \(quoted) (value)",
+                "CREATE INDEX \"\(table):docid\" ON \(quoted) (docid)",
+                "CREATE TRIGGER \"\(table)::ins\" AFTER INSERT ON \(kv) BEGIN \(insert) END",
+                "CREATE TRIGGER \"\(table)::del\" AFTER DELETE ON \(kv) BEGIN DELETE FROM \(quoted) WHERE docid = old.rowid; END",
+                "CREATE TRIGGER \"\(table)::upd\" AFTER UPDATE OF body, flags ON \(kv) BEGIN DELETE FROM \(quoted) WHERE docid = old.rowid; \(insert) END",
+                "INSERT INTO \(quoted) (value, i, docid) SELECT \(existing.columns), t.rowid FROM \(kv) AS t, \(existing.joins) WHERE (t.flags & 32769) = 0",
+            ]
+        }
+    }
+
+    /// The statements that drop the index and everything that keeps it current.
+    public func dropSQL() -> [String] {
+        let quoted = "\"\(table)\""
+        switch kind {
+        case .value: return ["DROP INDEX IF EXISTS \(quoted)"]
+        case .fullText, .array:
+            return ["DROP TRIGGER IF EXISTS \"\(table)::ins\"", "DROP TRIGGER IF EXISTS \"\(table)::del\"",
+                    "DROP TRIGGER IF EXISTS \"\(table)::upd\"", "DROP TABLE IF EXISTS \(quoted)"]
+        }
+    }
+}
+
+/// A row of the `indexes` table.
+struct IndexRecord {
+    var name: String
+    var kind: IndexKind
+    var keyStore: String
+    var table: String
+    var arrayPath: PropertyPath?
+
+    init?(row: [JSON?]) {
+        guard let name = row[0]?.stringValue, let type = row[1]?.intValue, let kind = IndexKind(rawValue: Int(type)),
+              let keyStore = row[2]?.stringValue, let table = row[4]?.stringValue,
+              let collection = CollectionName(keyStore: keyStore) else { return nil }
+        self.name = name
+        self.kind = kind
+        self.keyStore = keyStore
+        self.table = table
+        if kind == .array, let text = row[3]?.stringValue, let descriptor = JSON.tryParse(text) {
+            arrayPath = IndexSpec(name: name, kind: kind, collection: collection, descriptor: descriptor).unnestPath
+        }
+    }
+}

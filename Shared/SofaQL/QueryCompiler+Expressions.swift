@@ -1,0 +1,346 @@
+public import SofaCore
+internal import Foundation
+
+/// Expressions. Each compiles to SQL of one of two kinds: a *value* in the encoding of
+/// `SQLValue`, or a *condition* (SQL 0/1/NULL, what comparisons give). `value(_:)` and
+/// `condition(_:)` convert between them (`core_boolean`, `core_bool`), so `WHERE flag` and
+/// `SELECT a = b` both come out right.
+extension QueryCompiler {
+    struct Expr {
+        var sql: String
+        var isCondition: Bool
+    }
+
+    mutating func value(_ json: JSON) throws(SofaError) -> String {
+        let e = try expression(json)
+        return e.isCondition ? "core_boolean(\(e.sql))" : e.sql
+    }
+
+    mutating func condition(_ json: JSON) throws(SofaError) -> String {
+        let e = try expression(json)
+        return e.isCondition ? e.sql : "core_bool(\(e.sql))"
+    }
+
+    /// An ORDER BY item: `["DESC", expr]`, `["ASC", expr]` or an expression. Kinds sort in
+    /// N1QL's order (MISSING, null, false, true, numbers, strings, arrays, objects) first.
+    mutating func ordering(_ item: JSON) throws(SofaError) -> String {
+        var expression = item
+        var direction = ""
+        if case .array(let parts) = item, let op = parts.first?.stringValue?.uppercased(), op == "DESC" || op == "ASC" {
+            guard parts.count == 2 else { throw Self.invalid("\(op) takes one expression") }
+            expression = parts[1]
+            direction = op == "DESC" ? " DESC" : ""
+        }
+        let sql = try value(expression)
+        return "core_rank(\(sql))\(direction), \(sql)\(direction)"
+    }
+
+    mutating func bind(_ value: SQLValue) -> String {
+        bindings.append(.literal(value))
+        return "?\(bindings.count)"
+    }
+
+    static func quoted(_ text: String) throws(SofaError) -> String {
+        guard !text.unicodeScalars.contains("\0") else { throw invalid("a property path cannot contain NUL") }
+        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    static let nullBlob = "x'6e756c6c'", trueBlob = "x'74727565'", falseBlob = "x'66616c7365'"
+
+    mutating func expression(_ json: JSON) throws(SofaError) -> Expr {
+        switch json {
+        case .null: return Expr(sql: Self.nullBlob, isCondition: false)
+        case .bool(let b): return Expr(sql: b ? Self.trueBlob : Self.falseBlob, isCondition: false)
+        case .int(let i): return Expr(sql: "\(i)", isCondition: false)
+        case .double(let d): return Expr(sql: bind(.real(d)), isCondition: false)
+        case .string(let s): return Expr(sql: bind(.text(s)), isCondition: false)
+        case .object(let object):
+            var parts: [String] = []
+            for (key, item) in object {
+                parts.append(bind(.text(key)))
+                parts.append(try value(item))
+            }
+            return Expr(sql: "core_object(\(parts.joined(separator: ", ")))", isCondition: false)
+        case .array(let items):
+            guard let op = items.first?.stringValue else {
+                throw Self.invalid("an operation must start with its name: \(json.compactString.prefix(80))")
+            }
+            return try operation(op, Array(items.dropFirst()), json)
+        }
+    }
+
+    mutating func operation(_ op: String, _ args: [JSON], _ whole: JSON) throws(SofaError) -> Expr {
+        func arity(_ range: ClosedRange<Int>) throws(SofaError) {
+            guard range.contains(args.count) else {
+                let wanted = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)–\(range.upperBound)"
+                throw Self.invalid("'\(op)' takes \(wanted) operand\(range.upperBound == 1 ? "" : "s"), got \(args.count)")
+            }
+        }
+        func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }
+        func c(_ sql: String) -> Expr { Expr(sql: sql, isCondition: true) }
+
+        if op.hasPrefix(".") { return v(try property(op, args)) }
+        if op.hasPrefix("$") {
+            let name = String(op.dropFirst())
+            guard !name.isEmpty, args.isEmpty else { throw Self.invalid("a parameter is [\"$name\"]") }
+            bindings.append(.parameter(name))
+            return v("?\(bindings.count)")
+        }
+        if op.hasPrefix("?") { return v(try variable(op, args)) }
+        if op.hasSuffix("()") { return try function(String(op.dropLast(2)), args) }
+
+        switch op.uppercased() {
+        case "MISSING":
+            try arity(0...0)
+            return v("NULL")
+        case "[]":
+            var parts: [String] = []
+            for item in args { parts.append(try value(item)) }
+            return v("core_array(\(parts.joined(separator: ", ")))")
+        case "_.":
+            try arity(2...2)
+            guard let pathText = args[1].stringValue, let path = PropertyPath.tryParse(pathText) else {
+                throw Self.invalid("'_.' needs a property path string, got \(args[1].compactString)")
+            }
+            if case .array(let inner) = args[0], inner.first?.stringValue?.lowercased() == "meta()" {
+                return try metaField(Array(inner.dropFirst()), path)
+            }
+            return v(try Self.access(try value(args[0]), path))
+        case "=", "==", "!=", "<>", "<", "<=", ">", ">=":
+            try arity(2...2)
+            let sqlOp = ["==": "=", "<>": "!="][op] ?? op
+            return c("(\(try collated(args[0])) \(sqlOp) \(try value(args[1])))")
+        case "IS", "IS NOT":
+            try arity(2...2)
+            return c("(\(try collated(args[0])) \(op.uppercased()) \(try value(args[1])))")
+        case "IS VALUED":
+            try arity(1...1)
+            let x = try value(args[0])
+            return c("(\(x) IS NOT NULL AND \(x) IS NOT \(Self.nullBlob))")
+        case "IS MISSING", "IS NULL", "IS NOT MISSING", "IS NOT NULL", "IS NOT VALUED":
+            try arity(1...1)
+            let x = try value(args[0])
+            switch op.uppercased() {
+            case "IS MISSING": return c("(\(x) IS NULL)")
+            case "IS NOT MISSING": return c("(\(x) IS NOT NULL)")
+            case "IS NULL": return c("(\(x) IS \(Self.nullBlob))")
+            case "IS NOT NULL": return c("(\(x) IS NOT \(Self.nullBlob))")
+            default: return c("NOT (\(x) IS NOT NULL AND \(x) IS NOT \(Self.nullBlob))")
+            }
+        case "+", "*", "%", "||":
+            try arity(2...Int.max)
+            var parts: [String] = []
+            for a in args { parts.append(try value(a)) }
+            return v("(" + parts.joined(separator: " \(op) ") + ")")
+        case "-":
+            try arity(1...2)
+            if args.count == 1 { return v("(- \(try value(args[0])))") }
+            return v("(\(try value(args[0])) - \(try value(args[1])))")
+        case "/":
+            try arity(2...2)
+            return v("(\(try value(args[0])) / CAST(\(try value(args[1])) AS REAL))")
+        case "NOT":
+            try arity(1...1)
+            return c("(NOT \(try condition(args[0])))")
+        case "AND", "OR":
+            try arity(1...Int.max)
+            var parts: [String] = []
+            for a in args { parts.append(try condition(a)) }
+            return c("(" + parts.joined(separator: " \(op.uppercased()) ") + ")")
+        case "IN", "NOT IN":
+            try arity(2...2)
+            let x = try collated(args[0])
+            let test: String
+            if case .array(let list) = args[1], list.first == .string("[]") {
+                var items: [String] = []
+                for item in list.dropFirst() { items.append(try value(item)) }
+                test = items.isEmpty ? "0" : "(\(x) IN (\(items.joined(separator: ", "))))"
+            } else {
+                test = "core_in(\(x), \(try value(args[1])))"
+            }
+            return c(op.uppercased() == "IN" ? test : "(NOT \(test))")
+        case "BETWEEN":
+            try arity(3...3)
+            return c("(\(try collated(args[0])) BETWEEN \(try value(args[1])) AND \(try value(args[2])))")
+        case "LIKE":
+            try arity(2...2)
+            let options = collation.map { ", '\($0.likeOptions)'" } ?? ""
+            return c("core_like(\(try value(args[0])), \(try value(args[1]))\(options))")
+        case "CASE":
+            try arity(3...Int.max)
+            var sql = "CASE"
+            let test = args[0]
+            if test != .null { sql += " \(try value(test))" }
+            var rest = Array(args.dropFirst())
+            let elseExpr: JSON? = rest.count % 2 == 1 ? rest.removeLast() : nil
+            var i = 0
+            while i < rest.count {
+                let when = test == .null ? try condition(rest[i]) : try value(rest[i])
+                sql += " WHEN \(when) THEN \(try value(rest[i + 1]))"
+                i += 2
+            }
+            sql += " ELSE \(try elseExpr.map { (e) throws(SofaError) in try value(e) } ?? Self.nullBlob) END"
+            return v(sql)
+        case "ANY", "EVERY", "ANY AND EVERY":
+            return c(try quantifier(op.uppercased(), args))
+        case "COLLATE":
+            try arity(2...2)
+            guard case .object(let options) = args[0] else { throw Self.invalid("COLLATE takes an options dictionary") }
+            var collation = Collation()
+            for (key, flag) in options {
+                switch key.uppercased() {
+                case "UNICODE": collation.unicode = flag.boolValue ?? false
+                case "CASE": collation.caseSensitive = flag.boolValue ?? true
+                case "DIAC": collation.diacriticSensitive = flag.boolValue ?? true
+                case "LOCALE": break
+                default: throw Self.invalid("unknown COLLATE option '\(key)'")
+                }
+            }
+            let saved = self.collation
+            self.collation = collation
+            defer { self.collation = saved }
+            let inner = try expression(args[1])
+            if inner.isCondition { return inner }
+            guard let name = collation.sqlName else { return inner }
+            return v("(\(inner.sql) COLLATE \(name))")
+        case "EXISTS", "SELECT":
+            throw Self.invalid("subqueries (\(op)) are not supported")
+        case "AS":
+            throw Self.invalid("AS is only allowed in WHAT")
+        case "ASC", "DESC":
+            throw Self.invalid("\(op) is only allowed in ORDER_BY")
+        default:
+            throw Self.invalid("unknown operator '\(op)'")
+        }
+    }
+
+    /// An operand of a comparison, under the active COLLATE.
+    mutating func collated(_ json: JSON) throws(SofaError) -> String {
+        let sql = try value(json)
+        guard let name = collation?.sqlName else { return sql }
+        return "(\(sql) COLLATE \(name))"
+    }
+
+    static func access(_ base: String, _ path: PropertyPath) throws(SofaError) -> String {
+        path.isEmpty ? base : "core_value(\(base), \(try quoted(path.description)))"
+    }
+
+    /// The path of `[".a.b"]` or `[".", "a", "b"]`.
+    static func path(_ op: String, _ args: [JSON]) throws(SofaError) -> PropertyPath {
+        if op == "." || op == "?" {
+            var components: [PropertyPath.Component] = []
+            for arg in args {
+                switch arg {
+                case .string(let key): components.append(.key(key))
+                case .int(let index): components.append(.index(Int(index)))
+                default: throw invalid("a path component must be a string or an integer, got \(arg.compactString)")
+                }
+            }
+            return PropertyPath(components)
+        }
+        guard args.isEmpty else { throw invalid("'\(op)' takes no operands") }
+        return try PropertyPath.parse(String(op.dropFirst()))
+    }
+
+    mutating func property(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
+        let path = try Self.path(op, args)
+        if case .key(let first)? = path.first {
+            if let source = sources.first(where: { $0.alias == first }) {
+                return try Self.access(source.value, path.droppingFirst())
+            }
+            if path.components.count == 1, let aliased = whatAliases[first] { return aliased }
+            if first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {
+                return try metaField([], PropertyPath([.key(field)])).sql
+            }
+        }
+        guard let source = sources.first else { throw Self.invalid("no FROM source for \(op)") }
+        return try Self.access(source.value, path)
+    }
+
+    /// What the old underscore properties (`._id`, `._sequence`…) mean.
+    static let metaNames = ["_id": "id", "_sequence": "sequence", "_deleted": "deleted",
+                            "_expiration": "expiration", "_revisionID": "revisionID"]
+
+    mutating func variable(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
+        let path = try Self.path(op, args)
+        guard case .key(let name)? = path.first, let sql = variables[name] else {
+            throw Self.invalid("unknown variable '\(op)'")
+        }
+        return try Self.access(sql, path.droppingFirst())
+    }
+
+    /// `["meta()", alias?]` with `.id`, `.sequence`, `.deleted`, `.expiration`, `.revisionID`.
+    mutating func metaField(_ metaArgs: [JSON], _ path: PropertyPath) throws(SofaError) -> Expr {
+        let source: Source
+        if let alias = metaArgs.first {
+            guard let name = alias.stringValue, let s = sources.first(where: { $0.alias == name }) else {
+                throw Self.invalid("meta() of unknown alias \(alias.compactString)")
+            }
+            source = s
+        } else {
+            guard let s = sources.first else { throw Self.invalid("meta() without a FROM source") }
+            source = s
+        }
+        guard case .collection = source.kind else { throw Self.invalid("meta() of an UNNEST alias") }
+        let t = source.sqlAlias
+        guard case .key(let field)? = path.first else {
+            return Expr(sql: "core_object('id', \(t).key, 'sequence', \(t).sequence, 'deleted', core_boolean(\(t).flags & 1), 'expiration', \(t).expiration, 'revisionID', core_revid(\(t).version))", isCondition: false)
+        }
+        let rest = path.droppingFirst()
+        let sql: String
+        switch field {
+        case "id": sql = "\(t).key"
+        case "sequence": sql = "\(t).sequence"
+        case "deleted":
+            mentionsDeleted = true
+            return Expr(sql: "((\(t).flags & 1) != 0)", isCondition: true)
+        case "expiration": sql = "\(t).expiration"
+        case "revisionID": sql = "core_revid(\(t).version)"
+        default: throw Self.invalid("meta() has no property '\(field)' (it has id, sequence, deleted, expiration, revisionID)")
+        }
+        return Expr(sql: try Self.access(sql, rest), isCondition: false)
+    }
+
+    /// `["ANY", var, array, predicate]` and friends, as (NOT) EXISTS over the array's elements.
+    mutating func quantifier(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
+        guard args.count == 3, let name = args[0].stringValue, !name.isEmpty else {
+            throw Self.invalid("\(op) takes a variable name, an array and a condition")
+        }
+        let alias = nextAlias("v")
+        let from: String, element: String
+        if let (owner, path) = try collectionProperty(args[1]), let table = schema.arrayTable(owner.collection, path) {
+            from = "\"\(table)\" AS \(alias) WHERE \(alias).docid = \(owner.sqlAlias).rowid AND"
+            element = "\(alias).value"
+        } else {
+            from = "json_each(core_array_text(\(try value(args[1])))) AS \(alias) WHERE"
+            element = "core_element(\(alias).type, \(alias).value)"
+        }
+        let saved = variables[name]
+        variables[name] = element
+        defer { variables[name] = saved }
+        let predicate = try condition(args[2])
+        let any = "EXISTS (SELECT 1 FROM \(from) \(predicate))"
+        let every = "NOT EXISTS (SELECT 1 FROM \(from) NOT coalesce(\(predicate), 0))"
+        let nonEmpty = "EXISTS (SELECT 1 FROM \(from) 1)"
+        switch op {
+        case "ANY": return any
+        case "EVERY": return every
+        default: return "(\(nonEmpty) AND \(every))"
+        }
+    }
+
+    /// If `json` is a plain property of a FROM collection (no array indexes), that collection
+    /// and the path inside its documents — what an array index can serve.
+    func collectionProperty(_ json: JSON) throws(SofaError) -> (owner: (collection: CollectionName, sqlAlias: String), path: PropertyPath)? {
+        guard case .array(let parts) = json, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
+        var path = try Self.path(op, Array(parts.dropFirst()))
+        var source = sources.first
+        if case .key(let first)? = path.first, let named = sources.first(where: { $0.alias == first }) {
+            source = named
+            path = path.droppingFirst()
+        }
+        guard let source, case .collection(let collection) = source.kind, !path.isEmpty else { return nil }
+        for component in path.components { if case .index = component { return nil } }
+        return ((collection, source.sqlAlias), path)
+    }
+}

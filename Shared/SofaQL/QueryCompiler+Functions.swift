@@ -1,0 +1,63 @@
+public import SofaCore
+
+/// Function calls: `["lower()", x]`. Aggregates become SQL aggregates; everything else is a
+/// function of the library, called as `sofa_<name>` after its name and arity are checked.
+extension QueryCompiler {
+    static let aggregates: Set<String> = ["count", "sum", "avg", "min", "max", "array_agg"]
+
+    mutating func function(_ rawName: String, _ args: [JSON]) throws(SofaError) -> Expr {
+        let name = rawName.lowercased()
+        func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }
+        if name == "match" || name == "rank" { return try fullText(name, args) }
+        if name == "meta" { return try metaField(args, PropertyPath([])) }
+        if Self.aggregates.contains(name) {
+            guard args.count == 1 else { throw Self.invalid("\(name)() takes 1 argument, got \(args.count)") }
+            if name == "count", args[0] == .array([.string(".")]) || args[0] == .string("*") { return v("count(*)") }
+            let x = try value(args[0])
+            switch name {
+            case "array_agg": return v("CAST(json_group_array(json(core_json_text(\(x)))) AS BLOB)")
+            default: return v("\(name)(\(x))")
+            }
+        }
+        guard let function = FunctionLibrary.named(name) else {
+            throw Self.invalid("unknown function '\(rawName)()'")
+        }
+        guard function.arity.contains(args.count) else {
+            let range = function.arity
+            let wanted = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound) to \(range.upperBound)"
+            throw Self.invalid("function '\(rawName)()' takes \(wanted) argument\(range.upperBound == 1 ? "" : "s"), got \(args.count)")
+        }
+        var parts: [String] = []
+        for arg in args { parts.append(try value(arg)) }
+        return v("\(function.sqlName)(\(parts.joined(separator: ", ")))")
+    }
+
+    /// `["MATCH()", index, text]` and `["RANK()", index]`: a join with the index's FTS table.
+    mutating func fullText(_ name: String, _ args: [JSON]) throws(SofaError) -> Expr {
+        guard let indexRef = args.first?.stringValue else { throw Self.invalid("\(name.uppercased())() needs an index name") }
+        guard args.count == (name == "match" ? 2 : 1) else {
+            throw Self.invalid("\(name.uppercased())() takes \(name == "match" ? 2 : 1) arguments")
+        }
+        // "alias.index" names the collection; a bare name means the first FROM collection.
+        var source = sources.first
+        var indexName = indexRef
+        if let dot = indexRef.firstIndex(of: "."), let named = sources.first(where: { $0.alias == String(indexRef[..<dot]) }) {
+            source = named
+            indexName = String(indexRef[indexRef.index(after: dot)...])
+        }
+        guard let source, case .collection(let collection) = source.kind else { throw Self.invalid("\(name.uppercased())() needs a collection") }
+        guard let table = schema.fullTextTable(collection, indexName) else {
+            throw Self.invalid("no full-text index '\(indexName)' on \(collection)")
+        }
+        let alias: String
+        if let existing = fullTextJoins.first(where: { $0.index == indexName && $0.source == source.sqlAlias }) {
+            alias = existing.sqlAlias
+        } else {
+            alias = nextAlias("f")
+            fullTextJoins.append((indexName, table, alias, source.sqlAlias))
+        }
+        if name == "rank" { return Expr(sql: "(- bm25(\(alias).\"\(table)\"))", isCondition: false) }
+        let text = try value(args[1])
+        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text)))", isCondition: true)
+    }
+}

@@ -1,0 +1,288 @@
+public import SofaCore
+internal import Foundation
+
+/// LiteCore's JSON query tree → one SQLite SELECT.
+///
+/// `["SELECT", {…}]` or the bare dictionary with `WHAT`, `FROM`, `WHERE`, `GROUP_BY`, `HAVING`,
+/// `ORDER_BY`, `LIMIT`, `OFFSET`, `DISTINCT`. Each FROM collection becomes `kv_<store> AS tN`,
+/// each UNNEST a `json_each` (or an array index's table) `AS uN`; expressions become SQL over the
+/// value encoding of `SQLValue` (see `CoreFunctions`). Deleted documents are left out unless the
+/// query mentions `meta().deleted`. Example:
+///
+///     {"WHAT": [[".name.first"]], "WHERE": [">", [".age"], 30]}
+///     → SELECT core_value(t0.body, 'name.first') FROM "kv_default" AS t0
+///       WHERE (core_value(t0.body, 'age') > 30) AND (t0.flags & 32769) = 0
+public struct QueryCompiler {
+    struct Source {
+        enum Kind { case collection(CollectionName), unnest }
+        var alias: String
+        var sqlAlias: String
+        var kind: Kind
+        /// SQL for the source's value (a document body, or an unnested element).
+        var value: String
+    }
+
+    let schema: QuerySchema
+    var sources: [Source] = []
+    var bindings: [CompiledQuery.Binding] = []
+    var variables: [String: String] = [:]
+    var collation: Collation? = nil
+    var whatAliases: [String: String] = [:]
+    /// FTS joins added by MATCH()/RANK(): index name → SQL alias of the FTS table.
+    var fullTextJoins: [(index: String, table: String, sqlAlias: String, source: String)] = []
+    var mentionsDeleted = false
+    var counter = 0
+
+    public static func compile(_ query: JSON, schema: QuerySchema) throws(SofaError) -> CompiledQuery {
+        var compiler = QueryCompiler(schema: schema)
+        return try compiler.compileSelect(query)
+    }
+
+    static func invalid(_ message: String) -> SofaError { SofaError(.invalidQuery, message) }
+
+    mutating func nextAlias(_ prefix: String) -> String {
+        counter += 1
+        return "\(prefix)\(counter)"
+    }
+
+    static let keys: Set<String> = ["WHAT", "FROM", "WHERE", "GROUP_BY", "HAVING", "ORDER_BY", "LIMIT", "OFFSET", "DISTINCT"]
+
+    mutating func compileSelect(_ query: JSON) throws(SofaError) -> CompiledQuery {
+        var tree = query
+        if case .array(let items) = query, items.first == .string("SELECT"), items.count == 2 {
+            tree = items[1]
+        }
+        guard case .object(let select) = tree else {
+            throw Self.invalid("a query must be a dictionary or [\"SELECT\", {…}], not \(query.compactString.prefix(80))")
+        }
+        for key in select.keys where !Self.keys.contains(key.uppercased()) {
+            throw Self.invalid("unknown key '\(key)' in SELECT")
+        }
+        func clause(_ name: String) -> JSON? { select.first { $0.key.uppercased() == name }?.value }
+
+        try compileFrom(clause("FROM"))
+
+        // WHAT (default: the whole document, as `SELECT *`)
+        var whatItems: [JSON] = [.array([.string(".")])]
+        if let what = clause("WHAT") {
+            guard case .array(let items) = what, !items.isEmpty else { throw Self.invalid("WHAT must be a non-empty array") }
+            whatItems = items
+        }
+        var columns: [String] = []
+        var titles: [String] = []
+        for (index, item) in whatItems.enumerated() {
+            var expression = item
+            var title: String? = nil
+            if case .array(let parts) = item, parts.first?.stringValue?.uppercased() == "AS" {
+                guard parts.count == 3, let name = parts[2].stringValue else { throw Self.invalid("AS takes an expression and a name") }
+                expression = parts[1]
+                title = name
+            }
+            let sql = try value(expression)
+            columns.append(sql)
+            let columnTitle = title ?? self.title(of: expression, column: index + 1)
+            if let title { whatAliases[title] = sql }
+            titles.append(columnTitle)
+        }
+
+        var sql = "SELECT "
+        if let distinct = clause("DISTINCT"), distinct.boolValue == true { sql += "DISTINCT " }
+        sql += columns.joined(separator: ", ")
+
+        var conditions: [String] = []
+        if let whereClause = clause("WHERE") { conditions.append(try condition(whereClause)) }
+        var groupBy: [String] = []
+        if let group = clause("GROUP_BY") {
+            guard case .array(let items) = group else { throw Self.invalid("GROUP_BY must be an array") }
+            for item in items { groupBy.append(try value(item)) }
+        }
+        var having: String? = nil
+        if let h = clause("HAVING") { having = try condition(h) }
+        var orderBy: [String] = []
+        if let order = clause("ORDER_BY") {
+            guard case .array(let items) = order else { throw Self.invalid("ORDER_BY must be an array") }
+            for item in items { orderBy.append(try ordering(item)) }
+        }
+        var limit: String? = nil, offset: String? = nil
+        if let l = clause("LIMIT") { limit = try value(l) }
+        if let o = clause("OFFSET") { offset = try value(o) }
+
+        sql += " FROM " + fromSQL()
+        // Live documents only: not deleted (unless asked about), never a purge marker.
+        for source in sources {
+            guard case .collection = source.kind, source.sqlAlias == "t0" || fromKinds[source.sqlAlias] == "CROSS" else { continue }
+            conditions.append(liveFilter(source.sqlAlias))
+        }
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        if !groupBy.isEmpty { sql += " GROUP BY " + groupBy.joined(separator: ", ") }
+        if let having { sql += " HAVING " + having }
+        if !orderBy.isEmpty { sql += " ORDER BY " + orderBy.joined(separator: ", ") }
+        if let limit {
+            sql += " LIMIT max(0, CAST(\(limit) AS INTEGER))"
+        } else if offset != nil {
+            sql += " LIMIT -1"
+        }
+        if let offset { sql += " OFFSET max(0, CAST(\(offset) AS INTEGER))" }
+
+        let collections = sources.compactMap { if case .collection(let c) = $0.kind { return c } else { return nil } }
+        return CompiledQuery(sql: sql, columns: titles, bindings: bindings, collections: collections)
+    }
+
+    /// `(flags & 1) = 0` (not deleted) unless the query reads `meta().deleted`; purge markers
+    /// (flag 0x8000) never.
+    func liveFilter(_ alias: String) -> String {
+        mentionsDeleted ? "(\(alias).flags & 32768) = 0" : "(\(alias).flags & 32769) = 0"
+    }
+
+    /// LiteCore's column title: an alias, a property's last key, a collection alias for `*`,
+    /// otherwise `$N` by column position.
+    func title(of expression: JSON, column: Int) -> String {
+        if case .array(let parts) = expression, let op = parts.first?.stringValue {
+            if op == "." && parts.count == 1 { return sources.first?.alias ?? "_default" }
+            if op.hasPrefix(".") || op.hasPrefix("?") && op.count > 1 {
+                var pathText = String(op.dropFirst())
+                if op == "." { pathText = parts.dropFirst().compactMap(\.stringValue).joined(separator: ".") }
+                if let path = PropertyPath.tryParse(pathText) {
+                    if path.components.count == 1, case .key(let key) = path.components[0],
+                       sources.contains(where: { $0.alias == key }) {
+                        return key
+                    }
+                    if let last = path.lastKey { return last }
+                }
+            }
+            if op == "_.", parts.count == 3, let path = parts[2].stringValue, let last = PropertyPath.tryParse(path)?.lastKey {
+                return last
+            }
+        }
+        return "$\(column)"
+    }
+
+    var fromKinds: [String: String] = [:]
+    var fromClauses: [String] = []
+
+    func fromSQL() -> String {
+        var sql = fromClauses.joined(separator: " ")
+        for join in fullTextJoins {
+            sql += " JOIN \"\(join.table)\" AS \(join.sqlAlias) ON \(join.sqlAlias).rowid = \(join.source).rowid"
+        }
+        return sql
+    }
+
+    mutating func compileFrom(_ from: JSON?) throws(SofaError) {
+        guard let from, case .array(let items) = from, !items.isEmpty else {
+            if let from, from != .array([]) { throw Self.invalid("FROM must be an array of collections") }
+            try addCollection(.default, alias: "_default", item: nil)
+            return
+        }
+        for (index, item) in items.enumerated() {
+            guard case .object(let spec) = item else { throw Self.invalid("a FROM item must be a dictionary") }
+            for key in spec.keys where !["COLLECTION", "SCOPE", "AS", "JOIN", "ON", "UNNEST"].contains(key.uppercased()) {
+                throw Self.invalid("unknown key '\(key)' in FROM")
+            }
+            func field(_ name: String) -> JSON? { spec.first { $0.key.uppercased() == name }?.value }
+            if let unnest = field("UNNEST") {
+                guard index > 0 else { throw Self.invalid("UNNEST cannot be the first FROM item") }
+                guard let alias = field("AS")?.stringValue else { throw Self.invalid("UNNEST needs an alias (AS)") }
+                try addUnnest(unnest, alias: alias)
+                continue
+            }
+            let name = field("COLLECTION")?.stringValue
+            let scope = field("SCOPE")?.stringValue
+            if field("COLLECTION") != nil && name == nil { throw Self.invalid("COLLECTION must be a string") }
+            let collection: CollectionName
+            do throws(SofaError) {
+                switch (scope, name) {
+                case (nil, nil), (nil, "_"), (nil, "_default"), ("_default", "_default"), ("_default", "_"):
+                    collection = .default
+                case (let s?, let n?): collection = try CollectionName(scope: s, name: n == "_" ? "_default" : n)
+                case (nil, let n?): collection = try CollectionName(parsing: n)
+                case (_?, nil): throw Self.invalid("SCOPE without COLLECTION")
+                }
+            } catch {
+                throw Self.invalid("bad collection in FROM: \(error.message)")
+            }
+            guard schema.hasCollection(collection) else { throw Self.invalid("no such collection '\(collection)'") }
+            let alias = field("AS")?.stringValue ?? name ?? "_default"
+            if sources.contains(where: { $0.alias == alias }) { throw Self.invalid("duplicate alias '\(alias)' in FROM") }
+            if index == 0 {
+                if field("JOIN") != nil || field("ON") != nil { throw Self.invalid("the first FROM item cannot be a JOIN") }
+                try addCollection(collection, alias: alias, item: nil)
+            } else {
+                try addCollection(collection, alias: alias, item: spec)
+            }
+        }
+    }
+
+    mutating func addCollection(_ collection: CollectionName, alias: String, item: JSONObject?) throws(SofaError) {
+        let sqlAlias = sources.isEmpty ? "t0" : nextAlias("t")
+        sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .collection(collection), value: "\(sqlAlias).body"))
+        guard let item else {
+            fromClauses.append("\(collection.table) AS \(sqlAlias)")
+            return
+        }
+        func field(_ name: String) -> JSON? { item.first { $0.key.uppercased() == name }?.value }
+        let on = field("ON")
+        var kind = field("JOIN")?.stringValue?.uppercased() ?? (on == nil ? "CROSS" : "INNER")
+        if kind == "LEFT OUTER" { kind = "LEFT" }
+        switch kind {
+        case "INNER", "LEFT":
+            guard let on else { throw Self.invalid("\(kind) JOIN needs ON") }
+            let condition = try self.condition(on)
+            fromKinds[sqlAlias] = kind
+            let live = "(\(sqlAlias).flags & 32769) = 0"
+            fromClauses.append("\(kind == "LEFT" ? "LEFT JOIN" : "JOIN") \(collection.table) AS \(sqlAlias) ON (\(condition)) AND \(live)")
+        case "CROSS":
+            if on != nil { throw Self.invalid("CROSS JOIN cannot have ON") }
+            fromKinds[sqlAlias] = "CROSS"
+            fromClauses.append("CROSS JOIN \(collection.table) AS \(sqlAlias)")
+        default:
+            throw Self.invalid("unknown JOIN type '\(kind)'")
+        }
+    }
+
+    mutating func addUnnest(_ expression: JSON, alias: String) throws(SofaError) {
+        if sources.contains(where: { $0.alias == alias }) { throw Self.invalid("duplicate alias '\(alias)' in FROM") }
+        let sqlAlias = nextAlias("u")
+        if let (owner, path) = try collectionProperty(expression), let table = schema.arrayTable(owner.collection, path) {
+            fromClauses.append("JOIN \"\(table)\" AS \(sqlAlias) ON \(sqlAlias).docid = \(owner.sqlAlias).rowid")
+            sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .unnest, value: "\(sqlAlias).value"))
+            return
+        }
+        let array = try value(expression)
+        fromClauses.append("JOIN json_each(core_array_text(\(array))) AS \(sqlAlias)")
+        sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .unnest, value: "core_element(\(sqlAlias).type, \(sqlAlias).value)"))
+    }
+}
+
+extension QueryCompiler {
+    /// An index expression over a body column, with literals inlined (an index cannot bind).
+    static func indexExpression(_ expression: JSON, body: String) throws(SofaError) -> String {
+        var compiler = QueryCompiler(schema: QuerySchema(hasCollection: { _ in true }))
+        compiler.sources = [Source(alias: "_default", sqlAlias: "t0", kind: .collection(.default), value: body)]
+        let sql = try compiler.value(expression)
+        guard compiler.bindings.allSatisfy({ if case .literal = $0 { return true } else { return false } }) else {
+            throw invalid("an index expression cannot use parameters")
+        }
+        guard !compiler.mentionsDeleted, compiler.fullTextJoins.isEmpty, !sql.contains("t0.") else {
+            throw invalid("an index expression can only read the document's properties")
+        }
+        // Inline the literals: ?N → SQL literal, from the highest N down so ?1 never eats ?12.
+        var result = sql
+        for (index, binding) in compiler.bindings.enumerated().reversed() {
+            guard case .literal(let value) = binding else { continue }
+            result = result.replacingOccurrences(of: "?\(index + 1)", with: try literalSQL(value))
+        }
+        return result
+    }
+
+    static func literalSQL(_ value: SQLValue) throws(SofaError) -> String {
+        switch value {
+        case .missing: return "NULL"
+        case .integer(let v): return "\(v)"
+        case .real(let v): return "\(v)"
+        case .text(let v): return try quoted(v)
+        case .json(let j):
+            return "x'" + j.compactBytes().map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+}

@@ -1,0 +1,69 @@
+public import SofaCore
+
+/// A query to run: N1QL text or a JSON query tree (as JSON text), its parameters, and whether to
+/// explain instead of run.
+public struct QuerySpec: Sendable, Equatable {
+    public var text: String
+    public var isN1QL: Bool
+    public var parameters: JSONObject
+    public var explain: Bool
+
+    public init(text: String, isN1QL: Bool, parameters: JSONObject = [:], explain: Bool = false) {
+        self.text = text
+        self.isN1QL = isN1QL
+        self.parameters = parameters
+        self.explain = explain
+    }
+}
+
+/// Rows of a query: each row an array of columns, nil where the column is MISSING.
+public struct QueryRows: Sendable, Equatable {
+    public var columns: [String]
+    public var rows: [[JSON?]]
+    /// With `QuerySpec.explain`: the SQL, then SQLite's plan.
+    public var explain: String
+
+    public init(columns: [String], rows: [[JSON?]], explain: String = "") {
+        self.columns = columns
+        self.rows = rows
+        self.explain = explain
+    }
+}
+
+/// An index definition as the wire carries it (storage validates and compiles it).
+public struct IndexDefinition: Sendable, Equatable {
+    /// 0 value, 1 full-text, 2 array (the numbers of the `indexes` table).
+    public var kind: Int32
+    public var name: String
+    /// The collection as "scope.collection" (filled in on listings).
+    public var collection: String
+    /// `{"expressions": [...], "path": "a[].b", "language": "en", "ignoreDiacritics": false}`
+    public var descriptor: JSON
+
+    public init(kind: Int32, name: String, collection: String = "", descriptor: JSON) {
+        self.kind = kind
+        self.name = name
+        self.collection = collection
+        self.descriptor = descriptor
+    }
+
+    /// As one JSON object (how listings carry it).
+    public var json: JSON {
+        var object = descriptor.objectValue ?? JSONObject()
+        object["name"] = .string(name)
+        object["kind"] = .int(Int64(kind))
+        object["collection"] = .string(collection)
+        return .object(object)
+    }
+
+    public init(json: JSON) throws(SofaError) {
+        guard var object = json.objectValue, let name = object["name"]?.stringValue, let kind = object["kind"]?.intValue else {
+            throw SofaError(.malformedMessage, "malformed index listing")
+        }
+        let collection = object["collection"]?.stringValue ?? ""
+        _ = object.removeValue(forKey: "name")
+        _ = object.removeValue(forKey: "kind")
+        _ = object.removeValue(forKey: "collection")
+        self.init(kind: Int32(kind), name: name, collection: collection, descriptor: .object(object))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import SofaClient
+import SofaCore
+import SofaWire
+import Testing
+
+/// Queries through real processes: the SDK → gateway → broker → a query worker reading the
+/// database file storage writes; index DDL through storage; live queries over the change feed.
+@Suite(.serialized) struct QueryTests {
+    static func seed(_ db: Database) async throws {
+        let docs: [(String, String)] = [
+            ("a", #"{"name":"Ann","age":31,"tags":["x","y"],"bio":"She was running a marathon"}"#),
+            ("b", #"{"name":"Bob","age":25,"tags":["y"],"bio":"A calm reader of books"}"#),
+            ("c", #"{"name":"Cy","age":40,"nick":null,"bio":"Runs every day with the dog"}"#),
+        ]
+        _ = try await db.bulk(docs.map { .put(id: $0.0, rev: "", body: Array($0.1.utf8), deleted: false) })
+    }
+
+    @Test func n1qlAndJSONQueriesThroughTheCluster() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("q")
+            try await Self.seed(db)
+            let result = try await db.query(n1ql: "SELECT name, age, nick FROM _ WHERE age >= $min ORDER BY age", parameters: ["min": 30])
+            #expect(result.columns == ["name", "age", "nick"])
+            #expect(result.rows == [[.string("Ann"), .int(31), nil], [.string("Cy"), .int(40), .null]])
+
+            let json = try await db.query(json: [
+                "WHAT": [["._id"]], "WHERE": ["ANY", "t", [".tags"], ["=", ["?t"], "y"]], "ORDER_BY": [["._id"]],
+            ])
+            #expect(json.rows == [[.string("a")], [.string("b")]])
+
+            // A document written now is visible to the next query.
+            try await db.put(id: "d", json: #"{"name":"Dee","age":50}"#)
+            let count = try await db.query(n1ql: "SELECT COUNT(*) AS n FROM _")
+            #expect(count.rows == [[.int(4)]])
+            #expect(count.dictionaries == [["n": 4]])
+        }
+    }
+
+    @Test func badQueriesAnswerInvalidQueryAndTheWorkerKeepsServing() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("bad")
+            try await Self.seed(db)
+            let cases: [(String, String)] = [
+                ("SELECT frob(name) FROM _", "no function named 'frob'"),
+                ("SELECT lower(name, 1) FROM _", "takes 1 argument"),
+                ("SELECT name FROM nope", "no such collection"),
+                ("SELECT name FROM _ WHERE", "syntax error"),
+                ("SELECT name FROM `x\"; DROP TABLE kv_default; --`", "bad collection"),
+            ]
+            for (query, message) in cases {
+                do throws(SofaError) {
+                    _ = try await db.query(n1ql: query)
+                    Issue.record("\(query) ran")
+                } catch {
+                    #expect(error.sofaCode == .invalidQuery, "\(query): \(error)")
+                    #expect(error.message.contains(message), "\(query): \(error.message)")
+                }
+            }
+            await #expect(throws: SofaError.self) { _ = try await db.query(json: ["WHAT": 1]) }
+            // Nothing was modified, and the database next door was not reachable.
+            #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
+            let missing = cluster.client.database("nosuchdb")
+            await #expect(throws: SofaError.self) { _ = try await missing.query(n1ql: "SELECT 1") }
+        }
+    }
+
+    @Test func indexesThroughStorageAreUsedByWorkers() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("idx")
+            try await Self.seed(db)
+            try await db.createIndex("byAge", kind: .value, expressions: [[".age"]])
+            try await db.createIndex("byBio", kind: .fullText(), expressions: [[".bio"]])
+            try await db.createIndex("byTag", kind: .array(path: "tags"))
+            #expect(try await db.indexes().map(\.name) == ["byAge", "byBio", "byTag"])
+
+            let plan = try await db.explain(n1ql: "SELECT name FROM _ WHERE age = 25")
+            #expect(plan.contains("kv_default:value:byAge"), "\(plan)")
+            let text = try await db.query(n1ql: "SELECT META().id FROM _ WHERE MATCH(byBio, 'run') ORDER BY RANK(byBio) DESC, META().id")
+            #expect(Set(text.rows.map { $0[0] }) == [.string("a"), .string("c")])
+            let unnest = try await db.query(n1ql: "SELECT META(d).id, t FROM _ AS d UNNEST d.tags AS t ORDER BY META(d).id, t")
+            #expect(unnest.rows == [[.string("a"), .string("x")], [.string("a"), .string("y")], [.string("b"), .string("y")]])
+            #expect(try await db.explain(n1ql: "SELECT t FROM _ AS d UNNEST d.tags AS t").contains("kv_default:unnest:byTag"))
+
+            // Kept current by storage's writes.
+            try await db.put(id: "e", json: #"{"name":"Eve","age":25,"tags":["x"],"bio":"runner"}"#)
+            #expect(try await db.query(n1ql: "SELECT name FROM _ WHERE age = 25 ORDER BY name").rows == [[.string("Bob")], [.string("Eve")]])
+            let tagged = try await db.query(n1ql: "SELECT META().id FROM _ WHERE ANY t IN tags SATISFIES t = 'x' END ORDER BY META().id")
+            #expect(tagged.rows == [[.string("a")], [.string("e")]])
+
+            try await db.deleteIndex("byBio")
+            #expect(try await db.indexes().map(\.name) == ["byAge", "byTag"])
+            await #expect(throws: SofaError.self) { _ = try await db.query(n1ql: "SELECT name FROM _ WHERE MATCH(byBio, 'run')") }
+            await #expect(throws: SofaError.self) { try await db.createIndex("bad name!", kind: .value, expressions: [[".a"]]) }
+        }
+    }
+
+    @Test func liveQueryDeliversNewResultsAfterCommits() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("live")
+            try await Self.seed(db)
+            let results = try await withDeadline(.seconds(30)) {
+                var seen: [[String]] = []
+                var iterator = db.liveQuery(n1ql: "SELECT name FROM _ WHERE age < 30 ORDER BY name").makeAsyncIterator()
+                while let result = try await iterator.next() {
+                    seen.append(result.rows.compactMap { $0[0]?.stringValue })
+                    if seen.count == 1 {
+                        // Not a match: no new result. Then a match: a new result.
+                        try await db.put(id: "old", json: #"{"name":"Old","age":90}"#)
+                        try await db.put(id: "kid", json: #"{"name":"Kid","age":9}"#)
+                    }
+                    if seen.count == 2 { break }
+                }
+                return seen
+            }
+            #expect(results == [["Bob"], ["Bob", "Kid"]])
+        }
+    }
+}

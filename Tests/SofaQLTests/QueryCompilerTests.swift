@@ -1,0 +1,169 @@
+import Testing
+import Foundation
+import SofaCore
+@testable import SofaQL
+
+/// The compiler and the core functions, run on a real SQLite file with storage's layout.
+@Suite struct QueryCompilerTests {
+    static let people: [(String, String)] = [
+        ("p1", #"{"name":{"first":"Ann","last":"Lee"},"age":31,"likes":["tea","chess"],"nick":null}"#),
+        ("p2", #"{"name":{"first":"bob","last":"Ray"},"age":25,"likes":[],"city":"Oslo"}"#),
+        ("p3", #"{"name":{"first":"Émile","last":"Zola"},"age":40,"likes":["tea"],"nick":"Em"}"#),
+        ("p4", #"{"name":{"first":"Dee","last":"Lee"},"age":25.5,"flag":true,"we.ird":{"x":1}}"#),
+    ]
+
+    static func db() throws -> TestDatabase {
+        try TestDatabase(people, deleted: [("gone", #"{"name":{"first":"Ghost"},"age":99}"#)])
+    }
+
+    @Test(arguments: [
+        // WHAT / WHERE basics, deleted docs left out
+        (#"{"WHAT":[[".name.first"]],"WHERE":[">",[".age"],30],"ORDER_BY":[[".age"]]}"#, [#"["Ann"]"#, #"["Émile"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["=",[".age"],25],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#]),
+        (#"{"WHAT":[["count()",["."]]]}"#, ["[4]"]),
+        // MISSING vs null
+        (#"{"WHAT":[["._id"],[".nick"]],"ORDER_BY":[["._id"]]}"#, [#"["p1",null]"#, #"["p2",?]"#, #"["p3","Em"]"#, #"["p4",?]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["IS",[".nick"],null]}"#, [#"["p1"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["IS",[".nick"],["MISSING"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p4"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["IS VALUED",[".nick"]]}"#, [#"["p3"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["IS NOT",[".nick"],null],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#, #"["p4"]"#]),
+        // booleans as values and conditions
+        (#"{"WHAT":[["._id"],[">",[".age"],30]],"WHERE":["=",[".age"],31]}"#, [#"["p1",true]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":[".flag"]}"#, [#"["p4"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["=",[".flag"],true]}"#, [#"["p4"]"#]),
+        // arithmetic, concatenation, CASE
+        (#"{"WHAT":[["/",[".age"],2],["||",[".name.first"]," ",[".name.last"]]],"WHERE":["=",["._id"],"p1"]}"#, [#"[15.5,"Ann Lee"]"#]),
+        (#"{"WHAT":[["CASE",null,[">",[".age"],30],"old","young"]],"ORDER_BY":[["._id"]]}"#, [#"["old"]"#, #"["young"]"#, #"["old"]"#, #"["young"]"#]),
+        // IN, BETWEEN, LIKE (case-sensitive), NOT
+        (#"{"WHAT":[["._id"]],"WHERE":["IN",[".name.last"],["[]","Ray","Zola"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["BETWEEN",[".age"],25,30],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p4"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["LIKE",[".name.first"],"B%"]}"#, []),
+        (#"{"WHAT":[["._id"]],"WHERE":["LIKE",[".name.first"],"_ob"]}"#, [#"["p2"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["NOT",["LIKE",[".name.first"],"%e%"]],"ORDER_BY":[["._id"]]}"#, [#"["p1"]"#, #"["p2"]"#]),
+        // ANY / EVERY / ANY AND EVERY
+        (#"{"WHAT":[["._id"]],"WHERE":["ANY","x",[".likes"],["=",["?x"],"chess"]]}"#, [#"["p1"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["EVERY","x",[".likes"],["=",["?x"],"tea"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#, #"["p4"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["ANY AND EVERY","x",[".likes"],["=",["?x"],"tea"]]}"#, [#"["p3"]"#]),
+        // UNNEST
+        (#"{"WHAT":[["._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[["._id"],[".l"]]}"#,
+         [#"["p1","chess"]"#, #"["p1","tea"]"#, #"["p3","tea"]"#]),
+        // GROUP BY / HAVING / aggregates
+        (#"{"WHAT":[[".name.last"],["count()",["."]],["max()",[".age"]]],"GROUP_BY":[[".name.last"]],"HAVING":[">",["count()",["."]],1]}"#,
+         [#"["Lee",2,31]"#]),
+        // ORDER BY across kinds: MISSING < null < strings
+        (#"{"WHAT":[[".nick"]],"ORDER_BY":[[".nick"]]}"#, ["[?]", "[?]", "[null]", #"["Em"]"#]),
+        (#"{"WHAT":[["._id"]],"ORDER_BY":[["DESC",[".age"]]],"LIMIT":2,"OFFSET":1}"#, [#"["p1"]"#, #"["p4"]"#]),
+        (#"{"WHAT":[[".age"]],"DISTINCT":true,"WHERE":["<",[".age"],26],"ORDER_BY":[[".age"]]}"#, ["[25]", "[25.5]"]),
+        // collation: case-insensitive and diacritic-insensitive Unicode
+        (#"{"WHAT":[["._id"]],"WHERE":["COLLATE",{"UNICODE":true,"CASE":false},["=",[".name.first"],"BOB"]]}"#, [#"["p2"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["COLLATE",{"UNICODE":true,"DIAC":false},["=",[".name.first"],"Emile"]]}"#, [#"["p3"]"#]),
+        (#"{"WHAT":[[".name.first"]],"ORDER_BY":[["COLLATE",{"UNICODE":true,"CASE":false},[".name.first"]]]}"#,
+         [#"["Ann"]"#, #"["bob"]"#, #"["Dee"]"#, #"["Émile"]"#]),
+        // paths: escapes, indexes, negative indexes, _. and meta()
+        (#"{"WHAT":[[".we\\.ird.x"]],"WHERE":["IS VALUED",[".we\\.ird"]]}"#, ["[1]"]),
+        (#"{"WHAT":[[".likes[-1]"],[".likes[0]"]],"WHERE":["=",["._id"],"p1"]}"#, [#"["chess","tea"]"#]),
+        (#"{"WHAT":[["_.",[".name"],".last"],["_.",["meta()"],".id"]],"WHERE":["=",[".age"],40]}"#, [#"["Zola","p3"]"#]),
+        (#"{"WHAT":[["_.",["meta()"],".id"]],"WHERE":["_.",["meta()"],".deleted"]}"#, [#"["gone"]"#]),
+        // parameters
+        (#"{"WHAT":[["._id"]],"WHERE":["=",[".name.first"],["$who"]]}"#, [#"["p1"]"#]),
+        // literals: arrays and dictionaries
+        (#"{"WHAT":[["[]",1,[".age"]],{"k":[".nick"]}],"WHERE":["=",["._id"],"p3"]}"#, [#"[[1,40],{"k":"Em"}]"#]),
+    ])
+    func rows(query: String, expected: [String]) throws {
+        let db = try Self.db()
+        #expect(try db.rows(query, ["who": "Ann"]) == expected, "\(query)")
+    }
+
+    @Test(arguments: [
+        (#"{"WHAT":[[".name.first"],[".age"],["+",[".age"],1],["AS",[".age"],"years"],["."],["_.",["meta()"],".id"]]}"#,
+         ["first", "age", "$3", "years", "_default", "id"]),
+        (#"{"WHAT":[["."]],"FROM":[{"AS":"d"}]}"#, ["d"]),
+        (#"{"WHAT":[[".d."],[".d.age"]],"FROM":[{"COLLECTION":"_default","AS":"d"}]}"#, ["d", "age"]),
+    ])
+    func titles(query: String, expected: [String]) throws {
+        #expect(try Self.db().titles(query) == expected)
+    }
+
+    @Test(arguments: [
+        (#"["SELEKT", {}]"#, "must be a dictionary"),
+        (#"{"WHAT":[["frobnicate()",1]]}"#, "unknown function 'frobnicate()'"),
+        (#"{"WHAT":[["lower()",1,2]]}"#, "takes 1 argument"),
+        (#"{"WHAT":[["BETWEEN",1]]}"#, "'BETWEEN' takes 3 operands"),
+        (#"{"WHAT":[[".a[x]"]]}"#, "invalid property path"),
+        (#"{"FROM":[{"COLLECTION":"nope"}]}"#, "no such collection"),
+        (#"{"FROM":[{"COLLECTION":"x\"; DROP TABLE kv_default; --"}]}"#, "bad collection"),
+        (#"{"WHAT":[["?nope"]]}"#, "unknown variable"),
+        (#"{"WHERE":["MATCH()","nope","x"]}"#, "no full-text index 'nope'"),
+        (#"{"WHAT":1}"#, "WHAT must be"),
+        (#"{"WHAT":[["=",1,2,3]]}"#, "takes 2 operands"),
+        (#"{"LIMMIT":1}"#, "unknown key 'LIMMIT'"),
+    ])
+    func badQueries(query: String, message: String) throws {
+        let db = try Self.db()
+        do {
+            _ = try db.compile(try JSON.parse(query))
+            Issue.record("\(query) compiled")
+        } catch let error as SofaError {
+            #expect(error.sofaCode == .invalidQuery, "\(error)")
+            #expect(error.message.contains(message), "\(error.message)")
+        }
+    }
+
+    /// Property names and parameters are data, never SQL: these read (nothing), and the table is
+    /// still there afterwards.
+    @Test func injectionThroughNamesAndParameters() throws {
+        let db = try Self.db()
+        #expect(try db.rows(#"{"WHAT":[[".a'); DELETE FROM kv_default; --"]]}"#).count == 4)
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.first"],["$p"]]}"#, ["p": "x' OR '1'='1"]).isEmpty)
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.first"],"x' OR '1'='1"]}"#).isEmpty)
+        #expect(try db.rows(#"{"WHAT":[["count()",["."]]]}"#) == ["[4]"])
+    }
+
+    @Test func readOnlyConnectionRefusesWrites() throws {
+        let db = try Self.db()
+        for sql in ["DELETE FROM kv_default", "DROP TABLE kv_default", "ATTACH DATABASE '/tmp/x.db' AS x",
+                    "PRAGMA query_only=0", "CREATE TABLE t (x)"] {
+            #expect(throws: SofaError.self, "\(sql)") { try db.reader.execute(sql) }
+        }
+        #expect(try db.rows(#"{"WHAT":[["count()",["."]]]}"#) == ["[4]"])
+    }
+
+    @Test func valueIndexIsUsedAndKeptCurrent() throws {
+        let db = try Self.db()
+        try db.createIndex(IndexSpec(name: "byLast", kind: .value, collection: .default, expressions: [[".name.last"]]))
+        let compiled = try db.compile(try JSON.parse(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.last"],"Zola"]}"#))
+        #expect(try db.reader.explain(compiled).contains("kv_default:value:byLast"))
+        try db.put("p5", #"{"name":{"last":"Zola"}}"#)
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.last"],"Zola"]}"#) == [#"["p3"]"#, #"["p5"]"#])
+    }
+
+    @Test func fullTextIndexMatchesStemsAndRanks() throws {
+        let db = try TestDatabase([
+            ("a", #"{"text":"The dogs were running in the park"}"#),
+            ("b", #"{"text":"A cat sleeps"}"#),
+            ("c", #"{"text":"Run, dog, run! A dog runs."}"#),
+        ])
+        try db.createIndex(IndexSpec(name: "byText", kind: .fullText, collection: .default, expressions: [[".text"]]))
+        let match = #"{"WHAT":[["._id"]],"WHERE":["MATCH()","byText","run dog"],"ORDER_BY":[["DESC",["RANK()","byText"]]]}"#
+        #expect(try db.rows(match) == [#"["c"]"#, #"["a"]"#])
+        // Kept current: an update and a deletion.
+        try db.put("b", #"{"text":"A cat runs from the dog"}"#)
+        try db.put("a", #"{"text":"The dogs were running in the park"}"#, flags: 1)
+        #expect(Set(try db.rows(match)) == [#"["b"]"#, #"["c"]"#])
+    }
+
+    @Test func arrayIndexServesUnnestAndAny() throws {
+        let db = try Self.db()
+        let unnest = #"{"WHAT":[["._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[["._id"],[".l"]]}"#
+        let any = #"{"WHAT":[["._id"]],"WHERE":["ANY","x",[".likes"],["=",["?x"],"tea"]],"ORDER_BY":[["._id"]]}"#
+        let before = (try db.rows(unnest), try db.rows(any))
+        try db.createIndex(IndexSpec(name: "likes", kind: .array, collection: .default, arrayPath: "likes"))
+        let reader = try QueryConnection(path: db.reader.path, readOnly: true)
+        let compiled = try QueryCompiler.compile(try JSON.parse(unnest), schema: try reader.schema())
+        #expect(compiled.sql.contains("kv_default:unnest:likes"))
+        #expect(try db.rows(unnest) == before.0)
+        #expect(try db.rows(any) == before.1)
+        try db.put("p2", #"{"name":{"first":"bob"},"likes":["tea"]}"#)
+        #expect(try db.rows(any) == [#"["p1"]"#, #"["p2"]"#, #"["p3"]"#])
+    }
+}
