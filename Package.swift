@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "SofaBenchmarks", dependencies: ["SofaCore"], path: "Benchmarks/SofaBenchmarks",
                 swiftSettings: settings),
         .target(name: "SofaCLI",
-                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "SofaQuery", "CZeroMQ",
+                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "SofaQuery", "SofaQL", "CZeroMQ",
                                "CSQLite",
                                argumentParser, log],
                 path: "Services/CLI/Lib", swiftSettings: settings),

@@ -1,0 +1,157 @@
+internal import ArgumentParser
+internal import Foundation
+internal import SofaClient
+internal import SofaCore
+internal import SofaQL
+internal import SofaQuery
+
+extension Bench {
+    /// `sofa bench query`: indexed point lookups and unindexed scans through the cluster, with 1
+    /// and 2 query workers, next to the same compiled SQL run directly on the database file.
+    struct Query: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Indexed point-lookup queries/s and unindexed scan time, 1 and 2 workers, vs. SQLite directly.",
+            discussion: """
+                Imports --docs documents of about 300 bytes into a temporary cluster, creates a value \\
+                index on `n`, then measures: point lookups `SELECT name FROM _ WHERE n = $n` (random \\
+                n, --in-flight outstanding) as queries/s; and an unindexed scan `SELECT COUNT(*) FROM _ \\
+                WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \\
+                worker, then with the cluster restarted on the same data with 2. The benchmark then \\
+                compiles the same queries and runs them on a read-only connection to the database \\
+                file in this process: the SQLite baseline of the ratios.
+                """)
+        @Option(help: "Documents to import.") var docs: Int = 100_000
+        @Option(help: "Point-lookup queries per measurement.") var lookups: Int = 5000
+        @Option(name: .customLong("in-flight"), help: "Point lookups outstanding at once.") var inFlight: Int = 16
+        @Option(help: "Unindexed scans per measurement (submitted together).") var scans: Int = 4
+
+        static let lookupQuery = "SELECT name FROM _ WHERE n = $n"
+        static let scanQuery = "SELECT COUNT(*) FROM _ WHERE email LIKE $p"
+        static let scanPattern = "%99@example.com"
+
+        func run() async throws {
+            try await reporting {
+                let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-query-\(getpid())")
+                try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: scratch) }
+                let data = scratch.appendingPathComponent("cluster")
+                var figures = JSONObject()
+                figures["docs"] = .int(Int64(docs))
+
+                let one = try await withCluster(data, workers: 1) { client in
+                    let db = try await client.createDatabase("bench")
+                    let started = ContinuousClock.now
+                    let importer = BulkImporter(store: db.collection(""), batchSize: 1000, inFlight: 4)
+                    let report = try await importer.run(BenchDocuments.make(count: docs).enumerated().map { ($0.offset + 1, $0.element) },
+                                                        naming: ImportNaming(idField: nil, idPrefix: "bench-"))
+                    guard report.failed == 0 else { throw SofaError(.unexpectedError, "\(report.failed) imports failed") }
+                    figures["import_s"] = .double(round2(seconds(ContinuousClock.now - started)))
+                    try await db.createIndex("byN", kind: .value, expressions: [[".n"]])
+                    let plan = try await db.explain(n1ql: Self.lookupQuery)
+                    guard plan.contains("byN") else { throw SofaError(.unexpectedError, "the lookup does not use the index:\n\(plan)") }
+                    return try await measure(db)
+                }
+                let two = try await withCluster(data, workers: 2) { client in try await measure(client.database("bench")) }
+                let direct = try await onThread { try directFigures(data) }
+
+                figures["lookups_per_s_1_worker"] = .double(one.lookupsPerSecond.rounded())
+                figures["lookups_per_s_2_workers"] = .double(two.lookupsPerSecond.rounded())
+                figures["lookups_per_s_sqlite"] = .double(direct.lookupsPerSecond.rounded())
+                figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
+                figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
+                figures["scan_ms_single_1_worker"] = .double(round2(one.singleScan * 1000))
+                figures["scan_ms_single_sqlite"] = .double(round2(direct.singleScan * 1000))
+                figures["scan_ratio_single"] = .double(round2(direct.singleScan / one.singleScan))
+                figures["scans"] = .int(Int64(scans))
+                figures["scans_s_1_worker"] = .double(round2(one.concurrentScans))
+                figures["scans_s_2_workers"] = .double(round2(two.concurrentScans))
+                figures["scans_s_sqlite_serial"] = .double(round2(direct.singleScan * Double(scans)))
+                figures["scan_speedup_2_workers"] = .double(round2(one.concurrentScans / two.concurrentScans))
+                printJSON(.object(figures))
+            }
+        }
+
+        struct Figures: Sendable {
+            var lookupsPerSecond: Double
+            /// Seconds for one scan.
+            var singleScan: Double
+            /// Seconds for `scans` scans submitted together.
+            var concurrentScans: Double
+        }
+
+        func withCluster<T>(_ data: URL, workers: Int, _ body: (SofaClient) async throws -> T) async throws -> T {
+            let supervisor = try Supervisor(.init(dataDirectory: data, gatewayPort: try freePort(), queryWorkers: workers,
+                                                  logLevel: "warning")) { _ in }
+            try await supervisor.start()
+            do {
+                let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
+                defer { client.close() }
+                let result = try await body(client)
+                await supervisor.stop()
+                return result
+            } catch {
+                await supervisor.stop()
+                throw error
+            }
+        }
+
+        func measure(_ db: Database) async throws -> Figures {
+            // Warm the worker's connection and compile cache.
+            _ = try await db.query(n1ql: Self.lookupQuery, parameters: ["n": 1])
+            let total = lookups, lanes = max(1, inFlight), count = docs
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<lanes {
+                    group.addTask {
+                        var generator = SystemRandomNumberGenerator()
+                        for _ in stride(from: lane, to: total, by: lanes) {
+                            let n = Int64.random(in: 0..<Int64(count), using: &generator)
+                            let rows = try await db.query(n1ql: Self.lookupQuery, parameters: ["n": .int(n)]).rows
+                            guard rows.count == 1 else { throw SofaError(.unexpectedError, "lookup of \(n) found \(rows.count) rows") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let lookupRate = Double(total) / seconds(ContinuousClock.now - started)
+
+            let scanStart = ContinuousClock.now
+            let expected = try await db.query(n1ql: Self.scanQuery, parameters: ["p": .string(Self.scanPattern)]).rows
+            let single = seconds(ContinuousClock.now - scanStart)
+            let together = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<max(1, scans) {
+                    group.addTask {
+                        let rows = try await db.query(n1ql: Self.scanQuery, parameters: ["p": .string(Self.scanPattern)]).rows
+                        guard rows == expected else { throw SofaError(.unexpectedError, "scans disagree") }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return Figures(lookupsPerSecond: lookupRate, singleScan: single, concurrentScans: seconds(ContinuousClock.now - together))
+        }
+
+        /// The same compiled SQL on a read-only connection in this process.
+        func directFigures(_ data: URL) throws -> Figures {
+            let file = StorageLayout.databaseFile(of: "bench", in: data)
+            let connection = try QueryConnection(path: file.path, readOnly: true)
+            let schema = try connection.schema()
+            let lookup = try QueryCompiler.compile(try N1QL.parse(Self.lookupQuery), schema: schema)
+            let scan = try QueryCompiler.compile(try N1QL.parse(Self.scanQuery), schema: schema)
+            var generator = SystemRandomNumberGenerator()
+            var found = 0
+            let started = ContinuousClock.now
+            for _ in 0..<lookups {
+                let n = Int64.random(in: 0..<Int64(docs), using: &generator)
+                try connection.run(lookup, parameters: ["n": .int(n)]) { _ in found += 1 }
+            }
+            let rate = Double(lookups) / seconds(ContinuousClock.now - started)
+            guard found == lookups else { throw SofaError(.unexpectedError, "direct lookups found \(found) of \(lookups)") }
+            let scanStart = ContinuousClock.now
+            try connection.run(scan, parameters: ["p": .string(Self.scanPattern)]) { _ in }
+            return Figures(lookupsPerSecond: rate, singleScan: seconds(ContinuousClock.now - scanStart), concurrentScans: 0)
+        }
+    }
+}
+
+private func round2(_ x: Double) -> Double { (x * 100).rounded() / 100 }
