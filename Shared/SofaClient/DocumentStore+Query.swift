@@ -42,6 +42,20 @@ extension DocumentStore {
         try await run(QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters))
     }
 
+    /// A query's rows in pages of at most `pageRows` (and about 4 MiB), fetched one page at a
+    /// time as the sequence is iterated, so a large result never sits in memory whole — on the
+    /// worker or here. Each page re-runs the query from the previous page's end: a write between
+    /// pages can shift rows (as with LIMIT/OFFSET paging); ORDER BY keeps pages disjoint.
+    public func queryPages(n1ql: String, parameters: JSONObject = [:], pageRows: Int = 1000) -> QueryPages {
+        QueryPages(store: AnyStore(self), spec: QuerySpec(text: n1ql, isN1QL: true, parameters: parameters,
+                                                          pageRows: UInt32(clamping: max(1, pageRows))))
+    }
+
+    public func queryPages(json: JSON, parameters: JSONObject = [:], pageRows: Int = 1000) -> QueryPages {
+        QueryPages(store: AnyStore(self), spec: QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters,
+                                                          pageRows: UInt32(clamping: max(1, pageRows))))
+    }
+
     /// The SQL a query compiles to, then SQLite's plan for it.
     public func explain(n1ql: String) async throws(SofaError) -> String {
         guard case .query(let rows) = try await call(.query(QuerySpec(text: n1ql, isN1QL: true, explain: true))) else {
@@ -116,6 +130,32 @@ struct AnyStore: Sendable {
 
     func call(_ operation: Op) async throws(SofaError) -> Reply {
         try await client.call(operation, database: database, collection: collection)
+    }
+}
+
+/// Pages of a query's result (see `DocumentStore.queryPages`).
+public struct QueryPages: AsyncSequence, Sendable {
+    public typealias Element = QueryResult
+    let store: AnyStore
+    let spec: QuerySpec
+
+    public func makeAsyncIterator() -> Iterator { Iterator(spec: spec, store: store) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var spec: QuerySpec
+        let store: AnyStore
+        var done = false
+
+        public mutating func next() async throws -> QueryResult? {
+            guard !done else { return nil }
+            guard case .query(let rows) = try await store.call(.query(spec)) else {
+                throw SofaError(.unexpectedError, "unexpected reply to a query")
+            }
+            spec.skip += UInt64(rows.rows.count)
+            done = !rows.more || rows.rows.isEmpty
+            if rows.rows.isEmpty && spec.skip > 0 { return nil }
+            return QueryResult(columns: rows.columns, rows: rows.rows)
+        }
     }
 }
 

@@ -87,6 +87,15 @@ public final class QueryConnection: @unchecked Sendable {
     /// none) interrupts a long query with a timeout error.
     public func query(_ sql: String, _ values: [SQLValue], deadline: UInt64 = 0,
                       row: ([JSON?]) throws(SofaError) -> Void) throws(SofaError) {
+        try steps(sql, values, deadline: deadline) { (columns) throws(SofaError) -> Bool in
+            try row(columns)
+            return true
+        }
+    }
+
+    /// `query`, where `row` answers whether to go on (false stops early).
+    public func steps(_ sql: String, _ values: [SQLValue], deadline: UInt64 = 0,
+                      row: ([JSON?]) throws(SofaError) -> Bool) throws(SofaError) {
         let statement = try prepare(sql)
         guard sqlite3_stmt_readonly(statement) != 0 else {
             throw SofaError(.invalidQuery, "a query cannot modify the database")
@@ -127,7 +136,7 @@ public final class QueryConnection: @unchecked Sendable {
                 throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
             }
             for i in 0..<columnCount { values[i] = Self.column(statement, Int32(i)) }
-            try row(values)
+            if try !row(values) { return }
         }
     }
 
@@ -152,6 +161,31 @@ public final class QueryConnection: @unchecked Sendable {
     public func run(_ compiled: CompiledQuery, parameters: JSONObject = [:], deadline: UInt64 = 0,
                     row: ([JSON?]) throws(SofaError) -> Void) throws(SofaError) {
         try query(compiled.sql, compiled.values(parameters: parameters), deadline: deadline, row: row)
+    }
+
+    /// One page of a compiled query's rows: after skipping `skip` rows, up to `maxRows` rows (0 =
+    /// no row limit) and about `maxBytes` of JSON; `more` says whether rows remain after the page.
+    /// Only the page is ever held in memory.
+    public func page(_ compiled: CompiledQuery, parameters: JSONObject = [:], deadline: UInt64 = 0,
+                     skip: UInt64, maxRows: Int, maxBytes: Int) throws(SofaError) -> (rows: [[JSON?]], more: Bool) {
+        var rows: [[JSON?]] = []
+        var skipped: UInt64 = 0
+        var bytes = 0
+        var more = false
+        try steps(compiled.sql, compiled.values(parameters: parameters), deadline: deadline) { (row) throws(SofaError) -> Bool in
+            if skipped < skip {
+                skipped += 1
+                return true
+            }
+            if (maxRows > 0 && rows.count >= maxRows) || bytes >= maxBytes {
+                more = true
+                return false
+            }
+            for column in row { bytes += column.map { $0.compactBytes().count } ?? 1 }
+            rows.append(row)
+            return true
+        }
+        return (rows, more)
     }
 
     /// SQLite's plan for a compiled query, one line per step.

@@ -95,6 +95,25 @@ import Testing
         }
     }
 
+    /// A result fetched page by page: every row once, in order, no page over its size.
+    @Test func pagedResultsArriveInBatches() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("pages")
+            let items: [BulkItem] = (0..<2500).map { .put(id: String(format: "d%05d", $0), rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
+            _ = try await db.bulk(items)
+            var seen: [Int64] = []
+            var pages = 0
+            for try await page in db.queryPages(n1ql: "SELECT n FROM _ WHERE n >= $min ORDER BY n", parameters: ["min": 100], pageRows: 700) {
+                #expect(page.columns == ["n"])
+                #expect(page.rows.count <= 700)
+                seen += page.rows.compactMap { $0[0]?.intValue }
+                pages += 1
+            }
+            #expect(seen == Array(100..<2500))
+            #expect(pages == 4)
+        }
+    }
+
     @Test func liveQueryDeliversNewResultsAfterCommits() async throws {
         try await Cluster.with { cluster in
             let db = try await cluster.client.createDatabase("live")

@@ -57,7 +57,7 @@ import Testing
         Request(id: 40, database: "app", operation: .blobRead(key: "sha1-x", offset: 4096, length: .max)),
         Request(id: 41, database: "app", operation: .blobStat(key: "sha1-../../etc/passwd")),
         Request(id: 42, database: "app", collection: "s.c", operation: .query(QuerySpec(
-            text: "SELECT a FROM _ WHERE b = $b", isN1QL: true, parameters: ["b": [1, "x"]], explain: true))),
+            text: "SELECT a FROM _ WHERE b = $b", isN1QL: true, parameters: ["b": [1, "x"]], explain: true, skip: 1 << 40, pageRows: 500))),
         Request(id: 43, database: "app", operation: .query(QuerySpec(text: #"{"WHAT":[["."]]}"#, isN1QL: false))),
         Request(id: 44, database: "app", operation: .createIndex(IndexDefinition(
             kind: 1, name: "byText", descriptor: ["expressions": [[".text"]], "language": "en"]))),
@@ -108,7 +108,7 @@ import Testing
         .ok(25, .blobData(bytes: [9, 8, 7], totalLength: 1 << 34)),
         .ok(26, .blobData(bytes: [], totalLength: 0)),
         .ok(27, .query(QueryRows(columns: ["name", "$2", "nick"], rows: [[.string("a"), .int(1), nil], [nil, nil, .null], []]))),
-        .ok(28, .query(QueryRows(columns: ["x"], rows: [], explain: "SELECT 1\n\n2|0|SCAN t0"))),
+        .ok(28, .query(QueryRows(columns: ["x"], rows: [], explain: "SELECT 1\n\n2|0|SCAN t0", more: true))),
         .ok(29, .indexes([IndexDefinition(kind: 0, name: "byName", collection: "_default._default", descriptor: ["expressions": [[".name"]]]),
                           IndexDefinition(kind: 2, name: "likes", collection: "s.c", descriptor: ["path": "a[].b"])])),
     ]

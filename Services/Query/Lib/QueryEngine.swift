@@ -15,6 +15,8 @@ public final class QueryEngine: Sendable {
     private let state = Mutex<State>(State())
     /// Results bigger than this are refused rather than built (page with LIMIT/OFFSET).
     public static let maxResultBytes = 12 << 20
+    /// About how much one page of a paged query holds.
+    public static let pageBytes = 4 << 20
 
     struct CacheKey: Hashable {
         var database: String
@@ -79,16 +81,15 @@ public final class QueryEngine: Sendable {
             return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan)
         }
         let deadline = request.deadline > 0 ? Self.monotonicDeadline(epochMs: request.deadline) : 0
-        var rows: [[JSON?]] = []
-        var bytes = 0
-        try connection.run(compiled, parameters: spec.parameters, deadline: deadline) { row throws(SofaError) in
-            for column in row { bytes += column.map { $0.compactBytes().count } ?? 1 }
-            guard bytes <= Self.maxResultBytes else {
-                throw SofaError(.messageTooLarge, "the result is over \(Self.maxResultBytes >> 20) MiB: add a LIMIT and page with OFFSET")
-            }
-            rows.append(row)
+        // A page is bounded by rows (when asked) and by bytes; an unpaged result over the byte
+        // limit is refused rather than built, naming the way out.
+        let paged = spec.pageRows > 0
+        let page = try connection.page(compiled, parameters: spec.parameters, deadline: deadline, skip: spec.skip,
+                                       maxRows: Int(spec.pageRows), maxBytes: paged ? Self.pageBytes : Self.maxResultBytes)
+        if page.more && !paged {
+            throw SofaError(.messageTooLarge, "the result is over \(Self.maxResultBytes >> 20) MiB: page it (the SDK's queryPages, or LIMIT/OFFSET)")
         }
-        return QueryRows(columns: compiled.columns, rows: rows)
+        return QueryRows(columns: compiled.columns, rows: page.rows, more: page.more)
     }
 
     private func compile(_ connection: QueryConnection, _ request: Request, _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {

@@ -3536,7 +3536,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   (ProtobufCMessageInit) sofa__wire__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__query_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor sofa__wire__query_request__field_descriptors[6] =
 {
   {
     "text",
@@ -3586,17 +3586,43 @@ static const ProtobufCFieldDescriptor sofa__wire__query_request__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "skip",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, skip),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_rows",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryRequest, page_rows),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__query_request__field_indices_by_name[] = {
   3,   /* field[3] = explain */
   1,   /* field[1] = n1ql */
+  5,   /* field[5] = page_rows */
   2,   /* field[2] = parameters */
+  4,   /* field[4] = skip */
   0,   /* field[0] = text */
 };
 static const ProtobufCIntRange sofa__wire__query_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor =
 {
@@ -3606,7 +3632,7 @@ const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor =
   "Sofa__Wire__QueryRequest",
   "sofa.wire",
   sizeof(Sofa__Wire__QueryRequest),
-  4,
+  6,
   sofa__wire__query_request__field_descriptors,
   sofa__wire__query_request__field_indices_by_name,
   1,  sofa__wire__query_request__number_ranges,
@@ -5716,7 +5742,7 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   (ProtobufCMessageInit) sofa__wire__response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[4] =
+static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[5] =
 {
   {
     "columns",
@@ -5766,17 +5792,30 @@ static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "more",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__QueryResult, more),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__query_result__field_indices_by_name[] = {
   0,   /* field[0] = columns */
   3,   /* field[3] = explain */
   2,   /* field[2] = missing */
+  4,   /* field[4] = more */
   1,   /* field[1] = rows */
 };
 static const ProtobufCIntRange sofa__wire__query_result__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor =
 {
@@ -5786,7 +5825,7 @@ const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor =
   "Sofa__Wire__QueryResult",
   "sofa.wire",
   sizeof(Sofa__Wire__QueryResult),
-  4,
+  5,
   sofa__wire__query_result__field_descriptors,
   sofa__wire__query_result__field_indices_by_name,
   1,  sofa__wire__query_result__number_ranges,

@@ -7,12 +7,18 @@ public struct QuerySpec: Sendable, Equatable {
     public var isN1QL: Bool
     public var parameters: JSONObject
     public var explain: Bool
+    /// Paging: rows to skip, and at most `pageRows` rows (0 = every row, within the size limit).
+    public var skip: UInt64
+    public var pageRows: UInt32
 
-    public init(text: String, isN1QL: Bool, parameters: JSONObject = [:], explain: Bool = false) {
+    public init(text: String, isN1QL: Bool, parameters: JSONObject = [:], explain: Bool = false,
+                skip: UInt64 = 0, pageRows: UInt32 = 0) {
         self.text = text
         self.isN1QL = isN1QL
         self.parameters = parameters
         self.explain = explain
+        self.skip = skip
+        self.pageRows = pageRows
     }
 }
 
@@ -22,11 +28,14 @@ public struct QueryRows: Sendable, Equatable {
     public var rows: [[JSON?]]
     /// With `QuerySpec.explain`: the SQL, then SQLite's plan.
     public var explain: String
+    /// Paging: rows remain after these.
+    public var more: Bool
 
-    public init(columns: [String], rows: [[JSON?]], explain: String = "") {
+    public init(columns: [String], rows: [[JSON?]], explain: String = "", more: Bool = false) {
         self.columns = columns
         self.rows = rows
         self.explain = explain
+        self.more = more
     }
 }
 

@@ -159,6 +159,8 @@ extension Op {
             op.pointee.n1ql = spec.isN1QL ? 1 : 0
             op.pointee.parameters = arena.bytes(spec.parameters.isEmpty ? [] : JSON.object(spec.parameters).compactBytes())
             op.pointee.explain = spec.explain ? 1 : 0
+            op.pointee.skip = spec.skip
+            op.pointee.page_rows = spec.pageRows
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_QUERY
             message.pointee.query = op
         case .createIndex(let index):
@@ -345,7 +347,7 @@ extension Op {
                 parameters = object
             }
             return .query(QuerySpec(text: try decodeString(op.text, "query.text"), isN1QL: op.n1ql != 0,
-                                    parameters: parameters, explain: op.explain != 0))
+                                    parameters: parameters, explain: op.explain != 0, skip: op.skip, pageRows: op.page_rows))
         case SOFA__WIRE__REQUEST__OP_CREATE_INDEX:
             let op = try required(m.create_index, "createIndex")
             guard let descriptor = JSON.tryParse(decodeBytes(op.descriptor)) else {

@@ -112,6 +112,7 @@ extension Reply {
             r.pointee.n_missing = masks.count
             r.pointee.missing = arena.uint64s(masks)
             r.pointee.explain = arena.string(result.explain)
+            r.pointee.more = result.more ? 1 : 0
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_QUERY
             message.pointee.query = r
         case .indexes(let list):
@@ -285,7 +286,7 @@ extension Reply {
                 })
             }
             return .query(QueryRows(columns: try decodeStrings(r.n_columns, r.columns, "query.columns"), rows: rows,
-                                    explain: try decodeString(r.explain, "query.explain")))
+                                    explain: try decodeString(r.explain, "query.explain"), more: r.more != 0))
         case SOFA__WIRE__RESPONSE__RESULT_INDEXES:
             let r = try required(m.indexes, "indexes")
             var list: [IndexDefinition] = []

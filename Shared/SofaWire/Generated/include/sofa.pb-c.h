@@ -231,10 +231,18 @@ struct  Sofa__Wire__QueryRequest
    * answer the SQL and SQLite's plan instead of rows
    */
   protobuf_c_boolean explain;
+  /*
+   * paging: rows to skip first
+   */
+  uint64_t skip;
+  /*
+   * paging: at most this many rows (0 = all, within the size limit)
+   */
+  uint32_t page_rows;
 };
 #define SOFA__WIRE__QUERY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__query_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, {0,NULL}, 0 }
+    , (char *)protobuf_c_empty_string, 0, {0,NULL}, 0, 0, 0 }
 
 
 /*
@@ -809,10 +817,14 @@ struct  Sofa__Wire__QueryResult
    * with QueryRequest.explain: the SQL, then the plan
    */
   char *explain;
+  /*
+   * paging: rows remain after this page
+   */
+  protobuf_c_boolean more;
 };
 #define SOFA__WIRE__QUERY_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__query_result__descriptor) \
-    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string }
+    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Sofa__Wire__IndexList
