@@ -38,13 +38,13 @@ public struct CompiledQuery: Sendable {
 public struct QuerySchema: Sendable {
     /// Whether a collection exists.
     public var hasCollection: @Sendable (CollectionName) -> Bool
-    /// The FTS table of a full-text index on a collection, by index name.
-    public var fullTextTable: @Sendable (CollectionName, String) -> String?
+    /// The FTS table of a full-text index on a collection, by index name, and its language.
+    public var fullTextTable: @Sendable (CollectionName, String) -> (table: String, language: String?)?
     /// The table of an array index on a collection's property path.
     public var arrayTable: @Sendable (CollectionName, PropertyPath) -> String?
 
     public init(hasCollection: @escaping @Sendable (CollectionName) -> Bool,
-                fullTextTable: @escaping @Sendable (CollectionName, String) -> String? = { _, _ in nil },
+                fullTextTable: @escaping @Sendable (CollectionName, String) -> (table: String, language: String?)? = { _, _ in nil },
                 arrayTable: @escaping @Sendable (CollectionName, PropertyPath) -> String? = { _, _ in nil }) {
         self.hasCollection = hasCollection
         self.fullTextTable = fullTextTable

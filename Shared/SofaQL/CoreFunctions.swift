@@ -55,8 +55,10 @@ public enum CoreFunctions {
         SQLFunction("core_json_text", arity: 1) { args in
             args[0].json.map { .text($0.compactString) } ?? .missing
         },
-        SQLFunction("core_fts_query", arity: 1) { args in
-            args[0].string.map { .text($0) } ?? .missing
+        SQLFunction("core_fts_query", arity: 1...2) { args in
+            guard let text = args[0].string else { return .missing }
+            let language = args.count > 1 ? args[1].string ?? "" : ""
+            return .text(language == "en" ? FullText.withoutStopWords(text) : text)
         },
         SQLFunction("core_fts_text", arity: 1) { args in
             switch args[0] {

@@ -125,7 +125,7 @@ public struct IndexSpec: Sendable, Hashable {
             return ["CREATE INDEX \(quoted) ON \(kv) (\(columns.joined(separator: ", ")))"]
         case .fullText:
             let columnNames = expressions.indices.map { "c\($0)" }
-            let stemming = ["en", "english"].contains(language?.lowercased() ?? "en")
+            let stemming = FullText.stemsEnglish(language)
             let tokenizer = (stemming ? "porter " : "") + "unicode61 remove_diacritics \(ignoreDiacritics ? 2 : 0)"
             var newValues: [String] = [], rowValues: [String] = []
             for e in expressions {
@@ -185,6 +185,7 @@ struct IndexRecord {
     var keyStore: String
     var table: String
     var arrayPath: PropertyPath?
+    var language: String?
 
     init?(row: [JSON?]) {
         guard let name = row[0]?.stringValue, let type = row[1]?.intValue, let kind = IndexKind(rawValue: Int(type)),
@@ -194,8 +195,10 @@ struct IndexRecord {
         self.kind = kind
         self.keyStore = keyStore
         self.table = table
-        if kind == .array, let text = row[3]?.stringValue, let descriptor = JSON.tryParse(text) {
-            arrayPath = IndexSpec(name: name, kind: kind, collection: collection, descriptor: descriptor).unnestPath
+        if let text = row[3]?.stringValue, let descriptor = JSON.tryParse(text) {
+            let spec = IndexSpec(name: name, kind: kind, collection: collection, descriptor: descriptor)
+            arrayPath = spec.unnestPath
+            language = spec.language
         }
     }
 }

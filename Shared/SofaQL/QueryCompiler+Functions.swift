@@ -46,7 +46,7 @@ extension QueryCompiler {
             indexName = String(indexRef[indexRef.index(after: dot)...])
         }
         guard let source, case .collection(let collection) = source.kind else { throw Self.invalid("\(name.uppercased())() needs a collection") }
-        guard let table = schema.fullTextTable(collection, indexName) else {
+        guard let (table, language) = schema.fullTextTable(collection, indexName) else {
             throw Self.invalid("no full-text index '\(indexName)' on \(collection)")
         }
         let alias: String
@@ -58,6 +58,7 @@ extension QueryCompiler {
         }
         if name == "rank" { return Expr(sql: "(- bm25(\(alias).\"\(table)\"))", isCondition: false) }
         let text = try value(args[1])
-        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text)))", isCondition: true)
+        let lang = try Self.quoted(FullText.stemsEnglish(language) ? "en" : "")
+        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text), \(lang)))", isCondition: true)
     }
 }

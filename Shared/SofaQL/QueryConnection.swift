@@ -221,7 +221,8 @@ public final class QueryConnection: @unchecked Sendable {
         return QuerySchema(
             hasCollection: { tables.contains($0.tableName) },
             fullTextTable: { collection, name in
-                indexes.first { $0.keyStore == collection.keyStore && $0.name == name && $0.kind == .fullText }?.table
+                indexes.first { $0.keyStore == collection.keyStore && $0.name == name && $0.kind == .fullText }
+                    .map { ($0.table, $0.language) }
             },
             arrayTable: { collection, path in
                 indexes.first { $0.keyStore == collection.keyStore && $0.kind == .array && $0.arrayPath == path }?.table

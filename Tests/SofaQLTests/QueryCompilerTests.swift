@@ -146,10 +146,20 @@ import SofaCore
         try db.createIndex(IndexSpec(name: "byText", kind: .fullText, collection: .default, expressions: [[".text"]]))
         let match = #"{"WHAT":[["._id"]],"WHERE":["MATCH()","byText","run dog"],"ORDER_BY":[["DESC",["RANK()","byText"]]]}"#
         #expect(try db.rows(match) == [#"["c"]"#, #"["a"]"#])
+        // Stop words in MATCH text are ignored: neither document has "the" and "of" both.
+        #expect(Set(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","byText","the dog of"]}"#)) == [#"["a"]"#, #"["c"]"#])
         // Kept current: an update and a deletion.
         try db.put("b", #"{"text":"A cat runs from the dog"}"#)
         try db.put("a", #"{"text":"The dogs were running in the park"}"#, flags: 1)
         #expect(Set(try db.rows(match)) == [#"["b"]"#, #"["c"]"#])
+    }
+
+    @Test(arguments: [
+        ("the dog", "dog"), ("dog AND the cat", "dog AND cat"), ("\"the dog\" of", "\"the dog\""),
+        ("the", "the"), ("run* OR the", "run*"), ("Dogs", "Dogs"),
+    ])
+    func stopWords(text: String, expected: String) {
+        #expect(FullText.withoutStopWords(text) == expected)
     }
 
     @Test func arrayIndexServesUnnestAndAny() throws {

@@ -1,0 +1,46 @@
+/// Full-text rules shared by index creation and MATCH.
+///
+/// English (the default language, also "en"/"english") stems words with SQLite FTS5's Porter
+/// stemmer and ignores English stop words in MATCH text (a query for "the dog" finds a document
+/// that has "dog" and not "the"). Other languages split words on Unicode rules without
+/// stemming — FTS5 carries no stemmer for them.
+enum FullText {
+    static func stemsEnglish(_ language: String?) -> Bool {
+        ["en", "english"].contains(language?.lowercased() ?? "en")
+    }
+
+    /// The classic English stop-word list (Lucene's, which LiteCore's English list extends).
+    static let englishStopWords: Set<String> = [
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+        "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+        "they", "this", "to", "was", "will", "with",
+    ]
+
+    /// MATCH text without its stop words: bare words only; quoted phrases, operators (AND, OR,
+    /// NOT, NEAR — upper case, as FTS5 reads them) and prefixes (`run*`) are kept. When every word
+    /// is a stop word, the text is left as it was.
+    static func withoutStopWords(_ text: String) -> String {
+        var kept: [Substring] = []
+        var inQuote = false
+        var dropped = false
+        for token in text.split(separator: " ", omittingEmptySubsequences: true) {
+            let quotes = token.filter { $0 == "\"" }.count
+            if inQuote || quotes > 0 {
+                kept.append(token)
+                if quotes % 2 == 1 { inQuote.toggle() }
+                continue
+            }
+            if englishStopWords.contains(token.lowercased()) && token != "AND" && token != "OR" && token != "NOT" {
+                dropped = true
+                continue
+            }
+            kept.append(token)
+        }
+        let words = kept.filter { !["AND", "OR", "NOT", "NEAR"].contains($0) }
+        guard dropped, !words.isEmpty else { return text }
+        // An operator left dangling at either end by a dropped word would be a syntax error.
+        while let first = kept.first, ["AND", "OR", "NOT"].contains(first) { kept.removeFirst() }
+        while let last = kept.last, ["AND", "OR", "NOT"].contains(last) { kept.removeLast() }
+        return kept.joined(separator: " ")
+    }
+}
