@@ -10,6 +10,10 @@ extension QueryCompiler {
         func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }
         if name == "match" || name == "rank" { return try fullText(name, args) }
         if name == "meta" { return try metaField(args, PropertyPath([])) }
+        if name == "blob" {
+            guard args.count == 1 else { throw Self.invalid("blob() takes 1 argument, got \(args.count)") }
+            return v("core_blob(\(try value(args[0])))")
+        }
         if Self.aggregates.contains(name) {
             guard args.count == 1 else { throw Self.invalid("\(name)() takes 1 argument, got \(args.count)") }
             if name == "count", args[0] == .array([.string(".")]) || args[0] == .string("*") { return v("count(*)") }

@@ -1,6 +1,6 @@
 internal import CSQLite
 public import SofaCore
-internal import Foundation
+public import Foundation
 
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -236,5 +236,32 @@ public final class QueryConnection: @unchecked Sendable {
         var version: Int64 = 0
         try query("PRAGMA schema_version", []) { row throws(SofaError) in version = row[0]?.intValue ?? 0 }
         return version
+    }
+}
+
+extension QueryConnection {
+    /// Adds `core_blob(dict)` for `BLOB(path)`: the contents of the blob a `{"@type":"blob",
+    /// "digest":"sha1-…"}` dictionary references, read from the database's `Attachments/`
+    /// folder, as base64 text (how JSON carries data). MISSING for anything that is not such a
+    /// reference or whose blob is absent; an encrypted store's blobs cannot be read here (the
+    /// key stays with sofa-blob), which is an error saying so.
+    public func enableBlobs(attachments: URL) throws(SofaError) {
+        let folder = attachments.path
+        let function = SQLFunction("core_blob", arity: 1, deterministic: false) { args throws(SofaError) in
+            guard case .json(.object(let dict)) = args[0], let digest = dict["digest"]?.stringValue,
+                  digest.utf8.count == 33, digest.hasPrefix("sha1-") else { return .missing }
+            let base64 = digest.dropFirst(5)
+            guard base64.utf8.allSatisfy({ $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber
+                                                         || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=")) }) else {
+                return .missing
+            }
+            let path = folder + "/" + base64.replacingOccurrences(of: "/", with: "_") + ".blob"
+            guard let data = FileManager.default.contents(atPath: path) else { return .missing }
+            if let length = dict["length"]?.intValue, Int64(data.count) != length {
+                throw SofaError(.unsupported, "BLOB(): blob \(digest) is stored encrypted; read it through the blob API")
+            }
+            return .text(data.base64EncodedString())
+        }
+        try SQLFunctions.register([function], on: handle)
     }
 }

@@ -136,3 +136,17 @@ import Testing
         }
     }
 }
+
+extension QueryTests {
+    /// BLOB(path) reads a referenced blob's bytes (base64, as JSON carries data).
+    @Test func blobFunctionReturnsContents() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("blobq")
+            let content = Array("This is a blob to store in the store!".utf8)
+            let info = try await db.putBlob(content)
+            try await db.put(id: "doc", json: #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#)
+            let result = try await db.query(n1ql: "SELECT BLOB(photo) AS data, BLOB(nothing) AS none FROM _")
+            #expect(result.rows == [[.string(Data(content).base64EncodedString()), nil]])
+        }
+    }
+}

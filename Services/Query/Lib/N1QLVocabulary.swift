@@ -43,6 +43,8 @@ enum N1QLVocabulary {
         "avg", "count", "max", "min", "sum",
         // Vectors
         "euclidean_distance", "cosine_distance", "approx_vector_distance",
+        // Sofa's library beyond LiteCore's grammar: blob contents, objects, isvalued, uuid
+        "blob", "object_length", "object_names", "object_pairs", "object_values", "isvalued", "uuid",
     ]
 
     static func isFunction(_ name: String) -> Bool { functions.contains(name.lowercased()) }

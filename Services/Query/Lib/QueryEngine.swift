@@ -64,6 +64,8 @@ public final class QueryEngine: Sendable {
             throw SofaError(.notFound, "no database '\(database)'")
         }
         let connection = try QueryConnection(path: file.path, readOnly: true)
+        try connection.enableBlobs(attachments: StorageLayout.directory(of: database, in: dataDirectory)
+            .appendingPathComponent("Attachments", isDirectory: true))
         state.withLock { $0.connections[database] = connection }
         return connection
     }
