@@ -119,6 +119,20 @@ import SofaCore
         #expect(try db.rows(#"{"WHAT":[["count()",["."]]]}"#) == ["[4]"])
     }
 
+    @Test(arguments: [
+        (#"{"WHAT":[["_.",["meta()","a"],".id"],["_.",["meta()","b"],".id"]],"FROM":[{"AS":"a"},{"AS":"b","JOIN":"INNER","ON":["AND",["=",[".a.name.last"],[".b.name.last"]],["<",["_.",["meta()","a"],".id"],["_.",["meta()","b"],".id"]]]}]}"#,
+         [#"["p1","p4"]"#]),
+        (#"{"WHAT":[["_.",["meta()","p"],".id"],[".o.pet"]],"FROM":[{"AS":"p"},{"COLLECTION":"other","AS":"o","JOIN":"LEFT OUTER","ON":["=",[".o.owner"],["_.",["meta()","p"],".id"]]}],"ORDER_BY":[["_.",["meta()","p"],".id"]]}"#,
+         [#"["p1","cat"]"#, #"["p2",?]"#, #"["p3",?]"#, #"["p4",?]"#]),
+        (#"{"WHAT":[["count()",["."]]],"FROM":[{"AS":"p"},{"COLLECTION":"other","AS":"o","JOIN":"CROSS"}]}"#, ["[4]"]),
+        (#"{"WHAT":[[".o.pet"]],"FROM":[{"COLLECTION":"other","AS":"o"}]}"#, [#"["cat"]"#]),
+    ])
+    func joins(query: String, expected: [String]) throws {
+        let db = try Self.db()
+        try db.put("o1", #"{"owner":"p1","pet":"cat"}"#, table: "kv_.other")
+        #expect(try db.rows(query) == expected, "\(query)")
+    }
+
     @Test func readOnlyConnectionRefusesWrites() throws {
         let db = try Self.db()
         for sql in ["DELETE FROM kv_default", "DROP TABLE kv_default", "ATTACH DATABASE '/tmp/x.db' AS x",
