@@ -75,8 +75,7 @@ struct QueryCommand: AsyncParsableCommand {
             }
             let result = json ? try await store.query(json: try JSON.parse(text), parameters: bound)
                               : try await store.query(n1ql: text, parameters: bound)
-            if titles { print(JSON.array(result.columns.map { .string($0) }).compactString) }
-            var out = ""
+            var out = titles ? JSON.array(result.columns.map { .string($0) }).compactString + "\n" : ""
             for row in result.rows {
                 out += JSON.array(row.map { $0 ?? .null }).compactString
                 out += "\n"
