@@ -150,3 +150,35 @@ extension QueryTests {
         }
     }
 }
+
+extension QueryTests {
+    /// `sofa query` and `sofa index` against a dataset imported with `sofa import`.
+    @Test func cliQueriesAndIndexes() async throws {
+        try await Cluster.with { cluster in
+            let gw = cluster.supervisor.gatewayEndpoint
+            let names = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../../shared/data/litecore/names_100.json").standardized.path
+            func sofa(_ arguments: [String]) async throws -> String {
+                let run = try await runSofa(arguments, gateway: gw)
+                #expect(run.status == 0, "sofa \(arguments): \(run.err)")
+                return run.out
+            }
+            _ = try await sofa(["db", "create", "people"])
+            _ = try await sofa(["import", "people", names])
+            let out = try await sofa(["query", "people", "SELECT META().id, name.first FROM _ WHERE name.last = $last ORDER BY META().id",
+                                      "--param", "last=Laserna", "--titles"])
+            #expect(out == "[\"id\",\"first\"]\n[\"0000001\",\"Lue\"]\n")
+            _ = try await sofa(["index", "create", "people", "byLast", "name.last"])
+            let plan = try await sofa(["query", "people", "--explain", "SELECT name FROM _ WHERE name.last = 'Laserna'"])
+            #expect(plan.contains("kv_default:value:byLast"))
+            #expect(try await sofa(["index", "list", "people"]).contains("\"name\":\"byLast\""))
+            let json = try await sofa(["query", "people", "--json", #"{"WHAT":[["count()",["."]]]}"#])
+            #expect(json == "[100]\n")
+            let bad = try await runSofa(["query", "people", "SELECT nosuchfn(x) FROM _"], gateway: gw)
+            #expect(bad.status != 0)
+            #expect(bad.err.contains("\"code\":23"), "\(bad.err)")
+            _ = try await sofa(["index", "delete", "people", "byLast"])
+            #expect(try await sofa(["index", "list", "people"]).isEmpty)
+        }
+    }
+}
