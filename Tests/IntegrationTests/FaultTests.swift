@@ -1,6 +1,8 @@
 import Foundation
 import SofaCLI
 import SofaClient
+import SofaWire
+import SofaCore
 import Synchronization
 import Testing
 
@@ -112,6 +114,34 @@ import Testing
             #expect(reply.payload == payload)
             #expect(reply.instance != busy)
             #expect(reply.instance.hasPrefix("query-"))
+        }
+    }
+}
+
+extension FaultTests {
+    /// A query worker killed in the middle of a long query: the client gets its rows from the
+    /// other worker, as if nothing happened.
+    @Test func queryOfAKilledWorkerIsAnsweredByAnother() async throws {
+        try await Cluster.with(queryWorkers: 2, heartbeatMs: 200, clientTimeout: .seconds(120)) { cluster in
+            let client = cluster.client
+            let db = try await client.createDatabase("slow")
+            let items: [BulkItem] = (0..<2000).map { .put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
+            _ = try await db.bulk(items)
+            // Millions of pairs: long enough to be caught running.
+            async let answer = db.query(n1ql: "SELECT COUNT(*) FROM _ AS a JOIN _ AS b ON a.n < b.n")
+            var busy = ""
+            let deadline = ContinuousClock.now + .seconds(20)
+            while busy.isEmpty && ContinuousClock.now < deadline {
+                let query = try await client.clusterStatus().first { $0.name == "query" }
+                if let detail = query?.detail, let range = detail.range(of: "busy: ") {
+                    busy = String(detail[range.upperBound...].prefix { $0 != ";" && $0 != "," })
+                }
+            }
+            try #require(!busy.isEmpty, "the broker never routed the query")
+            let pid = try #require(cluster.supervisor.pid(of: busy))
+            kill(pid, SIGKILL)
+            let result = try await answer
+            #expect(result.rows == [[.int(2000 * 1999 / 2)]])
         }
     }
 }
