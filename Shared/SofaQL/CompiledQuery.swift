@@ -40,14 +40,26 @@ public struct QuerySchema: Sendable {
     public var hasCollection: @Sendable (CollectionName) -> Bool
     /// The FTS table of a full-text index on a collection, by index name, and its language.
     public var fullTextTable: @Sendable (CollectionName, String) -> (table: String, language: String?)?
-    /// The table of an array index on a collection's property path.
-    public var arrayTable: @Sendable (CollectionName, PropertyPath) -> String?
+    /// The array indexes of a collection.
+    public var arrayIndexes: @Sendable (CollectionName) -> [ArrayIndexTables]
 
     public init(hasCollection: @escaping @Sendable (CollectionName) -> Bool,
                 fullTextTable: @escaping @Sendable (CollectionName, String) -> (table: String, language: String?)? = { _, _ in nil },
-                arrayTable: @escaping @Sendable (CollectionName, PropertyPath) -> String? = { _, _ in nil }) {
+                arrayIndexes: @escaping @Sendable (CollectionName) -> [ArrayIndexTables] = { _ in [] }) {
         self.hasCollection = hasCollection
         self.fullTextTable = fullTextTable
-        self.arrayTable = arrayTable
+        self.arrayIndexes = arrayIndexes
+    }
+}
+
+/// An array index as the planner uses it: its path level by level (`a[].b` → [a, b]) and the
+/// table of each level (level 0 rows point at documents, level i rows at level i-1 rows).
+public struct ArrayIndexTables: Sendable, Hashable {
+    public var segments: [PropertyPath]
+    public var tables: [String]
+
+    public init(segments: [PropertyPath], tables: [String]) {
+        self.segments = segments
+        self.tables = tables
     }
 }

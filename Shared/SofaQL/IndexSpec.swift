@@ -101,12 +101,6 @@ public struct IndexSpec: Sendable, Hashable {
         return segments
     }
 
-    /// The path an UNNEST or ANY must name for this (single-level) array index to serve it.
-    public var unnestPath: PropertyPath? {
-        guard kind == .array, let segments = try? arraySegments(), segments.count == 1 else { return nil }
-        return segments[0]
-    }
-
     /// SQL for an expression over a document body column (`body`, or `new.body` in a trigger).
     func expressionSQL(_ expression: JSON, body: String) throws(SofaError) -> String {
         try QueryCompiler.indexExpression(expression, body: body)
@@ -142,28 +136,55 @@ public struct IndexSpec: Sendable, Hashable {
             ]
         case .array:
             let segments = try arraySegments()
-            /// The value and position columns, and the json_each joins that unnest `body`.
-            func unnest(_ body: String) throws(SofaError) -> (columns: String, joins: String) {
-                var from: [String] = []
-                var current = body
-                for (i, segment) in segments.enumerated() {
-                    from.append("json_each(core_array_text(\(try QueryCompiler.access(current, segment)))) AS j\(i)")
-                    current = "core_element(j\(i).type, j\(i).value)"
-                }
-                return ("\(current), j\(segments.count - 1).key", from.joined(separator: ", "))
+            let tables = arrayTables(levels: segments.count).map { "\"\($0)\"" }
+            /// Rows of level `level` belonging to the document row `doc`.
+            func owned(_ level: Int, _ doc: String) -> String {
+                level == 0 ? "docid = \(doc)" : "docid IN (SELECT rowid FROM \(tables[level - 1]) WHERE \(owned(level - 1, doc)))"
             }
-            let fresh = try unnest("new.body"), existing = try unnest("t.body")
-            let insert = "INSERT INTO \(quoted) (value, i, docid) SELECT \(fresh.columns), new.rowid FROM \(fresh.joins) WHERE \(live);"
-            return [
-                "CREATE TABLE \(quoted) (docid INTEGER NOT NULL, i INTEGER, value)",
-                "CREATE INDEX \"\(table):value\" ON \(quoted) (value)",
-                "CREATE INDEX \"\(table):docid\" ON \(quoted) (docid)",
-                "CREATE TRIGGER \"\(table)::ins\" AFTER INSERT ON \(kv) BEGIN \(insert) END",
-                "CREATE TRIGGER \"\(table)::del\" AFTER DELETE ON \(kv) BEGIN DELETE FROM \(quoted) WHERE docid = old.rowid; END",
-                "CREATE TRIGGER \"\(table)::upd\" AFTER UPDATE OF body, flags ON \(kv) BEGIN DELETE FROM \(quoted) WHERE docid = old.rowid; \(insert) END",
-                "INSERT INTO \(quoted) (value, i, docid) SELECT \(existing.columns), t.rowid FROM \(kv) AS t, \(existing.joins) WHERE (t.flags & 32769) = 0",
+            // Level 0 from the document; level i from the rows of level i-1 owned by the document.
+            func insertFor(_ doc: String, live: String) throws(SofaError) -> String {
+                // (`doc` is new.rowid: level 0 reads new.body.)
+                var parts: [String] = []
+                for (level, segment) in segments.enumerated() {
+                    if level == 0 {
+                        parts.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT new.rowid, j.key, core_element(j.type, j.value) FROM json_each(core_array_text(\(try QueryCompiler.access("new.body", segment)))) AS j WHERE \(live);")
+                    } else {
+                        parts.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_array_text(\(try QueryCompiler.access("p.value", segment)))) AS j WHERE p.\(owned(level - 1, doc));")
+                    }
+                }
+                return parts.joined(separator: " ")
+            }
+            func deleteFor(_ doc: String) -> String {
+                (0..<segments.count).reversed().map { "DELETE FROM \(tables[$0]) WHERE \(owned($0, doc));" }.joined(separator: " ")
+            }
+            var statements: [String] = []
+            for (level, name) in arrayTables(levels: segments.count).enumerated() {
+                statements.append("CREATE TABLE \(tables[level]) (docid INTEGER NOT NULL, i INTEGER, value)")
+                statements.append("CREATE INDEX \"\(name):value\" ON \(tables[level]) (value)")
+                statements.append("CREATE INDEX \"\(name):docid\" ON \(tables[level]) (docid)")
+            }
+            statements += [
+                "CREATE TRIGGER \"\(table)::ins\" AFTER INSERT ON \(kv) BEGIN \(try insertFor("new.rowid", live: live)) END",
+                "CREATE TRIGGER \"\(table)::del\" AFTER DELETE ON \(kv) BEGIN \(deleteFor("old.rowid")) END",
+                "CREATE TRIGGER \"\(table)::upd\" AFTER UPDATE OF body, flags ON \(kv) BEGIN \(deleteFor("old.rowid")) \(try insertFor("new.rowid", live: live)) END",
             ]
+            // Existing documents, level by level.
+            for (level, segment) in segments.enumerated() {
+                if level == 0 {
+                    statements.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT t.rowid, j.key, core_element(j.type, j.value) FROM \(kv) AS t, json_each(core_array_text(\(try QueryCompiler.access("t.body", segment)))) AS j WHERE (t.flags & 32769) = 0")
+                } else {
+                    statements.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_array_text(\(try QueryCompiler.access("p.value", segment)))) AS j")
+                }
+            }
+            return statements
         }
+    }
+
+    /// An array index's tables, one per level of its path: `a[].b` has `<table>:0` (elements of
+    /// `a`, by document rowid) and `<table>` (elements of each of those's `b`, by the rowid of
+    /// the level above). A one-level index is just `<table>`.
+    public func arrayTables(levels: Int) -> [String] {
+        (0..<levels).map { $0 == levels - 1 ? table : "\(table):\($0)" }
     }
 
     /// The statements that drop the index and everything that keeps it current.
@@ -172,8 +193,10 @@ public struct IndexSpec: Sendable, Hashable {
         switch kind {
         case .value: return ["DROP INDEX IF EXISTS \(quoted)"]
         case .fullText, .array:
+            let levels = kind == .array ? max(1, (try? arraySegments().count) ?? 1) : 1
             return ["DROP TRIGGER IF EXISTS \"\(table)::ins\"", "DROP TRIGGER IF EXISTS \"\(table)::del\"",
-                    "DROP TRIGGER IF EXISTS \"\(table)::upd\"", "DROP TABLE IF EXISTS \(quoted)"]
+                    "DROP TRIGGER IF EXISTS \"\(table)::upd\""]
+                + arrayTables(levels: levels).map { "DROP TABLE IF EXISTS \"\($0)\"" }
         }
     }
 }
@@ -184,7 +207,9 @@ struct IndexRecord {
     var kind: IndexKind
     var keyStore: String
     var table: String
-    var arrayPath: PropertyPath?
+    /// An array index's path, level by level, and its tables.
+    var arraySegments: [PropertyPath] = []
+    var arrayTables: [String] = []
     var language: String?
 
     init?(row: [JSON?]) {
@@ -197,7 +222,10 @@ struct IndexRecord {
         self.table = table
         if let text = row[3]?.stringValue, let descriptor = JSON.tryParse(text) {
             let spec = IndexSpec(name: name, kind: kind, collection: collection, descriptor: descriptor)
-            arrayPath = spec.unnestPath
+            if kind == .array, let segments = try? spec.arraySegments() {
+                arraySegments = segments
+                arrayTables = spec.arrayTables(levels: segments.count)
+            }
             language = spec.language
         }
     }

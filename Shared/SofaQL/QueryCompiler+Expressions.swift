@@ -308,8 +308,8 @@ extension QueryCompiler {
         }
         let alias = nextAlias("v")
         let from: String, element: String
-        if let (owner, path) = try collectionProperty(args[1]), let table = schema.arrayTable(owner.collection, path) {
-            from = "\"\(table)\" AS \(alias) WHERE \(alias).docid = \(owner.sqlAlias).rowid AND"
+        if let (index, level, parent) = try arrayIndexLevel(args[1]) {
+            from = "\"\(index.tables[level])\" AS \(alias) WHERE \(alias).docid = \(parent).rowid AND"
             element = "\(alias).value"
         } else {
             from = "json_each(core_array_text(\(try value(args[1])))) AS \(alias) WHERE"

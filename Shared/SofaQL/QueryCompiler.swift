@@ -20,6 +20,8 @@ public struct QueryCompiler {
         var kind: Kind
         /// SQL for the source's value (a document body, or an unnested element).
         var value: String
+        /// An UNNEST served by an array index: the index and the level of its path.
+        var arrayIndex: (tables: ArrayIndexTables, level: Int)? = nil
     }
 
     let schema: QuerySchema
@@ -243,9 +245,10 @@ public struct QueryCompiler {
     mutating func addUnnest(_ expression: JSON, alias: String) throws(SofaError) {
         if sources.contains(where: { $0.alias == alias }) { throw Self.invalid("duplicate alias '\(alias)' in FROM") }
         let sqlAlias = nextAlias("u")
-        if let (owner, path) = try collectionProperty(expression), let table = schema.arrayTable(owner.collection, path) {
-            fromClauses.append("JOIN \"\(table)\" AS \(sqlAlias) ON \(sqlAlias).docid = \(owner.sqlAlias).rowid")
-            sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .unnest, value: "\(sqlAlias).value"))
+        if let (index, level, parent) = try arrayIndexLevel(expression) {
+            fromClauses.append("JOIN \"\(index.tables[level])\" AS \(sqlAlias) ON \(sqlAlias).docid = \(parent).rowid")
+            sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .unnest, value: "\(sqlAlias).value",
+                                  arrayIndex: (index, level)))
             return
         }
         let array = try value(expression)
@@ -255,6 +258,25 @@ public struct QueryCompiler {
 }
 
 extension QueryCompiler {
+    /// The array index level that holds the elements of `expression`, if one does: a FROM
+    /// collection's property that is an index's first path segment (level 0, rows by document),
+    /// or a property of an index-served UNNEST alias that is the next segment of its index
+    /// (rows by the parent row). Also answers the SQL alias of the parent.
+    func arrayIndexLevel(_ expression: JSON) throws(SofaError) -> (ArrayIndexTables, Int, String)? {
+        if let (owner, path) = try collectionProperty(expression) {
+            for index in schema.arrayIndexes(owner.collection) where index.segments[0] == path {
+                return (index, 0, owner.sqlAlias)
+            }
+            return nil
+        }
+        guard case .array(let parts) = expression, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
+        let path = try Self.path(op, Array(parts.dropFirst()))
+        guard case .key(let first)? = path.first, let parent = sources.first(where: { $0.alias == first }),
+              let (index, level) = parent.arrayIndex, level + 1 < index.segments.count,
+              index.segments[level + 1] == path.droppingFirst() else { return nil }
+        return (index, level + 1, parent.sqlAlias)
+    }
+
     /// An index expression over a body column, with literals inlined (an index cannot bind).
     static func indexExpression(_ expression: JSON, body: String) throws(SofaError) -> String {
         var compiler = QueryCompiler(schema: QuerySchema(hasCollection: { _ in true }))

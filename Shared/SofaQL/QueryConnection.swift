@@ -224,8 +224,9 @@ public final class QueryConnection: @unchecked Sendable {
                 indexes.first { $0.keyStore == collection.keyStore && $0.name == name && $0.kind == .fullText }
                     .map { ($0.table, $0.language) }
             },
-            arrayTable: { collection, path in
-                indexes.first { $0.keyStore == collection.keyStore && $0.kind == .array && $0.arrayPath == path }?.table
+            arrayIndexes: { collection in
+                indexes.filter { $0.keyStore == collection.keyStore && $0.kind == .array && !$0.arraySegments.isEmpty }
+                    .map { ArrayIndexTables(segments: $0.arraySegments, tables: $0.arrayTables) }
             })
     }
 

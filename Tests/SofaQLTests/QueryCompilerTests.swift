@@ -176,6 +176,27 @@ import SofaCore
         #expect(FullText.withoutStopWords(text) == expected)
     }
 
+    /// A nested array index (`classes[].students`) serves a two-level UNNEST: one table per level.
+    @Test func nestedArrayIndexServesNestedUnnest() throws {
+        let db = try TestDatabase([
+            ("s1", #"{"classes":[{"name":"math","students":["ann","bob"]},{"name":"art","students":["cy"]}]}"#),
+            ("s2", #"{"classes":[{"name":"music","students":[]},{"name":"math","students":["dee"]}]}"#),
+            ("s3", #"{"classes":"none"}"#),
+        ])
+        let query = #"{"WHAT":[["._id"],[".c.name"],[".s"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.classes"],"AS":"c"},{"UNNEST":[".c.students"],"AS":"s"}],"ORDER_BY":[["._id"],[".s"]]}"#
+        let expected = [#"["s1","math","ann"]"#, #"["s1","math","bob"]"#, #"["s1","art","cy"]"#, #"["s2","math","dee"]"#]
+        #expect(try db.rows(query) == expected)
+        try db.createIndex(IndexSpec(name: "roster", kind: .array, collection: .default, arrayPath: "classes[].students"))
+        let compiled = try db.compile(try JSON.parse(query))
+        #expect(compiled.sql.contains("kv_default:unnest:roster:0") && compiled.sql.contains("\"kv_default:unnest:roster\""), "\(compiled.sql)")
+        #expect(try db.rows(query) == expected)
+        // Kept current through an update and a deletion, at both levels.
+        try db.put("s2", #"{"classes":[{"name":"math","students":["eve"]}]}"#)
+        try db.put("s1", #"{"classes":[]}"#, flags: 1)
+        #expect(try db.rows(query) == [#"["s2","math","eve"]"#])
+        #expect(try db.rows(#"{"WHAT":[["count()",["."]]],"FROM":[{"AS":"d"},{"UNNEST":[".d.classes"],"AS":"c"}]}"#) == ["[1]"])
+    }
+
     @Test func arrayIndexServesUnnestAndAny() throws {
         let db = try Self.db()
         let unnest = #"{"WHAT":[["._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[["._id"],[".l"]]}"#
