@@ -182,3 +182,20 @@ extension QueryTests {
         }
     }
 }
+
+extension QueryTests {
+    /// A database deleted and created again under the same name is queried afresh, never
+    /// through the worker's connection to the old file.
+    @Test func recreatedDatabaseIsQueriedAfresh() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("again")
+            try await Self.seed(db)
+            #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
+            try await cluster.client.deleteDatabase("again")
+            await #expect(throws: SofaError.self) { _ = try await db.query(n1ql: "SELECT COUNT(*) FROM _") }
+            let fresh = try await cluster.client.createDatabase("again")
+            try await fresh.put(id: "only", json: #"{"x":1}"#)
+            #expect(try await fresh.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(1)]])
+        }
+    }
+}

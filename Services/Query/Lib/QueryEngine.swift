@@ -26,7 +26,8 @@ public final class QueryEngine: Sendable {
     }
 
     struct State: ~Copyable {
-        var connections: [String: QueryConnection] = [:]
+        /// Open connections by database, with the file's inode when opened.
+        var connections: [String: (connection: QueryConnection, inode: UInt64)] = [:]
         var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
     }
 
@@ -56,27 +57,34 @@ public final class QueryEngine: Sendable {
         return tree
     }
 
+    /// The file's inode, nil when there is no file.
+    private static func inode(_ path: String) -> UInt64? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.systemFileNumber] as? UInt64
+    }
+
+    /// The database's connection: reused while the file is the one it opened; a database that
+    /// was deleted (and maybe re-created) gets a fresh connection and forgets its compiled queries.
     private func connection(_ database: String) throws(SofaError) -> QueryConnection {
-        if let open = state.withLock({ $0.connections[database] }) { return open }
         try StorageLayout.validate(databaseName: database)
         let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
-        guard FileManager.default.fileExists(atPath: file.path) else {
+        guard let inode = Self.inode(file.path) else {
+            state.withLock {
+                $0.connections[database] = nil
+                $0.compiled = $0.compiled.filter { $0.key.database != database }
+            }
             throw SofaError(.notFound, "no database '\(database)'")
         }
+        if let open = state.withLock({ $0.connections[database] }), open.inode == inode { return open.connection }
+        state.withLock { $0.compiled = $0.compiled.filter { $0.key.database != database } }
         let connection = try QueryConnection(path: file.path, readOnly: true)
         try connection.enableBlobs(attachments: StorageLayout.directory(of: database, in: dataDirectory)
             .appendingPathComponent("Attachments", isDirectory: true))
-        state.withLock { $0.connections[database] = connection }
+        state.withLock { $0.connections[database] = (connection, inode) }
         return connection
     }
 
     private func run(_ request: Request, _ spec: QuerySpec) throws(SofaError) -> QueryRows {
         let connection = try self.connection(request.database)
-        // A database deleted and re-created has a new file: reopen when the old one is gone.
-        if !FileManager.default.fileExists(atPath: connection.path) {
-            _ = state.withLock { $0.connections.removeValue(forKey: request.database) }
-            throw SofaError(.notFound, "no database '\(request.database)'")
-        }
         let compiled = try compile(connection, request, spec)
         if spec.explain {
             let plan = try connection.explain(compiled)
