@@ -23,7 +23,8 @@ public struct CompiledQuery: Sendable {
         bindings.map {
             switch $0 {
             case .literal(let value): return value
-            case .parameter(let name): return SQLValue(parameters[name])
+            // A parameter bound to JSON null is left unbound, as LiteCore does: MISSING.
+            case .parameter(let name): return parameters[name] == .null ? .missing : SQLValue(parameters[name])
             }
         }
     }
@@ -38,13 +39,13 @@ public struct CompiledQuery: Sendable {
 public struct QuerySchema: Sendable {
     /// Whether a collection exists.
     public var hasCollection: @Sendable (CollectionName) -> Bool
-    /// The FTS table of a full-text index on a collection, by index name, and its language.
-    public var fullTextTable: @Sendable (CollectionName, String) -> (table: String, language: String?)?
+    /// A full-text index on a collection, by index name.
+    public var fullTextTable: @Sendable (CollectionName, String) -> FullTextIndexTable?
     /// The array indexes of a collection.
     public var arrayIndexes: @Sendable (CollectionName) -> [ArrayIndexTables]
 
     public init(hasCollection: @escaping @Sendable (CollectionName) -> Bool,
-                fullTextTable: @escaping @Sendable (CollectionName, String) -> (table: String, language: String?)? = { _, _ in nil },
+                fullTextTable: @escaping @Sendable (CollectionName, String) -> FullTextIndexTable? = { _, _ in nil },
                 arrayIndexes: @escaping @Sendable (CollectionName) -> [ArrayIndexTables] = { _ in [] }) {
         self.hasCollection = hasCollection
         self.fullTextTable = fullTextTable
@@ -61,5 +62,20 @@ public struct ArrayIndexTables: Sendable, Hashable {
     public init(segments: [PropertyPath], tables: [String]) {
         self.segments = segments
         self.tables = tables
+    }
+}
+
+/// A full-text index as MATCH uses it: its FTS table, language, and the property path of each of
+/// its columns (`c0`, `c1`, … in the table; "" for a column that is not a plain property), so a
+/// MATCH can name a column as `contact.address.street:Santa`.
+public struct FullTextIndexTable: Sendable, Hashable {
+    public var table: String
+    public var language: String?
+    public var columns: [String]
+
+    public init(table: String, language: String?, columns: [String]) {
+        self.table = table
+        self.language = language
+        self.columns = columns
     }
 }

@@ -55,10 +55,23 @@ public enum CoreFunctions {
         SQLFunction("core_json_text", arity: 1) { args in
             args[0].json.map { .text($0.compactString) } ?? .missing
         },
-        SQLFunction("core_fts_query", arity: 1...2) { args in
-            guard let text = args[0].string else { return .missing }
+        SQLFunction("core_fts_query", arity: 1...3) { args in
+            guard var text = args[0].string else { return .missing }
             let language = args.count > 1 ? args[1].string ?? "" : ""
+            if args.count > 2, let columns = args[2].string.flatMap({ JSON.tryParse($0)?.arrayValue }) {
+                text = FullText.namingColumns(text, columns.map { $0.stringValue ?? "" })
+            }
             return .text(language == "en" ? FullText.withoutStopWords(text) : text)
+        },
+        SQLFunction("core_contains", arity: 3) { args in
+            guard case .text(let string) = args[0], case .text(let part) = args[1] else {
+                return args[0].isMissing || args[1].isMissing ? .missing : .null
+            }
+            let flags = args[2].string ?? ""
+            var options: String.CompareOptions = []
+            if flags.contains("c") { options.insert(.caseInsensitive) }
+            if flags.contains("d") { options.insert(.diacriticInsensitive) }
+            return .bool(part.isEmpty || string.range(of: part, options: options) != nil)
         },
         SQLFunction("core_fts_text", arity: 1) { args in
             switch args[0] {

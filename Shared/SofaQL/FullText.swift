@@ -43,4 +43,16 @@ enum FullText {
         while let last = kept.last, ["AND", "OR", "NOT"].contains(last) { kept.removeLast() }
         return kept.joined(separator: " ")
     }
+
+    /// `path:term` column filters written with an indexed property's path become the FTS table's
+    /// column names (`c0:term`).
+    static func namingColumns(_ text: String, _ columns: [String]) -> String {
+        guard text.contains(":") else { return text }
+        return text.split(separator: " ", omittingEmptySubsequences: false).map { token -> String in
+            guard let colon = token.firstIndex(of: ":") else { return String(token) }
+            let name = String(token[..<colon])
+            guard let index = columns.firstIndex(where: { !$0.isEmpty && $0 == name }) else { return String(token) }
+            return "c\(index)" + token[colon...]
+        }.joined(separator: " ")
+    }
 }

@@ -3,9 +3,10 @@ internal import SofaCore
 /// Array functions (LiteCore's `SQLiteN1QLFunctions.cc`, "ARRAY FUNCTIONS").
 ///
 /// LiteCore's own quirks, kept:
-/// * `array_sum`, `array_avg`, `array_count` and `array_length` always answer a number: 0 for
-///   MISSING, null, a non-array, or an empty array (LiteCore's tests check `array_sum(MISSING)`
-///   is `0.0`).
+/// * `array_sum` and `array_avg` always answer a number: 0 for MISSING, null, a non-array, or
+///   an empty array (LiteCore's tests check `array_sum(MISSING)` is `0.0`); `array_count` and
+///   `array_length` answer MISSING for MISSING (as LiteCore's `fl_count` does for a property that
+///   is absent) and 0 for null or a non-array.
 /// * The numeric functions read every item as LiteCore's `asDouble` does: booleans as 0/1,
 ///   strings, null, arrays and objects as 0 (`array_sum([1, 2, true, "foo"])` is `4.0`).
 /// * `array_max`, `array_min` and `array_ifnull` answer null, not MISSING, for MISSING input.
@@ -28,13 +29,13 @@ extension FunctionLibrary {
             return .bool(items.contains { sameValue($0, needle) })
         },
         function("array_count", 1...1) { args in
-            .integer(Int64(arrayItems(args[0]).count { !$0.isNull }))
+            args[0].isMissing ? .missing : .integer(Int64(arrayItems(args[0]).count { !$0.isNull }))
         },
         function("array_ifnull", 1...1) { args in
             SQLValue(arrayItems(args[0]).first { !$0.isNull } ?? .null)
         },
         function("array_length", 1...1) { args in
-            .integer(Int64(arrayItems(args[0]).count))
+            args[0].isMissing ? .missing : .integer(Int64(arrayItems(args[0]).count))
         },
         function("array_max", 1...1) { args in
             numericItems(args[0]).max().map(SQLValue.real) ?? .null

@@ -4,7 +4,7 @@ internal import SofaCore
 /// `typename`, …).
 ///
 ///     isarray/isatom/isboolean/isnumber/isobject/isstring(v)   MISSING → MISSING, null → null
-///     type(v)       "missing", "null", "boolean", "number", "string", "array" or "object"
+///     type(v)       MISSING for MISSING; "null", "boolean", "number", "string", "array" or "object"
 ///     toarray(v)    v if an array, else [v]
 ///     toatom(v)     v if a boolean, number or string; the item of a one-item array or the value
 ///                   of a one-member object; otherwise null
@@ -16,9 +16,8 @@ internal import SofaCore
 ///
 /// All conversions take MISSING to MISSING and null to null.
 ///
-/// Departure: LiteCore's `type()` answers MISSING and null for MISSING and null (its
-/// "missing"/"null" names are unreachable); N1QL's and Couchbase Lite's documented "missing" and
-/// "null" strings are used. `tonumber` rejects trailing junk ("12abc"), as N1QL does.
+/// `type(MISSING)` is MISSING, as in LiteCore (MISSING passes through); `type(null)` is "null".
+/// Departure: `tonumber` rejects trailing junk ("12abc"), as N1QL does.
 extension FunctionLibrary {
     static let types: [SQLFunction] = {
         let named: [(String, SQLFunction)] = [
@@ -28,7 +27,7 @@ extension FunctionLibrary {
             ("is_number", check("isnumber") { typeName($0) == "number" }),
             ("is_object", check("isobject") { $0.isObject }),
             ("is_string", check("isstring") { typeName($0) == "string" }),
-            ("typename", function("type", 1...1) { args in .text(typeName(args[0])) }),
+            ("typename", function("type", 1...1) { args in args[0].isMissing ? .missing : .text(typeName(args[0])) }),
             ("to_array", conversion("toarray") { value in value.isArray ? value : .json(.array([value.json ?? .null])) }),
             ("to_atom", conversion("toatom", toAtom)),
             ("to_boolean", conversion("toboolean") { .bool($0.isTruthy) }),

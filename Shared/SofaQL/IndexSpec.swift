@@ -211,6 +211,8 @@ struct IndexRecord {
     var arraySegments: [PropertyPath] = []
     var arrayTables: [String] = []
     var language: String?
+    /// The property path of each indexed expression ("" when it is not a plain property).
+    var columnPaths: [String] = []
 
     init?(row: [JSON?]) {
         guard let name = row[0]?.stringValue, let type = row[1]?.intValue, let kind = IndexKind(rawValue: Int(type)),
@@ -227,6 +229,11 @@ struct IndexRecord {
                 arrayTables = spec.arrayTables(levels: segments.count)
             }
             language = spec.language
+            columnPaths = spec.expressions.map { expression in
+                guard case .array(let parts) = expression, parts.count == 1, let op = parts[0].stringValue,
+                      op.hasPrefix("."), let path = PropertyPath.tryParse(String(op.dropFirst())) else { return "" }
+                return path.description
+            }
         }
     }
 }

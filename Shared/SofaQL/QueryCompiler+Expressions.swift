@@ -112,6 +112,11 @@ extension QueryCompiler {
             return c("(\(try collated(args[0])) \(sqlOp) \(try value(args[1])))")
         case "IS", "IS NOT":
             try arity(2...2)
+            // `x IS NULL` is `x = null` (so MISSING IS NULL and MISSING IS NOT NULL are both
+            // false, as in LiteCore); `IS MISSING` and other operands keep SQL's IS.
+            if args[1] == .null {
+                return c("(\(try value(args[0])) \(op.uppercased() == "IS" ? "=" : "!=") \(Self.nullBlob))")
+            }
             return c("(\(try collated(args[0])) \(op.uppercased()) \(try value(args[1])))")
         case "IS VALUED":
             try arity(1...1)
@@ -123,8 +128,8 @@ extension QueryCompiler {
             switch op.uppercased() {
             case "IS MISSING": return c("(\(x) IS NULL)")
             case "IS NOT MISSING": return c("(\(x) IS NOT NULL)")
-            case "IS NULL": return c("(\(x) IS \(Self.nullBlob))")
-            case "IS NOT NULL": return c("(\(x) IS NOT \(Self.nullBlob))")
+            case "IS NULL": return c("(\(x) = \(Self.nullBlob))")
+            case "IS NOT NULL": return c("(\(x) != \(Self.nullBlob))")
             default: return c("NOT (\(x) IS NOT NULL AND \(x) IS NOT \(Self.nullBlob))")
             }
         case "+", "*", "%", "||":
@@ -137,8 +142,9 @@ extension QueryCompiler {
             if args.count == 1 { return v("(- \(try value(args[0])))") }
             return v("(\(try value(args[0])) - \(try value(args[1])))")
         case "/":
+            // SQLite's division, as LiteCore's: integer division for two integers.
             try arity(2...2)
-            return v("(\(try value(args[0])) / CAST(\(try value(args[1])) AS REAL))")
+            return v("(\(try value(args[0])) / \(try value(args[1])))")
         case "NOT":
             try arity(1...1)
             return c("(NOT \(try condition(args[0])))")
@@ -246,7 +252,13 @@ extension QueryCompiler {
         let path = try Self.path(op, args)
         if case .key(let first)? = path.first {
             if let source = sources.first(where: { $0.alias == first }) {
-                return try Self.access(source.value, path.droppingFirst())
+                let rest = path.droppingFirst()
+                // `.alias._id` and friends: the alias's metadata.
+                if rest.components.count == 1, case .key(let key) = rest.components[0], let field = Self.metaNames[key],
+                   case .collection = source.kind {
+                    return try metaField([.string(first)], PropertyPath([.key(field)])).sql
+                }
+                return try Self.access(source.value, rest)
             }
             if path.components.count == 1, let aliased = whatAliases[first] { return aliased }
             if first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {

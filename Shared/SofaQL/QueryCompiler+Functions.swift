@@ -10,6 +10,11 @@ extension QueryCompiler {
         func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }
         if name == "match" || name == "rank" { return try fullText(name, args) }
         if name == "meta" { return try metaField(args, PropertyPath([])) }
+        if name == "contains", let collation, collation.sqlName != nil {
+            // CONTAINS under COLLATE compares with the collation's case and diacritic rules.
+            guard args.count == 2 else { throw Self.invalid("contains() takes 2 arguments, got \(args.count)") }
+            return v("core_contains(\(try value(args[0])), \(try value(args[1])), '\(collation.likeOptions)')")
+        }
         if name == "blob" {
             guard args.count == 1 else { throw Self.invalid("blob() takes 1 argument, got \(args.count)") }
             return v("core_blob(\(try value(args[0])))")
@@ -50,9 +55,10 @@ extension QueryCompiler {
             indexName = String(indexRef[indexRef.index(after: dot)...])
         }
         guard let source, case .collection(let collection) = source.kind else { throw Self.invalid("\(name.uppercased())() needs a collection") }
-        guard let (table, language) = schema.fullTextTable(collection, indexName) else {
+        guard let index = schema.fullTextTable(collection, indexName) else {
             throw Self.invalid("no full-text index '\(indexName)' on \(collection)")
         }
+        let table = index.table
         let alias: String
         if let existing = fullTextJoins.first(where: { $0.index == indexName && $0.source == source.sqlAlias }) {
             alias = existing.sqlAlias
@@ -62,7 +68,8 @@ extension QueryCompiler {
         }
         if name == "rank" { return Expr(sql: "(- bm25(\(alias).\"\(table)\"))", isCondition: false) }
         let text = try value(args[1])
-        let lang = try Self.quoted(FullText.stemsEnglish(language) ? "en" : "")
-        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text), \(lang)))", isCondition: true)
+        let lang = try Self.quoted(FullText.stemsEnglish(index.language) ? "en" : "")
+        let columns = try Self.quoted(JSON.array(index.columns.map { .string($0) }).compactString)
+        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text), \(lang), \(columns)))", isCondition: true)
     }
 }

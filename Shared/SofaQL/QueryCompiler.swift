@@ -71,21 +71,25 @@ public struct QueryCompiler {
             whatItems = items
         }
         var columns: [String] = []
-        var titles: [String] = []
-        for (index, item) in whatItems.enumerated() {
+        var names: [String?] = []
+        var explicit: Set<String> = []
+        for item in whatItems {
             var expression = item
+            // A bare string starting with "." is a property, as in LiteCore's oldest syntax.
+            if case .string(let text) = item, text.hasPrefix(".") { expression = .array([.string(text)]) }
             var title: String? = nil
-            if case .array(let parts) = item, parts.first?.stringValue?.uppercased() == "AS" {
+            if case .array(let parts) = expression, parts.first?.stringValue?.uppercased() == "AS" {
                 guard parts.count == 3, let name = parts[2].stringValue else { throw Self.invalid("AS takes an expression and a name") }
                 expression = parts[1]
                 title = name
+                explicit.insert(name)
             }
             let sql = try value(expression)
             columns.append(sql)
-            let columnTitle = title ?? self.title(of: expression, column: index + 1)
             if let title { whatAliases[title] = sql }
-            titles.append(columnTitle)
+            names.append(title ?? self.title(of: expression))
         }
+        let titles = Self.uniqueTitles(names, explicit: explicit)
 
         var sql = "SELECT "
         if let distinct = clause("DISTINCT"), distinct.boolValue == true { sql += "DISTINCT " }
@@ -136,27 +140,56 @@ public struct QueryCompiler {
         mentionsDeleted ? "(\(alias).flags & 32768) = 0" : "(\(alias).flags & 32769) = 0"
     }
 
-    /// LiteCore's column title: an alias, a property's last key, a collection alias for `*`,
-    /// otherwise `$N` by column position.
-    func title(of expression: JSON, column: Int) -> String {
-        if case .array(let parts) = expression, let op = parts.first?.stringValue {
-            if op == "." && parts.count == 1 { return sources.first?.alias ?? "_default" }
-            if op.hasPrefix(".") || op.hasPrefix("?") && op.count > 1 {
-                var pathText = String(op.dropFirst())
-                if op == "." { pathText = parts.dropFirst().compactMap(\.stringValue).joined(separator: ".") }
-                if let path = PropertyPath.tryParse(pathText) {
-                    if path.components.count == 1, case .key(let key) = path.components[0],
-                       sources.contains(where: { $0.alias == key }) {
-                        return key
-                    }
-                    if let last = path.lastKey { return last }
-                }
+    /// LiteCore's column title of an unaliased expression: a property's last key, the source
+    /// alias for `*` (`_doc` when there is no FROM), `ARRAY_COUNT(property)`'s property; nil for
+    /// other expressions (they are numbered `$1`, `$2`… by `uniqueTitles`).
+    func title(of expression: JSON) -> String? {
+        guard case .array(let parts) = expression, let op = parts.first?.stringValue else { return nil }
+        if op == "." && parts.count == 1 { return sources.first?.alias ?? "_doc" }
+        if op.lowercased() == "array_count()", parts.count == 2 { return title(of: parts[1]) }
+        if op.hasPrefix(".") {
+            var pathText = String(op.dropFirst())
+            if op == "." { pathText = parts.dropFirst().compactMap(\.stringValue).joined(separator: ".") }
+            guard let path = PropertyPath.tryParse(pathText) else { return nil }
+            if path.components.count == 1, case .key(let key) = path.components[0], sources.contains(where: { $0.alias == key }) {
+                return key
             }
-            if op == "_.", parts.count == 3, let path = parts[2].stringValue, let last = PropertyPath.tryParse(path)?.lastKey {
-                return last
+            if path.components.count == 2, case .key(let alias) = path.components[0], case .key(let key) = path.components[1],
+               sources.contains(where: { $0.alias == alias }), let meta = Self.metaNames[key] {
+                return meta
             }
+            if path.components.count == 1, case .key(let key) = path.components[0], let meta = Self.metaNames[key] {
+                return meta
+            }
+            return path.lastKey
         }
-        return "$\(column)"
+        if op == "_.", parts.count == 3, let path = parts[2].stringValue { return PropertyPath.tryParse(path)?.lastKey }
+        return nil
+    }
+
+    /// Titles made unique as LiteCore makes them: aliases as given; a repeated name gets " #2",
+    /// " #3"…; unnamed columns get the first free "$1", "$2"… (counting unnamed columns only).
+    static func uniqueTitles(_ names: [String?], explicit: Set<String>) -> [String] {
+        var taken = explicit
+        var titles: [String] = []
+        for name in names {
+            if let name, explicit.contains(name) {
+                titles.append(name)
+                continue
+            }
+            var title: String
+            if let name {
+                title = name
+                var n = 2
+                while taken.contains(title) { title = "\(name) #\(n)"; n += 1 }
+            } else {
+                var n = 1
+                repeat { title = "$\(n)"; n += 1 } while taken.contains(title)
+            }
+            taken.insert(title)
+            titles.append(title)
+        }
+        return titles
     }
 
     var fromKinds: [String: String] = [:]
@@ -173,7 +206,8 @@ public struct QueryCompiler {
     mutating func compileFrom(_ from: JSON?) throws(SofaError) {
         guard let from, case .array(let items) = from, !items.isEmpty else {
             if let from, from != .array([]) { throw Self.invalid("FROM must be an array of collections") }
-            try addCollection(.default, alias: "_default", item: nil)
+            // No FROM: the default collection, whose documents LiteCore calls `_doc`.
+            try addCollection(.default, alias: "_doc", item: nil)
             return
         }
         for (index, item) in items.enumerated() {

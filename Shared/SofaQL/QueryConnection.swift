@@ -222,7 +222,7 @@ public final class QueryConnection: @unchecked Sendable {
             hasCollection: { tables.contains($0.tableName) },
             fullTextTable: { collection, name in
                 indexes.first { $0.keyStore == collection.keyStore && $0.name == name && $0.kind == .fullText }
-                    .map { ($0.table, $0.language) }
+                    .map { FullTextIndexTable(table: $0.table, language: $0.language, columns: $0.columnPaths) }
             },
             arrayIndexes: { collection in
                 indexes.filter { $0.keyStore == collection.keyStore && $0.kind == .array && !$0.arraySegments.isEmpty }

@@ -30,7 +30,7 @@ import Testing
 
         FunctionCall("array_count", "[null,1,\"a\",null,[]]", is: "3"),
         FunctionCall("array_count", "[]", is: "0"),
-        FunctionCall("array_count", "MISSING", is: "0"),
+        FunctionCall("array_count", "MISSING", is: "MISSING"),
         FunctionCall("array_count", "{\"a\":1}", is: "0"),
 
         FunctionCall("array_ifnull", "[null,null,2,true,true,4,\"bar\"]", is: "2"),
@@ -43,7 +43,7 @@ import Testing
         FunctionCall("array_length", "[1,null,3]", is: "3"),
         FunctionCall("array_length", "[]", is: "0"),
         FunctionCall("array_length", "{\"a\":1}", is: "0"),
-        FunctionCall("array_length", "MISSING", is: "0"),
+        FunctionCall("array_length", "MISSING", is: "MISSING"),
 
         FunctionCall("array_max", "[1,4,3,-50,10,4,\"bar\"]", is: "10.0"),
         FunctionCall("array_max", "[-5,-3]", is: "-3.0"),

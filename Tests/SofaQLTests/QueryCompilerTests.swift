@@ -26,13 +26,13 @@ import SofaCore
         (#"{"WHAT":[["._id"]],"WHERE":["IS",[".nick"],null]}"#, [#"["p1"]"#]),
         (#"{"WHAT":[["._id"]],"WHERE":["IS",[".nick"],["MISSING"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p4"]"#]),
         (#"{"WHAT":[["._id"]],"WHERE":["IS VALUED",[".nick"]]}"#, [#"["p3"]"#]),
-        (#"{"WHAT":[["._id"]],"WHERE":["IS NOT",[".nick"],null],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#, #"["p4"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["IS NOT",[".nick"],null],"ORDER_BY":[["._id"]]}"#, [#"["p3"]"#]),
         // booleans as values and conditions
         (#"{"WHAT":[["._id"],[">",[".age"],30]],"WHERE":["=",[".age"],31]}"#, [#"["p1",true]"#]),
         (#"{"WHAT":[["._id"]],"WHERE":[".flag"]}"#, [#"["p4"]"#]),
         (#"{"WHAT":[["._id"]],"WHERE":["=",[".flag"],true]}"#, [#"["p4"]"#]),
         // arithmetic, concatenation, CASE
-        (#"{"WHAT":[["/",[".age"],2],["||",[".name.first"]," ",[".name.last"]]],"WHERE":["=",["._id"],"p1"]}"#, [#"[15.5,"Ann Lee"]"#]),
+        (#"{"WHAT":[["/",[".age"],2],["/",[".age"],2.0],["||",[".name.first"]," ",[".name.last"]]],"WHERE":["=",["._id"],"p1"]}"#, [#"[15,15.5,"Ann Lee"]"#]),
         (#"{"WHAT":[["CASE",null,[">",[".age"],30],"old","young"]],"ORDER_BY":[["._id"]]}"#, [#"["old"]"#, #"["young"]"#, #"["old"]"#, #"["young"]"#]),
         // IN, BETWEEN, LIKE (case-sensitive), NOT
         (#"{"WHAT":[["._id"]],"WHERE":["IN",[".name.last"],["[]","Ray","Zola"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#]),
@@ -76,7 +76,9 @@ import SofaCore
 
     @Test(arguments: [
         (#"{"WHAT":[[".name.first"],[".age"],["+",[".age"],1],["AS",[".age"],"years"],["."],["_.",["meta()"],".id"]]}"#,
-         ["first", "age", "$3", "years", "_default", "id"]),
+         ["first", "age", "$1", "years", "_doc", "id"]),
+        (#"{"WHAT":[[".name"],[".name"],["lower()",[".a"]],["AS",1,"$1"],["array_count()",[".likes"]],".gender"]}"#,
+         ["name", "name #2", "$2", "$1", "likes", "gender"]),
         (#"{"WHAT":[["."]],"FROM":[{"AS":"d"}]}"#, ["d"]),
         (#"{"WHAT":[[".d."],[".d.age"]],"FROM":[{"COLLECTION":"_default","AS":"d"}]}"#, ["d", "age"]),
     ])

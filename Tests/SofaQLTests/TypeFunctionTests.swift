@@ -20,7 +20,7 @@ import Testing
         FunctionCall("isstring", "'a'", is: "true"),
         FunctionCall("isstring", "1", is: "false"),
 
-        FunctionCall("type", "MISSING", is: "'missing'"),
+        FunctionCall("type", "MISSING", is: "MISSING"),
         FunctionCall("type", "null", is: "'null'"),
         FunctionCall("type", "true", is: "'boolean'"),
         FunctionCall("type", "1", is: "'number'"),
