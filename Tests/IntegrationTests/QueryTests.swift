@@ -199,3 +199,24 @@ extension QueryTests {
         }
     }
 }
+
+extension QueryTests {
+    /// A collection's query reads that collection when it has no FROM; FROM names others.
+    @Test func collectionQueriesReadTheirCollection() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("colls")
+            try await Self.seed(db)
+            let orders = try await db.createCollection("store.orders")
+            try await orders.put(id: "o1", json: #"{"total":3,"customer":"a"}"#)
+            try await orders.put(id: "o2", json: #"{"total":5,"customer":"c"}"#)
+            #expect(try await orders.query(n1ql: "SELECT META().id, total ORDER BY total").rows
+                    == [[.string("o1"), .int(3)], [.string("o2"), .int(5)]])
+            #expect(try await orders.query(json: ["WHAT": [["count()", ["."]]]]).rows == [[.int(2)]])
+            let joined = try await db.query(n1ql: """
+                SELECT c.name, o.total FROM _ AS c JOIN store.orders AS o ON o.customer = META(c).id ORDER BY o.total
+                """)
+            #expect(joined.rows == [[.string("Ann"), .int(3)], [.string("Cy"), .int(5)]])
+            #expect(try await orders.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
+        }
+    }
+}

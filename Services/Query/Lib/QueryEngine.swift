@@ -59,7 +59,8 @@ public final class QueryEngine: Sendable {
 
     /// The file's inode, nil when there is no file.
     private static func inode(_ path: String) -> UInt64? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.systemFileNumber] as? UInt64
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
     }
 
     /// The database's connection: reused while the file is the one it opened; a database that
@@ -108,7 +109,8 @@ public final class QueryEngine: Sendable {
         if let cached = state.withLock({ $0.compiled[key] }), cached.version == version { return cached.query }
         var tree = try Self.tree(spec)
         // The request's collection is the default FROM.
-        if !request.collection.isEmpty, case .object(var select) = tree, select["FROM"] == nil {
+        if case .array(let items) = tree, items.count == 2, items[0] == .string("SELECT") { tree = items[1] }
+        if !request.collection.isEmpty, case .object(var select) = tree, !select.keys.contains(where: { $0.uppercased() == "FROM" }) {
             let collection = try CollectionName(parsing: request.collection)
             select["FROM"] = [["SCOPE": .string(collection.scope), "COLLECTION": .string(collection.name), "AS": .string(collection.name)]]
             tree = .object(select)
