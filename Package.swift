@@ -39,6 +39,10 @@ let package = Package(
         .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c",
                        providers: [.apt(["libprotobuf-c-dev"])]),
 
+        // Sofa's FTS5 tokenizer (Snowball stemming through libstemmer)
+        .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
+                linkerSettings: [.linkedLibrary("stemmer"), .linkedLibrary("sqlite3")]),
+
         // Shared libraries
         .target(name: "SofaCore", dependencies: ["COpenSSL"], path: "Shared/SofaCore",
                 swiftSettings: settings),
@@ -47,7 +51,7 @@ let package = Package(
                 path: "Shared/SofaWire/Swift", swiftSettings: settings),
         .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", log, lifecycle],
                 path: "Shared/SofaBus", swiftSettings: settings),
-        .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite"], path: "Shared/SofaQL",
+        .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
                 path: "Shared/SofaClient", swiftSettings: settings),

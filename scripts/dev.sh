@@ -11,6 +11,7 @@ cd "$repo_root"
 # System packages the build and the test suite need (Debian 12 names).
 packages=(
     libsqlite3-dev
+    libstemmer-dev
     libzmq3-dev
     libssl-dev
     libprotobuf-c-dev

@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import CSofaFTS
 internal import Foundation
 public import SofaCore
 
@@ -13,6 +14,10 @@ public enum CoreFunctions {
         try registerRaw(on: db)
         try SQLFunctions.register(scalar + FunctionLibrary.all, on: db)
         try Collations.register(on: db)
+        let rc = sofa_fts_register_snowball(db)
+        guard rc == SQLITE_OK else {
+            throw SofaError(.sqlite, rc, "cannot register the sofa_snowball tokenizer: \(String(cString: sqlite3_errmsg(db)))")
+        }
     }
 
     /// Function names the compiler generates (not callable by those names from a query, since

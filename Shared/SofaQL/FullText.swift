@@ -1,12 +1,28 @@
+internal import CSofaFTS
+public import SofaCore
+
 /// Full-text rules shared by index creation and MATCH.
 ///
-/// English (the default language, also "en"/"english") stems words with SQLite FTS5's Porter
-/// stemmer and ignores English stop words in MATCH text (a query for "the dog" finds a document
-/// that has "dog" and not "the"). Other languages split words on Unicode rules without
-/// stemming — FTS5 carries no stemmer for them.
-enum FullText {
+/// Words are split and case-folded by FTS5's `unicode61` tokenizer, then stemmed by the Snowball
+/// stemmer of the index's language (`sofa_snowball`, Sofa's tokenizer over libstemmer): "en" /
+/// "english" (the default), "fr", "de", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "ru",
+/// "hu", "ro", "tr" and the other Snowball languages, by ISO code or name. "none" splits
+/// without stemming. English also ignores English stop words in MATCH text (a query for "the
+/// dog" finds a document that has "dog" and not "the").
+public enum FullText {
+    /// The FTS5 `tokenize` argument for a language; an unknown language is an error naming it.
+    public static func tokenizer(language: String?, ignoreDiacritics: Bool) throws(SofaError) -> String {
+        let diacritics = "remove_diacritics \(ignoreDiacritics ? 2 : 0)"
+        let name = (language ?? "english").lowercased()
+        if name == "none" || name.isEmpty { return "unicode61 \(diacritics)" }
+        guard name.allSatisfy({ $0.isASCII && $0.isLetter }), sofa_fts_has_stemmer(name) != 0 else {
+            throw SofaError(.invalidParameter, "no stemmer for language '\(language ?? "")': use an ISO code or name such as en, fr, de, es, it, pt, nl, sv, ru, or none")
+        }
+        return "sofa_snowball \(name) \(diacritics)"
+    }
+
     static func stemsEnglish(_ language: String?) -> Bool {
-        ["en", "english"].contains(language?.lowercased() ?? "en")
+        ["en", "eng", "english"].contains(language?.lowercased() ?? "en")
     }
 
     /// The classic English stop-word list (Lucene's, which LiteCore's English list extends).

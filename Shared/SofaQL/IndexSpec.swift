@@ -119,8 +119,7 @@ public struct IndexSpec: Sendable, Hashable {
             return ["CREATE INDEX \(quoted) ON \(kv) (\(columns.joined(separator: ", ")))"]
         case .fullText:
             let columnNames = expressions.indices.map { "c\($0)" }
-            let stemming = FullText.stemsEnglish(language)
-            let tokenizer = (stemming ? "porter " : "") + "unicode61 remove_diacritics \(ignoreDiacritics ? 2 : 0)"
+            let tokenizer = try FullText.tokenizer(language: language, ignoreDiacritics: ignoreDiacritics)
             var newValues: [String] = [], rowValues: [String] = []
             for e in expressions {
                 newValues.append("core_fts_text(\(try expressionSQL(e, body: "new.body")))")

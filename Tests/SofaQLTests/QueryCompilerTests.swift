@@ -170,6 +170,25 @@ import SofaCore
         #expect(Set(try db.rows(match)) == [#"["b"]"#, #"["c"]"#])
     }
 
+    /// Stemming follows the index's language (Snowball), and a language without a stemmer is refused.
+    @Test func fullTextStemsPerLanguage() throws {
+        let db = try TestDatabase([
+            ("fr", #"{"text":"Les enfants mangeaient des pommes"}"#),
+            ("de", #"{"text":"Die Häuser waren groß"}"#),
+            ("en", #"{"text":"The children were eating apples"}"#),
+        ])
+        try db.createIndex(IndexSpec(name: "fr", kind: .fullText, collection: .default, expressions: [[".text"]], language: "fr"))
+        try db.createIndex(IndexSpec(name: "de", kind: .fullText, collection: .default, expressions: [[".text"]], language: "german"))
+        try db.createIndex(IndexSpec(name: "plain", kind: .fullText, collection: .default, expressions: [[".text"]], language: "none"))
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","fr","manger pomme"]}"#) == [#"["fr"]"#])
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","de","haus"]}"#) == [#"["de"]"#])
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","plain","apple"]}"#).isEmpty)
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","plain","apples"]}"#) == [#"["en"]"#])
+        #expect(throws: SofaError.self) {
+            try db.createIndex(IndexSpec(name: "xx", kind: .fullText, collection: .default, expressions: [[".text"]], language: "klingon"))
+        }
+    }
+
     @Test(arguments: [
         ("the dog", "dog"), ("dog AND the cat", "dog AND cat"), ("\"the dog\" of", "\"the dog\""),
         ("the", "the"), ("run* OR the", "run*"), ("Dogs", "Dogs"),
