@@ -124,6 +124,7 @@ extension Database {
             let total = try await blobInfo(key).length
             let chunk: UInt64 = 1 << 20
             let window = 8
+            let digest = SHA1Stream()
             var nextToRequest: UInt64 = 0
             var nextToWrite: UInt64 = 0
             var arrived: [UInt64: [UInt8]] = [:]
@@ -145,6 +146,7 @@ extension Database {
                 while let (offset, bytes) = try await group.next() {
                     arrived[offset] = bytes
                     while let ready = arrived.removeValue(forKey: nextToWrite) {
+                        digest.update(ready)
                         try await writer.write(ready)
                         nextToWrite += UInt64(ready.count)
                     }
@@ -152,6 +154,7 @@ extension Database {
                 }
             }
             guard nextToWrite == total else { throw SofaError(.corruptData, "blob \(key): wrote \(nextToWrite) of \(total) bytes") }
+            try checkDigest(digest.finish(), key: key)
             try await writer.close()
         } catch {
             try? await writer.close()
@@ -161,7 +164,18 @@ extension Database {
     }
 }
 
-/// A blob's bytes, pulled range by range: each `next()` makes one `blobRead` call.
+/// A whole downloaded blob must hash to its key: anything else is `.corruptData` (a store
+/// that gave other bytes, or damage on the way), never content handed over as good.
+func checkDigest(_ digest: [UInt8], key: String) throws(SofaError) {
+    let actual = "sha1-" + Data(digest).base64EncodedString()
+    guard actual == key else {
+        throw SofaError(.corruptData, "blob \(key): the downloaded content's SHA-1 is \(actual); it is corrupt (in the store or in transit)")
+    }
+}
+
+/// A blob's bytes, pulled range by range: each `next()` makes one `blobRead` call. Read to the
+/// end, the content is checked against the key (`.corruptData` instead of the end if it does
+/// not match).
 public struct BlobChunks: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     public typealias Failure = SofaError
@@ -173,19 +187,31 @@ public struct BlobChunks: AsyncSequence, Sendable {
         let chunks: BlobChunks
         var offset: UInt64 = 0
         var total: UInt64?
+        let digest = SHA1Stream()
+        var checked = false
 
         public mutating func next() async throws(SofaError) -> [UInt8]? { try await next(isolation: nil) }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(SofaError) -> [UInt8]? {
-            if let total, offset >= total { return nil }
+            if let total, offset >= total { return try finish() }
             let (bytes, length) = try await chunks.database.readBlob(chunks.key, offset: offset, length: chunks.chunkSize)
             total = length
             if bytes.isEmpty {
                 guard offset >= length else { throw SofaError(.corruptData, "blob \(chunks.key) ended early at \(offset) of \(length) bytes") }
-                return nil
+                return try finish()
             }
             offset += UInt64(bytes.count)
+            digest.update(bytes)
             return bytes
+        }
+
+        /// The end: nil once the content is checked against the key.
+        private mutating func finish() throws(SofaError) -> [UInt8]? {
+            if !checked {
+                checked = true
+                try checkDigest(digest.finish(), key: chunks.key)
+            }
+            return nil
         }
     }
 

@@ -24,13 +24,15 @@ public final class SofaClient: Sendable {
         self.timeout = timeout
     }
 
-    /// Connects to a gateway and checks that it answers.
-    public static func connect(_ endpoint: String, timeout: Duration = .seconds(10)) async throws(SofaError) -> SofaClient {
+    /// Connects to a gateway and checks that it answers. `timeout` is every call's default;
+    /// `connectTimeout` (default: `timeout`) bounds the wait for the first answer.
+    public static func connect(_ endpoint: String, timeout: Duration = .seconds(10),
+                               connectTimeout: Duration? = nil) async throws(SofaError) -> SofaClient {
         let bus = try await BusClient.connect(endpoint, peerName: "gateway")
         let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout)
         // ZeroMQ connects in the background: wait (within the timeout) for the handshake, then
         // for the first answer.
-        let deadline = ContinuousClock.now + timeout
+        let deadline = ContinuousClock.now + (connectTimeout ?? timeout)
         while true {
             guard await bus.waitUntilConnected(timeout: deadline - ContinuousClock.now) else {
                 bus.close()
@@ -52,9 +54,9 @@ public final class SofaClient: Sendable {
 
     /// One round trip through the gateway. `collection` is "scope.collection", "collection" (in
     /// scope `_default`) or "" (the default collection).
-    func call(_ operation: Op, database: String = "", collection: String = "") async throws(SofaError) -> Reply {
+    func call(_ operation: Op, database: String = "", collection: String = "", timeout: Duration? = nil) async throws(SofaError) -> Reply {
         let request = Request(database: database, collection: collection, operation: operation)
-        return try await bus.send(request, timeout: timeout).outcome.get()
+        return try await bus.send(request, timeout: timeout ?? self.timeout).outcome.get()
     }
 
     /// Health of the gateway, or of the service named ("storage", "query", "blob", "replicator").
@@ -82,10 +84,22 @@ public final class SofaClient: Sendable {
         return names
     }
 
+    /// Creates a database. With `encryptionKey`, its blobs are stored encrypted (AES-256, in
+    /// Couchbase Lite's format); sofa-blob keeps the key, so it is given only here (and to
+    /// `Database.changeEncryptionKey`).
     @discardableResult
-    public func createDatabase(_ name: String, versioning: Versioning = .revisionTrees) async throws(SofaError) -> Database {
-        _ = try await call(.createDatabase(versioning: versioning), database: name)
+    public func createDatabase(_ name: String, versioning: Versioning = .revisionTrees,
+                               encryptionKey: EncryptionKey? = nil) async throws(SofaError) -> Database {
+        _ = try await call(.createDatabase(versioning: versioning, encryptionKey: encryptionKey), database: name)
         return Database(client: self, name: name)
+    }
+
+    /// Creates a database whose blobs are encrypted with the key LiteCore derives from
+    /// `password` (derived here: the password itself never leaves this process).
+    @discardableResult
+    public func createDatabase(_ name: String, versioning: Versioning = .revisionTrees,
+                               password: String) async throws(SofaError) -> Database {
+        try await createDatabase(name, versioning: versioning, encryptionKey: try await EncryptionKey.derived(from: password))
     }
 
     public func deleteDatabase(_ name: String) async throws(SofaError) {

@@ -256,10 +256,14 @@ extension QueryConnection {
                                                          || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=")) }) else {
                 return .missing
             }
+            // An encrypted store (sofa-blob keeps its key file there) cannot be read here.
+            if FileManager.default.fileExists(atPath: folder + "/.sofa-key") {
+                throw SofaError(.unsupported, "BLOB(): the database's blobs are encrypted; read \(digest) through the blob API")
+            }
             let path = folder + "/" + base64.replacingOccurrences(of: "/", with: "_") + ".blob"
             guard let data = FileManager.default.contents(atPath: path) else { return .missing }
             if let length = dict["length"]?.intValue, Int64(data.count) != length {
-                throw SofaError(.unsupported, "BLOB(): blob \(digest) is stored encrypted; read it through the blob API")
+                throw SofaError(.corruptData, "BLOB(): blob \(digest) has \(data.count) bytes, the document says \(length)")
             }
             return .text(data.base64EncodedString())
         }

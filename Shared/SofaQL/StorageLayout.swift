@@ -4,9 +4,14 @@ public import Foundation
 /// Where a database lives in the data directory, shared by storage (which owns the files) and
 /// query workers (which only read them): `<data>/<db>.sofa/db.sqlite3`.
 public enum StorageLayout {
+    /// The system databases, named outside the rule as in CouchDB: `_replicator` holds the
+    /// persistent replications (see sofa-replicator).
+    public static let systemDatabases: Set<String> = ["_replicator"]
+
     /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
     /// letters, digits and `_$()+-`, at most 238 characters.
     public static func validate(databaseName name: String) throws(SofaError) {
+        if systemDatabases.contains(name) { return }
         guard !name.isEmpty else { throw SofaError(.badDatabaseName, "database name is empty") }
         guard name.utf8.count <= 238 else {
             throw SofaError(.badDatabaseName, "database name is \(name.utf8.count) characters; the limit is 238")

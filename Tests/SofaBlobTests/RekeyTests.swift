@@ -26,24 +26,26 @@ import Testing
     ]
 
     @Test(arguments: 0..<transitions.count)
-    func rekey(_ index: Int) throws {
-        let (old, new) = Self.transitions[index]
-        let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 11, $0) }
-        try withTemporaryDirectory { dir throws in
-            let store = try BlobStore(directory: dir, key: old)
-            for content in contents { try store.put(content) }
-            let reader = try store.reader(for: BlobKey.of(contents[5]))
-            try store.rekey(to: new)
-            #expect(store.isEncrypted == (new != nil))
-            try Self.expectAll(contents, in: store, key: new)
-            try reader.verify()                       // opened before: still reads what it opened
-            // New blobs are in the new form too.
-            let more = testBytes(seed: 1, 5000)
-            try store.put(more)
-            try Self.expectAll(contents + [more], in: store, key: new)
-            let reopened = try BlobStore(directory: dir, key: new)
-            try Self.expectAll(contents + [more], in: reopened, key: new)
-            if old != new { expectError(.crypto) { try BlobStore(directory: dir, key: old) } }
+    func rekey(_ index: Int) async throws {
+        try await offPool {
+            let (old, new) = Self.transitions[index]
+            let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 11, $0) }
+            try withTemporaryDirectory { dir throws in
+                let store = try BlobStore(directory: dir, key: old)
+                for content in contents { try store.put(content) }
+                let reader = try store.reader(for: BlobKey.of(contents[5]))
+                try store.rekey(to: new)
+                #expect(store.isEncrypted == (new != nil))
+                try Self.expectAll(contents, in: store, key: new)
+                try reader.verify()                       // opened before: still reads what it opened
+                // New blobs are in the new form too.
+                let more = testBytes(seed: 1, 5000)
+                try store.put(more)
+                try Self.expectAll(contents + [more], in: store, key: new)
+                let reopened = try BlobStore(directory: dir, key: new)
+                try Self.expectAll(contents + [more], in: reopened, key: new)
+                if old != new { expectError(.crypto) { try BlobStore(directory: dir, key: old) } }
+            }
         }
     }
 
@@ -55,49 +57,53 @@ import Testing
     ]
 
     @Test(arguments: 0..<stops.count, [0, 1, 2])
-    func interruptedRekeyLosesNothing(stopIndex: Int, transitionIndex: Int) throws {
-        let (stop, committed) = Self.stops[stopIndex]
-        let (old, new) = Self.transitions[transitionIndex]
-        let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 3, $0) }
-        try withTemporaryDirectory { dir throws in
-            do {
-                let store = try BlobStore(directory: dir, key: old)
-                for content in contents { try store.put(content) }
-                #expect(throws: SimulatedCrash.self) { try store.rekey(to: new, stoppingAt: stop) }
+    func interruptedRekeyLosesNothing(stopIndex: Int, transitionIndex: Int) async throws {
+        try await offPool {
+            let (stop, committed) = Self.stops[stopIndex]
+            let (old, new) = Self.transitions[transitionIndex]
+            let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 3, $0) }
+            try withTemporaryDirectory { dir throws in
+                do {
+                    let store = try BlobStore(directory: dir, key: old)
+                    for content in contents { try store.put(content) }
+                    #expect(throws: SimulatedCrash.self) { try store.rekey(to: new, stoppingAt: stop) }
+                }
+                let sideFiles = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".rekey") }
+                #expect(!sideFiles.isEmpty || stop == .afterRename(5))
+                if !committed, let partial = sideFiles.first {
+                    // A crash in the middle of writing a side file leaves it cut short.
+                    let path = dir.appendingPathComponent(partial)
+                    try Data(try Data(contentsOf: path).prefix(7)).write(to: path)
+                }
+                let after = committed ? new : old
+                let before = committed ? old : new
+                expectError(.crypto) { try BlobStore(directory: dir, key: before) }   // recovers, then refuses
+                let store = try BlobStore(directory: dir, key: after)
+                try Self.expectAll(contents, in: store, key: after)
+                // And the rekey can be run (again) to the end.
+                try store.rekey(to: new)
+                try Self.expectAll(contents, in: store, key: new)
             }
-            let sideFiles = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".rekey") }
-            #expect(!sideFiles.isEmpty || stop == .afterRename(5))
-            if !committed, let partial = sideFiles.first {
-                // A crash in the middle of writing a side file leaves it cut short.
-                let path = dir.appendingPathComponent(partial)
-                try Data(try Data(contentsOf: path).prefix(7)).write(to: path)
-            }
-            let after = committed ? new : old
-            let before = committed ? old : new
-            expectError(.crypto) { try BlobStore(directory: dir, key: before) }   // recovers, then refuses
-            let store = try BlobStore(directory: dir, key: after)
-            try Self.expectAll(contents, in: store, key: after)
-            // And the rekey can be run (again) to the end.
-            try store.rekey(to: new)
-            try Self.expectAll(contents, in: store, key: new)
         }
     }
 
-    @Test func corruptBlobStopsTheRekeyWithNothingChanged() throws {
-        let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 5, $0) }
-        try withTemporaryDirectory { dir throws in
-            let store = try BlobStore(directory: dir, key: testKeyA)
-            for content in contents { try store.put(content) }
-            let victim = BlobKey.of(contents[4])
-            var raw = try Data(contentsOf: URL(fileURLWithPath: store.filePath(victim)))
-            raw[10] ^= 0xFF
-            try raw.write(to: URL(fileURLWithPath: store.filePath(victim)))
-            let error = expectError(.corruptData) { try store.rekey(to: testKeyB) }
-            #expect(error?.message.contains(victim.description) == true)
-            #expect(try folderNames(store).filter { $0.hasSuffix(".rekey") }.isEmpty)
-            let reopened = try BlobStore(directory: dir, key: testKeyA)
-            for content in contents where BlobKey.of(content) != victim {
-                #expect(try reopened.contents(of: BlobKey.of(content)) == content)
+    @Test func corruptBlobStopsTheRekeyWithNothingChanged() async throws {
+        try await offPool {
+            let contents = Self.sizes.map { testBytes(seed: UInt64($0) + 5, $0) }
+            try withTemporaryDirectory { dir throws in
+                let store = try BlobStore(directory: dir, key: testKeyA)
+                for content in contents { try store.put(content) }
+                let victim = BlobKey.of(contents[4])
+                var raw = try Data(contentsOf: URL(fileURLWithPath: store.filePath(victim)))
+                raw[10] ^= 0xFF
+                try raw.write(to: URL(fileURLWithPath: store.filePath(victim)))
+                let error = expectError(.corruptData) { try store.rekey(to: testKeyB) }
+                #expect(error?.message.contains(victim.description) == true)
+                #expect(try folderNames(store).filter { $0.hasSuffix(".rekey") }.isEmpty)
+                let reopened = try BlobStore(directory: dir, key: testKeyA)
+                for content in contents where BlobKey.of(content) != victim {
+                    #expect(try reopened.contents(of: BlobKey.of(content)) == content)
+                }
             }
         }
     }

@@ -63,7 +63,26 @@ import Testing
             kind: 1, name: "byText", descriptor: ["expressions": [[".text"]], "language": "en"]))),
         Request(id: 45, database: "app", operation: .deleteIndex(name: "byText")),
         Request(id: 46, database: "app", operation: .listIndexes),
+        Request(id: 47, database: "app", operation: .createDatabase(encryptionKey: try! EncryptionKey(bytes: (0..<32).map { UInt8($0) }))),
+        Request(id: 48, database: "app", operation: .createDatabase(versioning: .versionVectors,
+                                                                     encryptionKey: try! EncryptionKey(bytes: [UInt8](repeating: 255, count: 32)))),
+        Request(id: 49, database: "app", operation: .rekeyDatabase(currentKey: nil, newKey: try! EncryptionKey(bytes: [UInt8](repeating: 7, count: 32)))),
+        Request(id: 50, database: "app", operation: .rekeyDatabase(currentKey: try! EncryptionKey(bytes: [UInt8](repeating: 7, count: 32)),
+                                                                    newKey: try! EncryptionKey(bytes: [UInt8](repeating: 8, count: 32)))),
+        Request(id: 51, database: "app", operation: .rekeyDatabase(currentKey: try! EncryptionKey(bytes: [UInt8](repeating: 8, count: 32)),
+                                                                    newKey: nil)),
     ]
+
+    /// An encryption key field that is neither empty nor 32 bytes is refused, naming the field.
+    @Test(arguments: [1, 16, 31, 33, 64])
+    func encryptionKeyOfTheWrongLengthIsInvalid(_ length: Int) throws {
+        // Request { id: 1, create_database (field 12) { encryption_key (field 2): `length` bytes } }
+        let inner: [UInt8] = [0x12, UInt8(length)] + [UInt8](repeating: 0xAB, count: length)
+        let bytes: [UInt8] = [0x08, 0x01, 0x62, UInt8(inner.count)] + inner
+        #expect(throws: SofaError(.invalidParameter, "createDatabase.encryptionKey: an AES-256 key has 32 bytes, not \(length)")) {
+            _ = try Request.decode(bytes)
+        }
+    }
 
     @Test(arguments: requests)
     func requestRoundTrip(_ request: Request) throws {

@@ -1,4 +1,5 @@
 public import Foundation
+internal import SofaCore
 
 /// Throughput of the blob store itself (no bus, no processes): one 256 MiB blob written in 1 MiB
 /// chunks and read back in 1 MiB chunks, in a plain and in an encrypted store, in fresh folders

@@ -1,5 +1,5 @@
 public import Foundation
-import SofaCore
+public import SofaCore
 
 /// Random access to one blob's content, plain or encrypted (layout in `BlobFormat`).
 ///

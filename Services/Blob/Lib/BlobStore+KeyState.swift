@@ -17,22 +17,44 @@ struct KeyState: Codable, Equatable {
     var phase: Int?
 }
 
+extension EncryptionKey {
+    /// What the store's state file records to recognise this key without holding it:
+    /// hex of SHA-256(`"sofa blob key check\0"` + key). The key has 256 bits of entropy (or is
+    /// the output of PBKDF2), so this reveals nothing useful.
+    func check() throws -> String {
+        try sha256(Array("sofa blob key check\0".utf8) + rawBytes).hexString
+    }
+}
+
+/// The state-file form of "no key" or a key.
+func keyCheck(_ key: EncryptionKey?) throws -> String { try key?.check() ?? "none" }
+
+extension Array where Element == UInt8 {
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+}
+
 extension BlobStore {
     static let keyStateName = ".sofa-keystate"
 
     var keyStatePath: String { path + "/" + Self.keyStateName }
 
-    /// At open: recovers an interrupted rekey, then checks `key` against the recorded state.
-    func openKeyState(key: EncryptionKey?) throws {
+    /// At open: recovers an interrupted rekey, then picks the candidate key the recorded state
+    /// names (a `.crypto` error if none does). Without a state file, the first candidate is
+    /// checked against the smallest blob and recorded.
+    func openKeyState(candidates: [EncryptionKey?]) throws -> EncryptionKey? {
         var recorded = try readKeyState()
         if let interrupted = recorded, interrupted.rekeyTo != nil { recorded = try recoverRekey(interrupted) }
-        let given = try keyCheck(key)
+        let first = candidates[0]
         if let recorded {
-            guard recorded.key == given else { throw Self.wrongKey(encrypted: recorded.key != "none", keyGiven: key != nil, path) }
-            return
+            for candidate in candidates where try keyCheck(candidate) == recorded.key { return candidate }
+            throw Self.wrongKey(encrypted: recorded.key != "none", keyGiven: first != nil, path)
         }
-        try checkKeyAgainstSmallestBlob(key)
-        try writeKeyState(KeyState(key: given))
+        try checkKeyAgainstSmallestBlob(first)
+        try writeKeyState(KeyState(key: try keyCheck(first)))
+        return first
     }
 
     static func wrongKey(encrypted: Bool, keyGiven: Bool, _ path: String) -> SofaError {

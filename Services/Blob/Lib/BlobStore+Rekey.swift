@@ -1,4 +1,4 @@
-import SofaCore
+public import SofaCore
 
 /// Rekey: encrypt a plain store, decrypt an encrypted one, or change its key — every blob
 /// rewritten, none lost, whatever the moment of a crash.
@@ -81,7 +81,12 @@ extension BlobStore {
 
     /// Writes `<name>.rekey`: the blob decrypted with `old`, encrypted with `new`, checked, fsynced.
     private func reencode(_ key: BlobKey, from old: EncryptionKey?, to new: EncryptionKey?) throws {
-        let file = try PosixFile.openForReading(filePath(key), notFound: "blob \(key) vanished during rekey")
+        let file: PosixFile
+        do {
+            file = try PosixFile.openForReading(filePath(key), notFound: "blob \(key) vanished during rekey")
+        } catch let error as SofaError where error.is(.notFound) {
+            return  // deleted meanwhile (storage's compaction unlinks unreferenced blobs): nothing to rewrite
+        }
         let reader = try BlobReader(file: file, key: key, encryptionKey: old)
         let sidePath = self.sidePath(key)
         try removeFile(sidePath)

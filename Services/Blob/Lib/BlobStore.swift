@@ -29,14 +29,27 @@ public final class BlobStore: Sendable {
     /// Opens (creating it if needed) the store in `directory` with the database's key (nil for a
     /// plain store). Removes temporary files left by a crash and finishes or rolls back a rekey
     /// that a crash interrupted. A key that does not match the blobs is a `.crypto` error.
-    public init(directory: URL, key: EncryptionKey?) throws {
+    public convenience init(directory: URL, key: EncryptionKey?) throws {
+        try self.init(directory: directory, candidates: [key])
+    }
+
+    /// Opens the store with whichever of `candidates` (nil: plain) its blobs are in once an
+    /// interrupted rekey is finished or rolled back; a folder with no state yet takes the first.
+    /// This is how sofa-blob opens a store whose key file names both the key before and the key
+    /// after a rekey that a crash may have interrupted.
+    public init(directory: URL, candidates: [EncryptionKey?]) throws {
+        precondition(!candidates.isEmpty, "a blob store needs at least one candidate key (nil for plain)")
         self.directory = directory
         path = directory.path
-        state = Mutex(State(key: key))
+        state = Mutex(State(key: candidates[0]))
         try makeDirectory(path)
         try sweepTemporaryFiles()
-        try openKeyState(key: key)
+        let key = try openKeyState(candidates: candidates)
+        state.withLock { $0.key = key }
     }
+
+    /// The key the blobs are in (nil: plain).
+    public var key: EncryptionKey? { state.withLock { $0.key } }
 
     public var isEncrypted: Bool { state.withLock { $0.key != nil } }
 

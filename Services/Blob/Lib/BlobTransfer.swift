@@ -3,9 +3,11 @@ public import SofaWire
 public import Foundation
 internal import Synchronization
 
-/// sofa-blob's bus operations: uploads as write sessions, ranged reads, stat.
+/// sofa-blob's bus operations: uploads as write sessions, ranged reads, stat, and the database
+/// key (encrypting a new database's store, rekey).
 ///
-/// Each database's store (`<data>/<db>.sofa/Attachments/`, plain for now) has its own serial
+/// Each database's store (`<data>/<db>.sofa/Attachments/`, plain, or encrypted with the key its
+/// `KeyFile` keeps) has its own serial
 /// DispatchQueue, and every file operation of that store (open, write, install, read) runs there,
 /// bridged to Swift concurrency by a continuation, so the cooperative pool never blocks.
 ///
@@ -98,6 +100,13 @@ public actor BlobTransfer {
                 let key = try Self.parseKey(keyText)
                 let size = try await slot(for: request.database).run { store in try store.size(of: key) }
                 reply = .blob(BlobInfo(key: key.description, length: size))
+            case .createDatabase(_, let key?):
+                // Storage has just created the database; its blobs are to be encrypted.
+                try await slot(for: request.database).setUp(key: key)
+                reply = .none
+            case .rekeyDatabase(let current, let new):
+                try await slot(for: request.database).rekey(current: current, new: new)
+                reply = .none
             default:
                 return nil
             }
@@ -240,64 +249,5 @@ public actor BlobTransfer {
               (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), name.utf8.allSatisfy({ allowed.contains($0) }) else {
             throw SofaError(.badDatabaseName, "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
         }
-    }
-}
-
-/// A value confined to one serial queue: only ever touched by jobs running on it.
-final class Confined<Value>: @unchecked Sendable {  // safe: only touched by jobs on the owning serial queue
-    var value: Value
-    init(_ value: Value) { self.value = value }
-}
-
-/// One database's blob store and the serial queue that does all of its file I/O. The store is
-/// opened on first use, and reopened if the database was deleted and created again.
-final class StoreSlot: Sendable {
-    let queue: DispatchQueue
-    private let databaseDirectory: URL
-    private let name: String
-    private let store: Confined<BlobStore?>
-
-    init(databaseDirectory: URL, name: String) {
-        self.databaseDirectory = databaseDirectory
-        self.name = name
-        self.queue = DispatchQueue(label: "sofa.blob.\(name)")
-        self.store = Confined(nil)
-    }
-
-    /// Runs `body` on the queue with the open store; `.notFound` if the database does not exist.
-    func run<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async throws(SofaError) -> T {
-        try await runResult(body).get()
-    }
-
-    func runResult<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async -> Result<T, SofaError> {
-        await withCheckedContinuation { continuation in
-            submit(body) { continuation.resume(returning: $0) }
-        }
-    }
-
-    /// Enqueues `body` now (jobs run in the order they were submitted) and calls `completion`
-    /// with its result on the queue.
-    func submit<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T,
-                             completion: @escaping @Sendable (Result<T, SofaError>) -> Void) {
-        queue.async {
-            completion(Result { () throws(SofaError) -> T in
-                do { return try body(try self.openStore()) } catch let error as SofaError { throw error } catch {
-                    throw SofaError(.unexpectedError, "\(error)")
-                }
-            })
-        }
-    }
-
-    /// On the queue only.
-    private func openStore() throws -> BlobStore {
-        let manager = FileManager.default
-        guard manager.fileExists(atPath: databaseDirectory.appendingPathComponent("db.sqlite3").path) else {
-            throw SofaError.notFound("database '\(name)' does not exist")
-        }
-        let attachments = databaseDirectory.appendingPathComponent("Attachments", isDirectory: true)
-        if let open = store.value, manager.fileExists(atPath: attachments.path) { return open }
-        let opened = try BlobStore(directory: attachments, key: nil)
-        store.value = opened
-        return opened
     }
 }

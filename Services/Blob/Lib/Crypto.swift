@@ -48,7 +48,7 @@ final class AESCBC {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw opensslError("EVP_CIPHER_CTX_new") }
         self.ctx = ctx
         self.encrypting = encrypt
-        let ok = key.bytes.withUnsafeBufferPointer {
+        let ok = key.rawBytes.withUnsafeBufferPointer {
             EVP_CipherInit_ex(ctx, EVP_aes_256_cbc(), nil, $0.baseAddress, nil, encrypt ? 1 : 0)
         }
         guard ok == 1, EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 else { throw opensslError("EVP_CipherInit_ex(AES-256-CBC)") }
@@ -84,17 +84,4 @@ func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
     var length: UInt32 = 0
     guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { throw opensslError("EVP_Digest(SHA-256)") }
     return Array(digest.prefix(Int(length)))
-}
-
-/// PBKDF2-HMAC-SHA256.
-func pbkdf2SHA256(password: [UInt8], salt: [UInt8], rounds: Int, length: Int) throws -> [UInt8] {
-    var out = [UInt8](repeating: 0, count: length)
-    let ok = password.withUnsafeBufferPointer { pw in
-        pw.withMemoryRebound(to: CChar.self) { pwc in
-            PKCS5_PBKDF2_HMAC(pwc.baseAddress, Int32(pw.count), salt, Int32(salt.count), Int32(rounds),
-                              EVP_sha256(), Int32(length), &out)
-        }
-    }
-    guard ok == 1 else { throw opensslError("PKCS5_PBKDF2_HMAC") }
-    return out
 }

@@ -161,3 +161,19 @@ func fileSize(_ path: String) throws -> UInt64? {
     }
     return UInt64(st.st_size)
 }
+
+/// Which file a path names (device and inode), to notice a folder deleted and made again.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+}
+
+/// The identity of the file at `path`, or nil when it does not exist.
+func fileIdentity(_ path: String) throws -> FileIdentity? {
+    var st = stat()
+    guard stat(path, &st) == 0 else {
+        if errno == ENOENT { return nil }
+        throw posixError("stat", path)
+    }
+    return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+}

@@ -11,8 +11,9 @@ extension Bench {
             discussion: """
                 Starts a temporary cluster (so that it can read every process's peak resident memory, \\
                 VmHWM), writes a --megabytes file, times `cp` of it on the same disk, then uploads it \\
-                with the SDK from the file and downloads it back to a file. Plain store only: \\
-                encrypted stores are not served through the cluster yet.
+                with the SDK from the file and downloads it back to a file, into a plain database and \\
+                into one encrypted with a password (AES-256, LiteCore's format). Peak RSS is each \\
+                process's VmHWM, reset (/proc/PID/clear_refs) before each of the two transfers.
                 """)
         @Option(help: "Size of the blob in MiB.") var megabytes: Int = 1024
 
@@ -46,32 +47,48 @@ extension Bench {
 
             let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
             defer { client.close() }
-            let db = try await client.createDatabase("bench-blob")
-            var started = ContinuousClock.now
-            let info = try await db.putBlob(contentsOf: source)
-            let upload = seconds(ContinuousClock.now - started)
-            let target = scratch.appendingPathComponent("download.bin")
-            started = ContinuousClock.now
-            try await db.downloadBlob(info.key, to: target)
-            let download = seconds(ContinuousClock.now - started)
-            let downloaded = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int) ?? -1
-            guard downloaded == bytes else {
-                throw SofaError(.corruptData, "downloaded \(downloaded) bytes of \(bytes)")
-            }
             let mb = Double(bytes) / 1_048_576
-            var memory = JSONObject()
-            for name in supervisor.childNames {
-                if let pid = supervisor.pid(of: name), let peak = Self.peakResidentMiB(pid) { memory[name] = .double(peak) }
-            }
-            if let own = Self.peakResidentMiB(getpid()) { memory["sofa (client)"] = .double(own) }
             let round = { (value: Double) -> JSON in .double((value * 10).rounded() / 10) }
-            return .object(JSONObject([
-                ("megabytes", .int(Int64(megabytes))),
-                ("cp_mb_per_s", round(mb / cpSeconds)),
-                ("upload_mb_per_s", round(mb / upload)), ("download_mb_per_s", round(mb / download)),
-                ("upload_ratio_to_cp", round(cpSeconds / upload)), ("download_ratio_to_cp", round(cpSeconds / download)),
-                ("peak_rss_mib", .object(memory)),
-            ]))
+            let ratio = { (value: Double) -> JSON in .double((value * 100).rounded() / 100) }
+            var result = JSONObject([("megabytes", .int(Int64(megabytes))), ("cp_mb_per_s", round(mb / cpSeconds))])
+            for encrypted in [false, true] {
+                let db = encrypted ? try await client.createDatabase("bench-blob-encrypted", password: "sofa bench blob")
+                                   : try await client.createDatabase("bench-blob-plain")
+                let pids = supervisor.childNames.compactMap { name in supervisor.pid(of: name).map { (name, $0) } }
+                    + [("sofa (client)", getpid())]
+                for (_, pid) in pids { Self.resetPeakResident(pid) }
+                var started = ContinuousClock.now
+                let info = try await db.putBlob(contentsOf: source)
+                let upload = seconds(ContinuousClock.now - started)
+                let target = scratch.appendingPathComponent("download.bin")
+                started = ContinuousClock.now
+                try await db.downloadBlob(info.key, to: target)  // the SDK checks the SHA-1 of what it wrote
+                let download = seconds(ContinuousClock.now - started)
+                let downloaded = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int) ?? -1
+                try? FileManager.default.removeItem(at: target)
+                guard downloaded == bytes else {
+                    throw SofaError(.corruptData, "downloaded \(downloaded) bytes of \(bytes)")
+                }
+                var memory = JSONObject()
+                for (name, pid) in pids {
+                    if let peak = Self.peakResidentMiB(pid) { memory[name] = .double(peak) }
+                }
+                result[encrypted ? "encrypted" : "plain"] = .object(JSONObject([
+                    ("upload_mb_per_s", round(mb / upload)), ("download_mb_per_s", round(mb / download)),
+                    ("upload_ratio_to_cp", ratio(cpSeconds / upload)), ("download_ratio_to_cp", ratio(cpSeconds / download)),
+                    ("peak_rss_mib", .object(memory)),
+                ]))
+                try await client.deleteDatabase(db.name)
+            }
+            return .object(result)
+        }
+
+        /// Resets a process's peak resident set (VmHWM) to its current one (Linux: writing 5 to
+        /// /proc/PID/clear_refs), so each transfer's peak is its own. Best effort.
+        static func resetPeakResident(_ pid: Int32) {
+            guard let handle = FileHandle(forWritingAtPath: "/proc/\(pid)/clear_refs") else { return }
+            try? handle.write(contentsOf: Data("5".utf8))
+            try? handle.close()
         }
 
         /// A file of `bytes` pseudo-random bytes (one random MiB repeated), written in 1 MiB steps.

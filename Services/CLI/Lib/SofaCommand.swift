@@ -9,7 +9,7 @@ public struct SofaCommand: AsyncParsableCommand {
         abstract: "Sofa: a document database served by a cluster of processes.",
         subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self, Compact.self,
                       Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
-                      QueryCommand.self, IndexCommand.self, Bench.self, BlobCommand.self])
+                      QueryCommand.self, IndexCommand.self, Bench.self, BlobCommand.self, Replicate.self, Replications.self])
 
     public init() {}
 
@@ -103,22 +103,64 @@ struct Ping: AsyncParsableCommand {
 struct DB: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db", abstract: "Create, delete, list or describe databases.",
-        subcommands: [Create.self, Remove.self, List.self, Info.self])
+        subcommands: [Create.self, Remove.self, List.self, Info.self, Rekey.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a database.")
         @Argument var name: String
         @Option(help: "How revisions are tracked: trees (revision trees, the default) or vectors (version vectors).")
         var versioning: String = "trees"
+        @Option(help: "Encrypt the database's blobs with the AES-256 key LiteCore derives from this password.")
+        var password: String?
+        @Option(help: "Encrypt the database's blobs with this AES-256 key (64 hex digits).")
+        var key: String?
         @OptionGroup var options: GatewayOptions
         func run() async throws {
             try await reporting {
                 let mode = try Versioning.parse(versioning)
+                let encryptionKey = try await DB.encryptionKey(password: password, hex: key, what: "")
                 let client = try await options.connect()
                 defer { client.close() }
-                try await client.createDatabase(name, versioning: mode)
-                printJSON(.object(JSONObject([("ok", true), ("db", .string(name)), ("versioning", .string(mode.rawValue))])))
+                try await client.createDatabase(name, versioning: mode, encryptionKey: encryptionKey)
+                printJSON(.object(JSONObject([("ok", true), ("db", .string(name)), ("versioning", .string(mode.rawValue)),
+                                              ("encrypted", .bool(encryptionKey != nil))])))
             }
+        }
+    }
+
+    struct Rekey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Encrypt, decrypt or change the key of a database's blobs.",
+            discussion: "Give the current key (none for a plain database) and the new one (none, or --decrypt, to decrypt).")
+        @Argument var name: String
+        @Option(help: "The database's current password.") var oldPassword: String?
+        @Option(help: "The database's current key (64 hex digits).") var oldKey: String?
+        @Option(help: "The new password.") var password: String?
+        @Option(help: "The new key (64 hex digits).") var key: String?
+        @Flag(help: "Store the blobs plain from now on.") var decrypt = false
+        @OptionGroup var options: GatewayOptions
+        func run() async throws {
+            try await reporting {
+                let current = try await DB.encryptionKey(password: oldPassword, hex: oldKey, what: "old-")
+                let new = try await DB.encryptionKey(password: password, hex: key, what: "")
+                guard decrypt == (new == nil) else {
+                    throw SofaError.invalid(decrypt ? "--decrypt takes no new --password or --key" : "give the new --password or --key, or --decrypt")
+                }
+                let client = try await options.connect()
+                defer { client.close() }
+                try await client.database(name).changeEncryptionKey(from: current, to: new)
+                printJSON(.object(JSONObject([("ok", true), ("db", .string(name)), ("encrypted", .bool(new != nil))])))
+            }
+        }
+    }
+
+    /// The key a `--password` or `--key` (with `what` before their names) gives, nil for neither.
+    static func encryptionKey(password: String?, hex: String?, what: String) async throws -> EncryptionKey? {
+        switch (password, hex) {
+        case (nil, nil): return nil
+        case (let password?, nil): return try await EncryptionKey.derived(from: password)
+        case (nil, let hex?): return try EncryptionKey(hex: hex)
+        default: throw SofaError.invalid("give --\(what)password or --\(what)key, not both")
         }
     }
 

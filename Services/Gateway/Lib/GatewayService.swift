@@ -52,6 +52,7 @@ public final class GatewayService: Sendable {
     }
 
     static let forwardTimeout: Duration = .seconds(30)
+    static let rekeyTimeout: Duration = .seconds(3600)
 
     public func handle(_ request: Request) async -> Response {
         switch request.operation {
@@ -68,6 +69,19 @@ public final class GatewayService: Sendable {
                 return .failure(request.id, SofaError(.invalidParameter, "query needs a database name"))
             }
             return await broker.submit(request, timeout: Self.forwardTimeout)
+        case .createDatabase(let versioning, let key?):
+            return await createEncryptedDatabase(request, versioning: versioning, key: key)
+        case .rekeyDatabase:
+            guard !request.database.isEmpty else {
+                return .failure(request.id, SofaError(.invalidParameter, "rekeyDatabase needs a database name"))
+            }
+            // Every blob is rewritten: allow as long as a big store takes.
+            return await blob.send(request, timeout: Self.rekeyTimeout)
+        case .startReplication, .stopReplication:
+            return await replicator.send(request, timeout: Self.forwardTimeout)
+        case .listReplications(_, _, let waitMs):
+            // A status wait is held by the replicator: allow it that long, plus the usual margin.
+            return await replicator.send(request, timeout: Self.forwardTimeout + .milliseconds(Int(min(waitMs, 60_000))))
         case .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat:
             // Blobs belong to sofa-blob, which checks the database exists.
             guard !request.database.isEmpty else {
@@ -81,6 +95,29 @@ public final class GatewayService: Sendable {
             }
             return await storage.send(request, timeout: Self.forwardTimeout)
         }
+    }
+
+    /// An encrypted database: storage creates it (without the key: storage never sees keys), then
+    /// sofa-blob takes the key and keeps it (see `KeyFile` in SofaBlob). If sofa-blob cannot, the
+    /// database is deleted again and the error returned: a database asked for encrypted never
+    /// stays plain.
+    private func createEncryptedDatabase(_ request: Request, versioning: Versioning, key: EncryptionKey) async -> Response {
+        var plain = request
+        plain.operation = .createDatabase(versioning: versioning)
+        let created = await storage.send(plain, timeout: Self.forwardTimeout)
+        guard case .success = created.outcome else { return created }
+        let keyed = await blob.send(request, timeout: Self.forwardTimeout)
+        guard case .failure(let error) = keyed.outcome else { return keyed }
+        var undo = request
+        undo.operation = .deleteDatabase
+        let undone = await storage.send(undo, timeout: Self.forwardTimeout)
+        var message = "database '\(request.database)' was not created: sofa-blob could not take its encryption key: \(error.message)"
+        if case .failure(let undoError) = undone.outcome {
+            logger.error("an encrypted database was left without its key", metadata: ["database": "\(request.database)",
+                                                                                     "error": "\(undoError.message)"])
+            message += "; deleting it again failed too (\(undoError.message)): delete it before using it"
+        }
+        return .failure(request.id, SofaError(error.domain, error.code, message))
     }
 
     /// The changes feed as a long poll: answer at once when something is newer than `since`;

@@ -105,7 +105,7 @@ extension StorageService {
             case .success(.written(let w)):
                 results[position] = BulkItemResult(id: w.id, rev: w.rev.ascii, sequence: w.sequence)
             case .success(.inserted(let i)):
-                results[position] = BulkItemResult(id: i.id, rev: i.rev, sequence: i.sequence)
+                results[position] = BulkItemResult(id: i.id, rev: i.rev, sequence: i.sequence, conflict: i.conflict)
             case .failure(let error):
                 let id: String
                 switch operations[positions.firstIndex(of: position)!] {

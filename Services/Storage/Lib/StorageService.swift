@@ -61,7 +61,11 @@ public final class StorageService: Sendable {
             return .health(ServiceRuntime.health(service: "storage", instance: instance, started: started))
         case .echo(let payload, _, _):
             return .echo(payload: payload, instance: instance)
-        case .createDatabase(let versioning):
+        case .createDatabase(let versioning, let encryptionKey):
+            // Keys belong to sofa-blob: the gateway strips them before forwarding here.
+            guard encryptionKey == nil else {
+                throw SofaError(.invalidParameter, "storage takes no encryption key: create encrypted databases through the gateway")
+            }
             try await engine.createDatabase(request.database, versioning: versioning)
             return .none
         case .deleteDatabase:
@@ -186,6 +190,9 @@ public final class StorageService: Sendable {
         case .rawDelete(let store, let key):
             try await db.rawDelete(store: store, key: key)
             return .none
+        case .revsDiff(let entries):
+            let outcomes = try await db.revsDiff(entries.map { ($0.id, $0.revs) }, in: collection)
+            return .revsDiff(outcomes.map { RevsDiffEntry(id: $0.id, revs: $0.missing, possibleAncestors: $0.possibleAncestors) })
         case .compact:
             let outcome = try await db.compactWithBlobs()
             logger.info("compacted", metadata: ["database": "\(db.name)", "pruned": "\(outcome.pruned)",

@@ -52,6 +52,231 @@ void   sofa__wire__request__free_unpacked
   assert(message->base.descriptor == &sofa__wire__request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__revs_diff_request__init
+                     (Sofa__Wire__RevsDiffRequest         *message)
+{
+  static const Sofa__Wire__RevsDiffRequest init_value = SOFA__WIRE__REVS_DIFF_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__revs_diff_request__get_packed_size
+                     (const Sofa__Wire__RevsDiffRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__revs_diff_request__pack
+                     (const Sofa__Wire__RevsDiffRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__revs_diff_request__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RevsDiffRequest *
+       sofa__wire__revs_diff_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RevsDiffRequest *)
+     protobuf_c_message_unpack (&sofa__wire__revs_diff_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__revs_diff_request__free_unpacked
+                     (Sofa__Wire__RevsDiffRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__revs_diff_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__revs_diff_entry__init
+                     (Sofa__Wire__RevsDiffEntry         *message)
+{
+  static const Sofa__Wire__RevsDiffEntry init_value = SOFA__WIRE__REVS_DIFF_ENTRY__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__revs_diff_entry__get_packed_size
+                     (const Sofa__Wire__RevsDiffEntry *message)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__revs_diff_entry__pack
+                     (const Sofa__Wire__RevsDiffEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__revs_diff_entry__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RevsDiffEntry *
+       sofa__wire__revs_diff_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RevsDiffEntry *)
+     protobuf_c_message_unpack (&sofa__wire__revs_diff_entry__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__revs_diff_entry__free_unpacked
+                     (Sofa__Wire__RevsDiffEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__revs_diff_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__start_replication__init
+                     (Sofa__Wire__StartReplication         *message)
+{
+  static const Sofa__Wire__StartReplication init_value = SOFA__WIRE__START_REPLICATION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__start_replication__get_packed_size
+                     (const Sofa__Wire__StartReplication *message)
+{
+  assert(message->base.descriptor == &sofa__wire__start_replication__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__start_replication__pack
+                     (const Sofa__Wire__StartReplication *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__start_replication__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__start_replication__pack_to_buffer
+                     (const Sofa__Wire__StartReplication *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__start_replication__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__StartReplication *
+       sofa__wire__start_replication__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__StartReplication *)
+     protobuf_c_message_unpack (&sofa__wire__start_replication__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__start_replication__free_unpacked
+                     (Sofa__Wire__StartReplication *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__start_replication__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__stop_replication__init
+                     (Sofa__Wire__StopReplication         *message)
+{
+  static const Sofa__Wire__StopReplication init_value = SOFA__WIRE__STOP_REPLICATION__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__stop_replication__get_packed_size
+                     (const Sofa__Wire__StopReplication *message)
+{
+  assert(message->base.descriptor == &sofa__wire__stop_replication__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__stop_replication__pack
+                     (const Sofa__Wire__StopReplication *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__stop_replication__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__stop_replication__pack_to_buffer
+                     (const Sofa__Wire__StopReplication *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__stop_replication__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__StopReplication *
+       sofa__wire__stop_replication__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__StopReplication *)
+     protobuf_c_message_unpack (&sofa__wire__stop_replication__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__stop_replication__free_unpacked
+                     (Sofa__Wire__StopReplication *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__stop_replication__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__list_replications__init
+                     (Sofa__Wire__ListReplications         *message)
+{
+  static const Sofa__Wire__ListReplications init_value = SOFA__WIRE__LIST_REPLICATIONS__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__list_replications__get_packed_size
+                     (const Sofa__Wire__ListReplications *message)
+{
+  assert(message->base.descriptor == &sofa__wire__list_replications__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__list_replications__pack
+                     (const Sofa__Wire__ListReplications *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__list_replications__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__list_replications__pack_to_buffer
+                     (const Sofa__Wire__ListReplications *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__list_replications__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ListReplications *
+       sofa__wire__list_replications__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ListReplications *)
+     protobuf_c_message_unpack (&sofa__wire__list_replications__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__list_replications__free_unpacked
+                     (Sofa__Wire__ListReplications *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__list_replications__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__query_request__init
                      (Sofa__Wire__QueryRequest         *message)
 {
@@ -365,6 +590,51 @@ void   sofa__wire__create_database__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &sofa__wire__create_database__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__rekey_database__init
+                     (Sofa__Wire__RekeyDatabase         *message)
+{
+  static const Sofa__Wire__RekeyDatabase init_value = SOFA__WIRE__REKEY_DATABASE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__rekey_database__get_packed_size
+                     (const Sofa__Wire__RekeyDatabase *message)
+{
+  assert(message->base.descriptor == &sofa__wire__rekey_database__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__rekey_database__pack
+                     (const Sofa__Wire__RekeyDatabase *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__rekey_database__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__rekey_database__pack_to_buffer
+                     (const Sofa__Wire__RekeyDatabase *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__rekey_database__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RekeyDatabase *
+       sofa__wire__rekey_database__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RekeyDatabase *)
+     protobuf_c_message_unpack (&sofa__wire__rekey_database__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__rekey_database__free_unpacked
+                     (Sofa__Wire__RekeyDatabase *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__rekey_database__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   sofa__wire__delete_database__init
@@ -1807,6 +2077,141 @@ void   sofa__wire__response__free_unpacked
   assert(message->base.descriptor == &sofa__wire__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__revs_diff_result__init
+                     (Sofa__Wire__RevsDiffResult         *message)
+{
+  static const Sofa__Wire__RevsDiffResult init_value = SOFA__WIRE__REVS_DIFF_RESULT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__revs_diff_result__get_packed_size
+                     (const Sofa__Wire__RevsDiffResult *message)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__revs_diff_result__pack
+                     (const Sofa__Wire__RevsDiffResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__revs_diff_result__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__revs_diff_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RevsDiffResult *
+       sofa__wire__revs_diff_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RevsDiffResult *)
+     protobuf_c_message_unpack (&sofa__wire__revs_diff_result__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__revs_diff_result__free_unpacked
+                     (Sofa__Wire__RevsDiffResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__revs_diff_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__replication_info__init
+                     (Sofa__Wire__ReplicationInfo         *message)
+{
+  static const Sofa__Wire__ReplicationInfo init_value = SOFA__WIRE__REPLICATION_INFO__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__replication_info__get_packed_size
+                     (const Sofa__Wire__ReplicationInfo *message)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__replication_info__pack
+                     (const Sofa__Wire__ReplicationInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__replication_info__pack_to_buffer
+                     (const Sofa__Wire__ReplicationInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ReplicationInfo *
+       sofa__wire__replication_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ReplicationInfo *)
+     protobuf_c_message_unpack (&sofa__wire__replication_info__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__replication_info__free_unpacked
+                     (Sofa__Wire__ReplicationInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__replication_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__replication_list__init
+                     (Sofa__Wire__ReplicationList         *message)
+{
+  static const Sofa__Wire__ReplicationList init_value = SOFA__WIRE__REPLICATION_LIST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__replication_list__get_packed_size
+                     (const Sofa__Wire__ReplicationList *message)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__replication_list__pack
+                     (const Sofa__Wire__ReplicationList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__replication_list__pack_to_buffer
+                     (const Sofa__Wire__ReplicationList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__replication_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ReplicationList *
+       sofa__wire__replication_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ReplicationList *)
+     protobuf_c_message_unpack (&sofa__wire__replication_list__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__replication_list__free_unpacked
+                     (Sofa__Wire__ReplicationList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__replication_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__query_result__init
                      (Sofa__Wire__QueryResult         *message)
 {
@@ -2977,7 +3382,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[41] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[46] =
 {
   {
     "id",
@@ -3471,6 +3876,66 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[41]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "rekey_database",
+    47,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, rekey_database),
+    &sofa__wire__rekey_database__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revs_diff",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, revs_diff),
+    &sofa__wire__revs_diff_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_replication",
+    61,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, start_replication),
+    &sofa__wire__start_replication__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stop_replication",
+    62,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, stop_replication),
+    &sofa__wire__stop_replication__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "list_replications",
+    63,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, list_replications),
+    &sofa__wire__list_replications__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   26,   /* field[26] = all_docs */
@@ -3505,6 +3970,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   16,   /* field[16] = list_collections */
   8,   /* field[8] = list_databases */
   40,   /* field[40] = list_indexes */
+  45,   /* field[45] = list_replications */
   24,   /* field[24] = next_expiration */
   21,   /* field[21] = purge */
   9,   /* field[9] = put_document */
@@ -3512,14 +3978,19 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   29,   /* field[29] = raw_delete */
   28,   /* field[28] = raw_get */
   27,   /* field[27] = raw_put */
+  41,   /* field[41] = rekey_database */
   20,   /* field[20] = resolve_conflict */
+  42,   /* field[42] = revs_diff */
   22,   /* field[22] = set_expiration */
+  43,   /* field[43] = start_replication */
+  44,   /* field[44] = stop_replication */
 };
-static const ProtobufCIntRange sofa__wire__request__number_ranges[2 + 1] =
+static const ProtobufCIntRange sofa__wire__request__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
-  { 0, 41 }
+  { 60, 42 },
+  { 0, 46 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -3529,11 +4000,331 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  41,
+  46,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
-  2,  sofa__wire__request__number_ranges,
+  3,  sofa__wire__request__number_ranges,
   (ProtobufCMessageInit) sofa__wire__request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__revs_diff_request__field_descriptors[1] =
+{
+  {
+    "docs",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__RevsDiffRequest, n_docs),
+    offsetof(Sofa__Wire__RevsDiffRequest, docs),
+    &sofa__wire__revs_diff_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__revs_diff_request__field_indices_by_name[] = {
+  0,   /* field[0] = docs */
+};
+static const ProtobufCIntRange sofa__wire__revs_diff_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__revs_diff_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RevsDiffRequest",
+  "RevsDiffRequest",
+  "Sofa__Wire__RevsDiffRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RevsDiffRequest),
+  1,
+  sofa__wire__revs_diff_request__field_descriptors,
+  sofa__wire__revs_diff_request__field_indices_by_name,
+  1,  sofa__wire__revs_diff_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__revs_diff_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__revs_diff_entry__field_descriptors[3] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RevsDiffEntry, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revs",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__RevsDiffEntry, n_revs),
+    offsetof(Sofa__Wire__RevsDiffEntry, revs),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "possible_ancestors",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__RevsDiffEntry, n_possible_ancestors),
+    offsetof(Sofa__Wire__RevsDiffEntry, possible_ancestors),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__revs_diff_entry__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  2,   /* field[2] = possible_ancestors */
+  1,   /* field[1] = revs */
+};
+static const ProtobufCIntRange sofa__wire__revs_diff_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RevsDiffEntry",
+  "RevsDiffEntry",
+  "Sofa__Wire__RevsDiffEntry",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RevsDiffEntry),
+  3,
+  sofa__wire__revs_diff_entry__field_descriptors,
+  sofa__wire__revs_diff_entry__field_indices_by_name,
+  1,  sofa__wire__revs_diff_entry__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__revs_diff_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[7] =
+{
+  {
+    "source",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, source),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "target",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, target),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "direction",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, direction),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "continuous",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, continuous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "doc_ids",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__StartReplication, n_doc_ids),
+    offsetof(Sofa__Wire__StartReplication, doc_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "filter",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, filter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, conflicts),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
+  6,   /* field[6] = conflicts */
+  3,   /* field[3] = continuous */
+  2,   /* field[2] = direction */
+  4,   /* field[4] = doc_ids */
+  5,   /* field[5] = filter */
+  0,   /* field[0] = source */
+  1,   /* field[1] = target */
+};
+static const ProtobufCIntRange sofa__wire__start_replication__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.StartReplication",
+  "StartReplication",
+  "Sofa__Wire__StartReplication",
+  "sofa.wire",
+  sizeof(Sofa__Wire__StartReplication),
+  7,
+  sofa__wire__start_replication__field_descriptors,
+  sofa__wire__start_replication__field_indices_by_name,
+  1,  sofa__wire__start_replication__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__start_replication__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__stop_replication__field_descriptors[1] =
+{
+  {
+    "replication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StopReplication, replication_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__stop_replication__field_indices_by_name[] = {
+  0,   /* field[0] = replication_id */
+};
+static const ProtobufCIntRange sofa__wire__stop_replication__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__stop_replication__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.StopReplication",
+  "StopReplication",
+  "Sofa__Wire__StopReplication",
+  "sofa.wire",
+  sizeof(Sofa__Wire__StopReplication),
+  1,
+  sofa__wire__stop_replication__field_descriptors,
+  sofa__wire__stop_replication__field_indices_by_name,
+  1,  sofa__wire__stop_replication__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__stop_replication__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__list_replications__field_descriptors[3] =
+{
+  {
+    "replication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ListReplications, replication_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "after_version",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ListReplications, after_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wait_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ListReplications, wait_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__list_replications__field_indices_by_name[] = {
+  1,   /* field[1] = after_version */
+  0,   /* field[0] = replication_id */
+  2,   /* field[2] = wait_ms */
+};
+static const ProtobufCIntRange sofa__wire__list_replications__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__list_replications__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ListReplications",
+  "ListReplications",
+  "Sofa__Wire__ListReplications",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ListReplications),
+  3,
+  sofa__wire__list_replications__field_descriptors,
+  sofa__wire__list_replications__field_indices_by_name,
+  1,  sofa__wire__list_replications__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__list_replications__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__query_request__field_descriptors[6] =
@@ -3815,7 +4606,7 @@ const ProtobufCMessageDescriptor sofa__wire__cluster_status__descriptor =
   (ProtobufCMessageInit) sofa__wire__cluster_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__create_database__field_descriptors[1] =
+static const ProtobufCFieldDescriptor sofa__wire__create_database__field_descriptors[2] =
 {
   {
     "versioning",
@@ -3829,14 +4620,27 @@ static const ProtobufCFieldDescriptor sofa__wire__create_database__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "encryption_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__CreateDatabase, encryption_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__create_database__field_indices_by_name[] = {
+  1,   /* field[1] = encryption_key */
   0,   /* field[0] = versioning */
 };
 static const ProtobufCIntRange sofa__wire__create_database__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor =
 {
@@ -3846,11 +4650,62 @@ const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor =
   "Sofa__Wire__CreateDatabase",
   "sofa.wire",
   sizeof(Sofa__Wire__CreateDatabase),
-  1,
+  2,
   sofa__wire__create_database__field_descriptors,
   sofa__wire__create_database__field_indices_by_name,
   1,  sofa__wire__create_database__number_ranges,
   (ProtobufCMessageInit) sofa__wire__create_database__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__rekey_database__field_descriptors[2] =
+{
+  {
+    "current_key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RekeyDatabase, current_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RekeyDatabase, new_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__rekey_database__field_indices_by_name[] = {
+  0,   /* field[0] = current_key */
+  1,   /* field[1] = new_key */
+};
+static const ProtobufCIntRange sofa__wire__rekey_database__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__rekey_database__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RekeyDatabase",
+  "RekeyDatabase",
+  "Sofa__Wire__RekeyDatabase",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RekeyDatabase),
+  2,
+  sofa__wire__rekey_database__field_descriptors,
+  sofa__wire__rekey_database__field_indices_by_name,
+  1,  sofa__wire__rekey_database__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__rekey_database__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define sofa__wire__delete_database__field_descriptors NULL
@@ -5430,7 +6285,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[22] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[24] =
 {
   {
     "id",
@@ -5696,6 +6551,30 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[22
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revs_diff",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, revs_diff),
+    &sofa__wire__revs_diff_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replications",
+    61,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, replications),
+    &sofa__wire__replication_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
   18,   /* field[18] = blob */
@@ -5719,13 +6598,16 @@ static const unsigned sofa__wire__response__field_indices_by_name[] = {
   16,   /* field[16] = inserted */
   20,   /* field[20] = query */
   15,   /* field[15] = raw */
+  23,   /* field[23] = replications */
   6,   /* field[6] = revision */
+  22,   /* field[22] = revs_diff */
 };
-static const ProtobufCIntRange sofa__wire__response__number_ranges[2 + 1] =
+static const ProtobufCIntRange sofa__wire__response__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 22 }
+  { 60, 22 },
+  { 0, 24 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -5735,11 +6617,307 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  22,
+  24,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
-  2,  sofa__wire__response__number_ranges,
+  3,  sofa__wire__response__number_ranges,
   (ProtobufCMessageInit) sofa__wire__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__revs_diff_result__field_descriptors[1] =
+{
+  {
+    "missing",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__RevsDiffResult, n_missing),
+    offsetof(Sofa__Wire__RevsDiffResult, missing),
+    &sofa__wire__revs_diff_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__revs_diff_result__field_indices_by_name[] = {
+  0,   /* field[0] = missing */
+};
+static const ProtobufCIntRange sofa__wire__revs_diff_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RevsDiffResult",
+  "RevsDiffResult",
+  "Sofa__Wire__RevsDiffResult",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RevsDiffResult),
+  1,
+  sofa__wire__revs_diff_result__field_descriptors,
+  sofa__wire__revs_diff_result__field_indices_by_name,
+  1,  sofa__wire__revs_diff_result__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__revs_diff_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[15] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "source",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, source),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "target",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, target),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "continuous",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, continuous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, state),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "docs_checked",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, docs_checked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "docs_written",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, docs_written),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts_resolved",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, conflicts_resolved),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blobs_transferred",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, blobs_transferred),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, last_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "checkpoint",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, checkpoint),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "doc_ids",
+    13,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__ReplicationInfo, n_doc_ids),
+    offsetof(Sofa__Wire__ReplicationInfo, doc_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "filter",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, filter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, conflicts),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
+  8,   /* field[8] = blobs_transferred */
+  10,   /* field[10] = checkpoint */
+  14,   /* field[14] = conflicts */
+  7,   /* field[7] = conflicts_resolved */
+  3,   /* field[3] = continuous */
+  12,   /* field[12] = doc_ids */
+  5,   /* field[5] = docs_checked */
+  6,   /* field[6] = docs_written */
+  13,   /* field[13] = filter */
+  0,   /* field[0] = id */
+  9,   /* field[9] = last_error */
+  1,   /* field[1] = source */
+  4,   /* field[4] = state */
+  2,   /* field[2] = target */
+  11,   /* field[11] = version */
+};
+static const ProtobufCIntRange sofa__wire__replication_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 15 }
+};
+const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ReplicationInfo",
+  "ReplicationInfo",
+  "Sofa__Wire__ReplicationInfo",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ReplicationInfo),
+  15,
+  sofa__wire__replication_info__field_descriptors,
+  sofa__wire__replication_info__field_indices_by_name,
+  1,  sofa__wire__replication_info__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__replication_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__replication_list__field_descriptors[1] =
+{
+  {
+    "replications",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__ReplicationList, n_replications),
+    offsetof(Sofa__Wire__ReplicationList, replications),
+    &sofa__wire__replication_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__replication_list__field_indices_by_name[] = {
+  0,   /* field[0] = replications */
+};
+static const ProtobufCIntRange sofa__wire__replication_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__replication_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ReplicationList",
+  "ReplicationList",
+  "Sofa__Wire__ReplicationList",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ReplicationList),
+  1,
+  sofa__wire__replication_list__field_descriptors,
+  sofa__wire__replication_list__field_indices_by_name,
+  1,  sofa__wire__replication_list__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__replication_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[5] =
@@ -6524,7 +7702,7 @@ const ProtobufCMessageDescriptor sofa__wire__collection_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__collection_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__bulk_item_result__field_descriptors[4] =
+static const ProtobufCFieldDescriptor sofa__wire__bulk_item_result__field_descriptors[5] =
 {
   {
     "id",
@@ -6574,17 +7752,31 @@ static const ProtobufCFieldDescriptor sofa__wire__bulk_item_result__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "conflict",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__BulkItemResult, conflict),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__bulk_item_result__field_indices_by_name[] = {
+  4,   /* field[4] = conflict */
   3,   /* field[3] = error */
   0,   /* field[0] = id */
   1,   /* field[1] = rev */
   2,   /* field[2] = sequence */
 };
-static const ProtobufCIntRange sofa__wire__bulk_item_result__number_ranges[1 + 1] =
+static const ProtobufCIntRange sofa__wire__bulk_item_result__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 60, 4 },
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor sofa__wire__bulk_item_result__descriptor =
 {
@@ -6594,10 +7786,10 @@ const ProtobufCMessageDescriptor sofa__wire__bulk_item_result__descriptor =
   "Sofa__Wire__BulkItemResult",
   "sofa.wire",
   sizeof(Sofa__Wire__BulkItemResult),
-  4,
+  5,
   sofa__wire__bulk_item_result__field_descriptors,
   sofa__wire__bulk_item_result__field_indices_by_name,
-  1,  sofa__wire__bulk_item_result__number_ranges,
+  2,  sofa__wire__bulk_item_result__number_ranges,
   (ProtobufCMessageInit) sofa__wire__bulk_item_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

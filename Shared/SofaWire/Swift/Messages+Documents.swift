@@ -27,12 +27,15 @@ public struct BulkItemResult: Sendable, Equatable {
     public var rev: String
     public var sequence: UInt64
     public var error: SofaError?
+    /// An insert with history made (or extended) a conflicting branch.
+    public var conflict: Bool
 
-    public init(id: String, rev: String, sequence: UInt64, error: SofaError? = nil) {
+    public init(id: String, rev: String, sequence: UInt64, error: SofaError? = nil, conflict: Bool = false) {
         self.id = id
         self.rev = rev
         self.sequence = sequence
         self.error = error
+        self.conflict = conflict
     }
 }
 

@@ -25,7 +25,8 @@ public enum Op: Sendable, Equatable {
     case health(service: String)
     /// The gateway's view of every service of the cluster.
     case clusterStatus
-    case createDatabase(versioning: Versioning = .revisionTrees)
+    /// `encryptionKey`: the database's blobs are stored encrypted with it (sofa-blob keeps it).
+    case createDatabase(versioning: Versioning = .revisionTrees, encryptionKey: EncryptionKey? = nil)
     case deleteDatabase
     case listDatabases
     case databaseInfo
@@ -75,6 +76,17 @@ public enum Op: Sendable, Equatable {
     case listIndexes
     case blobRead(key: String, offset: UInt64, length: UInt32)
     case blobStat(key: String)
+    /// Re-encrypt every blob of the database (sofa-blob): `currentKey` must be the key it has
+    /// (nil: it is plain); `newKey` nil decrypts.
+    case rekeyDatabase(currentKey: EncryptionKey?, newKey: EncryptionKey?)
+    /// Which of these revisions the database lacks (storage; replication), answered `.revsDiff`.
+    case revsDiff([RevsDiffEntry])
+    /// Replication control (sofa-replicator, through the gateway; no database), answered
+    /// `.replications`. `listReplications` with `waitMs` waits until the named replication's
+    /// status version is beyond `afterVersion`.
+    case startReplication(ReplicationSpec)
+    case stopReplication(id: String)
+    case listReplications(id: String = "", afterVersion: UInt64 = 0, waitMs: UInt32 = 0)
 
     /// A short name for logs and metrics.
     public var name: String {
@@ -116,6 +128,11 @@ public enum Op: Sendable, Equatable {
         case .createIndex: "createIndex"
         case .deleteIndex: "deleteIndex"
         case .listIndexes: "listIndexes"
+        case .rekeyDatabase: "rekeyDatabase"
+        case .revsDiff: "revsDiff"
+        case .startReplication: "startReplication"
+        case .stopReplication: "stopReplication"
+        case .listReplications: "listReplications"
         }
     }
 
@@ -124,7 +141,8 @@ public enum Op: Sendable, Equatable {
         switch self {
         case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument, .createCollection, .deleteCollection,
              .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact,
-             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .createIndex, .deleteIndex:
+             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .createIndex, .deleteIndex, .rekeyDatabase,
+             .startReplication, .stopReplication:
             true
         default: false
         }
@@ -175,6 +193,9 @@ public enum Reply: Sendable, Equatable {
     case blobData(bytes: [UInt8], totalLength: UInt64)
     case query(QueryRows)
     case indexes([IndexDefinition])
+    /// Per document: the missing revisions and possible ancestors (documents lacking nothing are left out).
+    case revsDiff([RevsDiffEntry])
+    case replications([ReplicationStatus])
 }
 
 public struct HealthInfo: Sendable, Equatable {

@@ -14,9 +14,10 @@ extension Op {
         case .clusterStatus:
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CLUSTER_STATUS
             message.pointee.cluster_status = arena.message { sofa__wire__cluster_status__init($0) }
-        case .createDatabase(let versioning):
+        case .createDatabase(let versioning, let key):
             let op: UnsafeMutablePointer<Sofa__Wire__CreateDatabase> = arena.message { sofa__wire__create_database__init($0) }
             op.pointee.versioning = arena.string(versioning.rawValue)
+            op.pointee.encryption_key = arena.bytes(key?.rawBytes ?? [])
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_CREATE_DATABASE
             message.pointee.create_database = op
         case .deleteDatabase:
@@ -223,6 +224,32 @@ extension Op {
             op.pointee.key = arena.string(key)
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_STAT
             message.pointee.blob_stat = op
+        case .rekeyDatabase(let currentKey, let newKey):
+            let op: UnsafeMutablePointer<Sofa__Wire__RekeyDatabase> = arena.message { sofa__wire__rekey_database__init($0) }
+            op.pointee.current_key = arena.bytes(currentKey?.rawBytes ?? [])
+            op.pointee.new_key = arena.bytes(newKey?.rawBytes ?? [])
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_REKEY_DATABASE
+            message.pointee.rekey_database = op
+        case .revsDiff(let entries):
+            let op: UnsafeMutablePointer<Sofa__Wire__RevsDiffRequest> = arena.message { sofa__wire__revs_diff_request__init($0) }
+            (op.pointee.n_docs, op.pointee.docs) = ReplicationWire.entries(entries, arena)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_REVS_DIFF
+            message.pointee.revs_diff = op
+        case .startReplication(let spec):
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_START_REPLICATION
+            message.pointee.start_replication = ReplicationWire.start(spec, arena)
+        case .stopReplication(let id):
+            let op: UnsafeMutablePointer<Sofa__Wire__StopReplication> = arena.message { sofa__wire__stop_replication__init($0) }
+            op.pointee.replication_id = arena.string(id)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_STOP_REPLICATION
+            message.pointee.stop_replication = op
+        case .listReplications(let id, let afterVersion, let waitMs):
+            let op: UnsafeMutablePointer<Sofa__Wire__ListReplications> = arena.message { sofa__wire__list_replications__init($0) }
+            op.pointee.replication_id = arena.string(id)
+            op.pointee.after_version = afterVersion
+            op.pointee.wait_ms = waitMs
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_LIST_REPLICATIONS
+            message.pointee.list_replications = op
         }
     }
 
@@ -256,7 +283,8 @@ extension Op {
             guard let versioning = Versioning(rawValue: name.isEmpty ? Versioning.revisionTrees.rawValue : name) else {
                 throw SofaError(.invalidParameter, "unknown versioning '\(name)': use 'trees' or 'vectors'")
             }
-            return .createDatabase(versioning: versioning)
+            let key = try decodeKey(m.create_database.map { decodeBytes($0.pointee.encryption_key) } ?? [], "createDatabase.encryptionKey")
+            return .createDatabase(versioning: versioning, encryptionKey: key)
         case SOFA__WIRE__REQUEST__OP_DELETE_DATABASE: return .deleteDatabase
         case SOFA__WIRE__REQUEST__OP_LIST_DATABASES: return .listDatabases
         case SOFA__WIRE__REQUEST__OP_DATABASE_INFO: return .databaseInfo
@@ -376,9 +404,31 @@ extension Op {
             return .blobRead(key: try decodeString(op.key, "blobRead.key"), offset: op.offset, length: op.length)
         case SOFA__WIRE__REQUEST__OP_BLOB_STAT:
             return .blobStat(key: try decodeString(required(m.blob_stat, "blobStat").key, "blobStat.key"))
+        case SOFA__WIRE__REQUEST__OP_REKEY_DATABASE:
+            let op = try required(m.rekey_database, "rekeyDatabase")
+            return .rekeyDatabase(currentKey: try decodeKey(decodeBytes(op.current_key), "rekeyDatabase.currentKey"),
+                                  newKey: try decodeKey(decodeBytes(op.new_key), "rekeyDatabase.newKey"))
+        case SOFA__WIRE__REQUEST__OP_REVS_DIFF:
+            let op = try required(m.revs_diff, "revsDiff")
+            return .revsDiff(try ReplicationWire.decodeEntries(op.n_docs, op.docs, "revsDiff.docs"))
+        case SOFA__WIRE__REQUEST__OP_START_REPLICATION:
+            return .startReplication(try ReplicationWire.decodeStart(required(m.start_replication, "startReplication")))
+        case SOFA__WIRE__REQUEST__OP_STOP_REPLICATION:
+            let op = try required(m.stop_replication, "stopReplication")
+            return .stopReplication(id: try decodeString(op.replication_id, "stopReplication.id"))
+        case SOFA__WIRE__REQUEST__OP_LIST_REPLICATIONS:
+            let op = try required(m.list_replications, "listReplications")
+            return .listReplications(id: try decodeString(op.replication_id, "listReplications.id"),
+                                     afterVersion: op.after_version, waitMs: op.wait_ms)
         default:
             throw SofaError(.malformedMessage, "malformed request \(m.id): no operation, or one this process does not know")
         }
+    }
+
+    /// An AES-256 key field: empty = none, 32 bytes = a key, anything else `.invalidParameter`.
+    private static func decodeKey(_ bytes: [UInt8], _ field: String) throws(SofaError) -> EncryptionKey? {
+        guard !bytes.isEmpty else { return nil }
+        do { return try EncryptionKey(bytes: bytes) } catch { throw SofaError(.invalidParameter, "\(field): \(error.message)") }
     }
 
     private static func decodeInsert(_ op: Sofa__Wire__InsertRevision) throws(SofaError) -> RevisionInsert {

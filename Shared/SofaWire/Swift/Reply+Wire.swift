@@ -88,6 +88,7 @@ extension Reply {
                 item.pointee.rev = arena.string(result.rev)
                 item.pointee.sequence = result.sequence
                 item.pointee.error = result.error.map { encodeError($0, arena) }
+                item.pointee.conflict = result.conflict ? 1 : 0
                 return item
             }
             r.pointee.n_results = items.count
@@ -115,6 +116,14 @@ extension Reply {
             r.pointee.more = result.more ? 1 : 0
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_QUERY
             message.pointee.query = r
+        case .revsDiff(let entries):
+            let r: UnsafeMutablePointer<Sofa__Wire__RevsDiffResult> = arena.message { sofa__wire__revs_diff_result__init($0) }
+            (r.pointee.n_missing, r.pointee.missing) = ReplicationWire.entries(entries, arena)
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_REVS_DIFF
+            message.pointee.revs_diff = r
+        case .replications(let list):
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS
+            message.pointee.replications = ReplicationWire.list(list, arena)
         case .indexes(let list):
             let r: UnsafeMutablePointer<Sofa__Wire__IndexList> = arena.message { sofa__wire__index_list__init($0) }
             (r.pointee.n_indexes, r.pointee.indexes) = arena.byteArrays(list.map { $0.json.compactBytes() })
@@ -269,7 +278,8 @@ extension Reply {
             for index in 0..<r.n_results {
                 let item = try required(r.results[index], "bulk.result")
                 results.append(BulkItemResult(id: try decodeText(item.id, "bulk.id"), rev: try decodeString(item.rev, "bulk.rev"),
-                                              sequence: item.sequence, error: try item.error.map { (e) throws(SofaError) in try decodeError(e.pointee) }))
+                                              sequence: item.sequence, error: try item.error.map { (e) throws(SofaError) in try decodeError(e.pointee) },
+                                              conflict: item.conflict != 0))
             }
             return .bulk(results)
         case SOFA__WIRE__RESPONSE__RESULT_QUERY:
@@ -305,6 +315,11 @@ extension Reply {
         case SOFA__WIRE__RESPONSE__RESULT_RAW:
             let r = try required(m.raw, "raw")
             return .raw(version: decodeBytes(r.version), body: decodeBytes(r.body))
+        case SOFA__WIRE__RESPONSE__RESULT_REVS_DIFF:
+            let r = try required(m.revs_diff, "revsDiff")
+            return .revsDiff(try ReplicationWire.decodeEntries(r.n_missing, r.missing, "revsDiff.missing"))
+        case SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS:
+            return .replications(try ReplicationWire.decodeList(required(m.replications, "replications")))
         case SOFA__WIRE__RESPONSE__RESULT_INSERTED:
             let r = try required(m.inserted, "inserted")
             return .inserted(InsertResult(id: try decodeText(r.id, "inserted.id"), rev: try decodeString(r.rev, "inserted.rev"),

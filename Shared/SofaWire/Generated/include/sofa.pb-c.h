@@ -16,6 +16,11 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
+typedef struct Sofa__Wire__RevsDiffRequest Sofa__Wire__RevsDiffRequest;
+typedef struct Sofa__Wire__RevsDiffEntry Sofa__Wire__RevsDiffEntry;
+typedef struct Sofa__Wire__StartReplication Sofa__Wire__StartReplication;
+typedef struct Sofa__Wire__StopReplication Sofa__Wire__StopReplication;
+typedef struct Sofa__Wire__ListReplications Sofa__Wire__ListReplications;
 typedef struct Sofa__Wire__QueryRequest Sofa__Wire__QueryRequest;
 typedef struct Sofa__Wire__CreateIndex Sofa__Wire__CreateIndex;
 typedef struct Sofa__Wire__DeleteIndex Sofa__Wire__DeleteIndex;
@@ -23,6 +28,7 @@ typedef struct Sofa__Wire__ListIndexes Sofa__Wire__ListIndexes;
 typedef struct Sofa__Wire__Health Sofa__Wire__Health;
 typedef struct Sofa__Wire__ClusterStatus Sofa__Wire__ClusterStatus;
 typedef struct Sofa__Wire__CreateDatabase Sofa__Wire__CreateDatabase;
+typedef struct Sofa__Wire__RekeyDatabase Sofa__Wire__RekeyDatabase;
 typedef struct Sofa__Wire__DeleteDatabase Sofa__Wire__DeleteDatabase;
 typedef struct Sofa__Wire__ListDatabases Sofa__Wire__ListDatabases;
 typedef struct Sofa__Wire__PutDocument Sofa__Wire__PutDocument;
@@ -55,6 +61,9 @@ typedef struct Sofa__Wire__BlobRead Sofa__Wire__BlobRead;
 typedef struct Sofa__Wire__BlobStat Sofa__Wire__BlobStat;
 typedef struct Sofa__Wire__Echo Sofa__Wire__Echo;
 typedef struct Sofa__Wire__Response Sofa__Wire__Response;
+typedef struct Sofa__Wire__RevsDiffResult Sofa__Wire__RevsDiffResult;
+typedef struct Sofa__Wire__ReplicationInfo Sofa__Wire__ReplicationInfo;
+typedef struct Sofa__Wire__ReplicationList Sofa__Wire__ReplicationList;
 typedef struct Sofa__Wire__QueryResult Sofa__Wire__QueryResult;
 typedef struct Sofa__Wire__IndexList Sofa__Wire__IndexList;
 typedef struct Sofa__Wire__Error Sofa__Wire__Error;
@@ -149,7 +158,12 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_QUERY = 43,
   SOFA__WIRE__REQUEST__OP_CREATE_INDEX = 44,
   SOFA__WIRE__REQUEST__OP_DELETE_INDEX = 45,
-  SOFA__WIRE__REQUEST__OP_LIST_INDEXES = 46
+  SOFA__WIRE__REQUEST__OP_LIST_INDEXES = 46,
+  SOFA__WIRE__REQUEST__OP_REKEY_DATABASE = 47,
+  SOFA__WIRE__REQUEST__OP_REVS_DIFF = 60,
+  SOFA__WIRE__REQUEST__OP_START_REPLICATION = 61,
+  SOFA__WIRE__REQUEST__OP_STOP_REPLICATION = 62,
+  SOFA__WIRE__REQUEST__OP_LIST_REPLICATIONS = 63
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -205,11 +219,115 @@ struct  Sofa__Wire__Request
     Sofa__Wire__CreateIndex *create_index;
     Sofa__Wire__DeleteIndex *delete_index;
     Sofa__Wire__ListIndexes *list_indexes;
+    Sofa__Wire__RekeyDatabase *rekey_database;
+    /*
+     * Replication (numbers from 60 on).
+     */
+    Sofa__Wire__RevsDiffRequest *revs_diff;
+    Sofa__Wire__StartReplication *start_replication;
+    Sofa__Wire__StopReplication *stop_replication;
+    Sofa__Wire__ListReplications *list_replications;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
     , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+
+
+/*
+ * Replication. Which of these revisions does the envelope's database lack (storage)? The
+ * result names, per document, the missing revisions and the revisions the database has that
+ * could be their ancestors (leaves of lower generation), as CouchDB's _revs_diff does.
+ */
+struct  Sofa__Wire__RevsDiffRequest
+{
+  ProtobufCMessage base;
+  size_t n_docs;
+  Sofa__Wire__RevsDiffEntry **docs;
+};
+#define SOFA__WIRE__REVS_DIFF_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__revs_diff_request__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__RevsDiffEntry
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData id;
+  /*
+   * request: the revisions; result: the missing ones
+   */
+  size_t n_revs;
+  char **revs;
+  /*
+   * result only
+   */
+  size_t n_possible_ancestors;
+  char **possible_ancestors;
+};
+#define SOFA__WIRE__REVS_DIFF_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__revs_diff_entry__descriptor) \
+    , {0,NULL}, 0,NULL, 0,NULL }
+
+
+/*
+ * Start a replication (sofa-replicator, through the gateway). source and target are a database
+ * of this cluster ("db") or of another one ("tcp://host:port/db"); direction "push" copies
+ * source to target, "pull" target to source, "both" starts the two.
+ */
+struct  Sofa__Wire__StartReplication
+{
+  ProtobufCMessage base;
+  char *source;
+  char *target;
+  /*
+   * "push" (default, also ""), "pull", "both"
+   */
+  char *direction;
+  protobuf_c_boolean continuous;
+  /*
+   * only these documents (empty = all)
+   */
+  size_t n_doc_ids;
+  ProtobufCBinaryData *doc_ids;
+  /*
+   * a query WHERE expression (N1QL), "" = none
+   */
+  char *filter;
+  /*
+   * "auto" (default, also "") or "manual"
+   */
+  char *conflicts;
+};
+#define SOFA__WIRE__START_REPLICATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__start_replication__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__StopReplication
+{
+  ProtobufCMessage base;
+  char *replication_id;
+};
+#define SOFA__WIRE__STOP_REPLICATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__stop_replication__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * The replications the replicator runs, or the one named. With wait_ms, the answer waits (up
+ * to that long) until the named replication's status version is beyond after_version.
+ */
+struct  Sofa__Wire__ListReplications
+{
+  ProtobufCMessage base;
+  char *replication_id;
+  uint64_t after_version;
+  uint32_t wait_ms;
+};
+#define SOFA__WIRE__LIST_REPLICATIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__list_replications__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*
@@ -315,10 +433,31 @@ struct  Sofa__Wire__CreateDatabase
    * "trees" (default, also "") or "vectors"
    */
   char *versioning;
+  /*
+   * 32 bytes: store the database's blobs encrypted with this AES-256 key (a password is turned
+   * into a key by the client, PBKDF2 as LiteCore does it); empty = plain. The gateway gives it
+   * to sofa-blob only; storage never sees it.
+   */
+  ProtobufCBinaryData encryption_key;
 };
 #define SOFA__WIRE__CREATE_DATABASE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__create_database__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+/*
+ * Re-encrypt every blob of the envelope's database (sofa-blob): from current_key (empty = the
+ * database is plain; it must be the key the database has) to new_key (empty = decrypt).
+ */
+struct  Sofa__Wire__RekeyDatabase
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData current_key;
+  ProtobufCBinaryData new_key;
+};
+#define SOFA__WIRE__REKEY_DATABASE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__rekey_database__descriptor) \
+    , {0,NULL}, {0,NULL} }
 
 
 struct  Sofa__Wire__DeleteDatabase
@@ -757,7 +896,9 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_BLOB = 26,
   SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA = 27,
   SOFA__WIRE__RESPONSE__RESULT_QUERY = 28,
-  SOFA__WIRE__RESPONSE__RESULT_INDEXES = 29
+  SOFA__WIRE__RESPONSE__RESULT_INDEXES = 29,
+  SOFA__WIRE__RESPONSE__RESULT_REVS_DIFF = 60,
+  SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS = 61
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -791,11 +932,78 @@ struct  Sofa__Wire__Response
     Sofa__Wire__BlobData *blob_data;
     Sofa__Wire__QueryResult *query;
     Sofa__Wire__IndexList *indexes;
+    /*
+     * Replication (numbers from 60 on).
+     */
+    Sofa__Wire__RevsDiffResult *revs_diff;
+    Sofa__Wire__ReplicationList *replications;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__response__descriptor) \
     , 0, NULL, SOFA__WIRE__RESPONSE__RESULT__NOT_SET, {0} }
+
+
+struct  Sofa__Wire__RevsDiffResult
+{
+  ProtobufCMessage base;
+  size_t n_missing;
+  Sofa__Wire__RevsDiffEntry **missing;
+};
+#define SOFA__WIRE__REVS_DIFF_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__revs_diff_result__descriptor) \
+    , 0,NULL }
+
+
+struct  Sofa__Wire__ReplicationInfo
+{
+  ProtobufCMessage base;
+  /*
+   * derived from source, target, direction and filter
+   */
+  char *id;
+  char *source;
+  char *target;
+  protobuf_c_boolean continuous;
+  /*
+   * starting, running, idle (continuous, caught up), stopped, completed, failed, retrying
+   */
+  char *state;
+  uint64_t docs_checked;
+  /*
+   * revisions written to the target
+   */
+  uint64_t docs_written;
+  uint64_t conflicts_resolved;
+  uint64_t blobs_transferred;
+  char *last_error;
+  /*
+   * the source sequence both sides have recorded
+   */
+  uint64_t checkpoint;
+  /*
+   * bumped by every status change
+   */
+  uint64_t version;
+  size_t n_doc_ids;
+  ProtobufCBinaryData *doc_ids;
+  char *filter;
+  char *conflicts;
+};
+#define SOFA__WIRE__REPLICATION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_info__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__ReplicationList
+{
+  ProtobufCMessage base;
+  size_t n_replications;
+  Sofa__Wire__ReplicationInfo **replications;
+};
+#define SOFA__WIRE__REPLICATION_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_list__descriptor) \
+    , 0,NULL }
 
 
 struct  Sofa__Wire__QueryResult
@@ -970,10 +1178,14 @@ struct  Sofa__Wire__BulkItemResult
   char *rev;
   uint64_t sequence;
   Sofa__Wire__Error *error;
+  /*
+   * an insert with history made (or extended) a conflicting branch
+   */
+  protobuf_c_boolean conflict;
 };
 #define SOFA__WIRE__BULK_ITEM_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__bulk_item_result__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string, 0, NULL }
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0, NULL, 0 }
 
 
 struct  Sofa__Wire__BulkResult
@@ -1186,6 +1398,101 @@ Sofa__Wire__Request *
 void   sofa__wire__request__free_unpacked
                      (Sofa__Wire__Request *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__RevsDiffRequest methods */
+void   sofa__wire__revs_diff_request__init
+                     (Sofa__Wire__RevsDiffRequest         *message);
+size_t sofa__wire__revs_diff_request__get_packed_size
+                     (const Sofa__Wire__RevsDiffRequest   *message);
+size_t sofa__wire__revs_diff_request__pack
+                     (const Sofa__Wire__RevsDiffRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__revs_diff_request__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RevsDiffRequest *
+       sofa__wire__revs_diff_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__revs_diff_request__free_unpacked
+                     (Sofa__Wire__RevsDiffRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RevsDiffEntry methods */
+void   sofa__wire__revs_diff_entry__init
+                     (Sofa__Wire__RevsDiffEntry         *message);
+size_t sofa__wire__revs_diff_entry__get_packed_size
+                     (const Sofa__Wire__RevsDiffEntry   *message);
+size_t sofa__wire__revs_diff_entry__pack
+                     (const Sofa__Wire__RevsDiffEntry   *message,
+                      uint8_t             *out);
+size_t sofa__wire__revs_diff_entry__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffEntry   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RevsDiffEntry *
+       sofa__wire__revs_diff_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__revs_diff_entry__free_unpacked
+                     (Sofa__Wire__RevsDiffEntry *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__StartReplication methods */
+void   sofa__wire__start_replication__init
+                     (Sofa__Wire__StartReplication         *message);
+size_t sofa__wire__start_replication__get_packed_size
+                     (const Sofa__Wire__StartReplication   *message);
+size_t sofa__wire__start_replication__pack
+                     (const Sofa__Wire__StartReplication   *message,
+                      uint8_t             *out);
+size_t sofa__wire__start_replication__pack_to_buffer
+                     (const Sofa__Wire__StartReplication   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__StartReplication *
+       sofa__wire__start_replication__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__start_replication__free_unpacked
+                     (Sofa__Wire__StartReplication *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__StopReplication methods */
+void   sofa__wire__stop_replication__init
+                     (Sofa__Wire__StopReplication         *message);
+size_t sofa__wire__stop_replication__get_packed_size
+                     (const Sofa__Wire__StopReplication   *message);
+size_t sofa__wire__stop_replication__pack
+                     (const Sofa__Wire__StopReplication   *message,
+                      uint8_t             *out);
+size_t sofa__wire__stop_replication__pack_to_buffer
+                     (const Sofa__Wire__StopReplication   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__StopReplication *
+       sofa__wire__stop_replication__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__stop_replication__free_unpacked
+                     (Sofa__Wire__StopReplication *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ListReplications methods */
+void   sofa__wire__list_replications__init
+                     (Sofa__Wire__ListReplications         *message);
+size_t sofa__wire__list_replications__get_packed_size
+                     (const Sofa__Wire__ListReplications   *message);
+size_t sofa__wire__list_replications__pack
+                     (const Sofa__Wire__ListReplications   *message,
+                      uint8_t             *out);
+size_t sofa__wire__list_replications__pack_to_buffer
+                     (const Sofa__Wire__ListReplications   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ListReplications *
+       sofa__wire__list_replications__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__list_replications__free_unpacked
+                     (Sofa__Wire__ListReplications *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__QueryRequest methods */
 void   sofa__wire__query_request__init
                      (Sofa__Wire__QueryRequest         *message);
@@ -1318,6 +1625,25 @@ Sofa__Wire__CreateDatabase *
                       const uint8_t       *data);
 void   sofa__wire__create_database__free_unpacked
                      (Sofa__Wire__CreateDatabase *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RekeyDatabase methods */
+void   sofa__wire__rekey_database__init
+                     (Sofa__Wire__RekeyDatabase         *message);
+size_t sofa__wire__rekey_database__get_packed_size
+                     (const Sofa__Wire__RekeyDatabase   *message);
+size_t sofa__wire__rekey_database__pack
+                     (const Sofa__Wire__RekeyDatabase   *message,
+                      uint8_t             *out);
+size_t sofa__wire__rekey_database__pack_to_buffer
+                     (const Sofa__Wire__RekeyDatabase   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RekeyDatabase *
+       sofa__wire__rekey_database__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__rekey_database__free_unpacked
+                     (Sofa__Wire__RekeyDatabase *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__DeleteDatabase methods */
 void   sofa__wire__delete_database__init
@@ -1927,6 +2253,63 @@ Sofa__Wire__Response *
 void   sofa__wire__response__free_unpacked
                      (Sofa__Wire__Response *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__RevsDiffResult methods */
+void   sofa__wire__revs_diff_result__init
+                     (Sofa__Wire__RevsDiffResult         *message);
+size_t sofa__wire__revs_diff_result__get_packed_size
+                     (const Sofa__Wire__RevsDiffResult   *message);
+size_t sofa__wire__revs_diff_result__pack
+                     (const Sofa__Wire__RevsDiffResult   *message,
+                      uint8_t             *out);
+size_t sofa__wire__revs_diff_result__pack_to_buffer
+                     (const Sofa__Wire__RevsDiffResult   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RevsDiffResult *
+       sofa__wire__revs_diff_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__revs_diff_result__free_unpacked
+                     (Sofa__Wire__RevsDiffResult *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ReplicationInfo methods */
+void   sofa__wire__replication_info__init
+                     (Sofa__Wire__ReplicationInfo         *message);
+size_t sofa__wire__replication_info__get_packed_size
+                     (const Sofa__Wire__ReplicationInfo   *message);
+size_t sofa__wire__replication_info__pack
+                     (const Sofa__Wire__ReplicationInfo   *message,
+                      uint8_t             *out);
+size_t sofa__wire__replication_info__pack_to_buffer
+                     (const Sofa__Wire__ReplicationInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ReplicationInfo *
+       sofa__wire__replication_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__replication_info__free_unpacked
+                     (Sofa__Wire__ReplicationInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ReplicationList methods */
+void   sofa__wire__replication_list__init
+                     (Sofa__Wire__ReplicationList         *message);
+size_t sofa__wire__replication_list__get_packed_size
+                     (const Sofa__Wire__ReplicationList   *message);
+size_t sofa__wire__replication_list__pack
+                     (const Sofa__Wire__ReplicationList   *message,
+                      uint8_t             *out);
+size_t sofa__wire__replication_list__pack_to_buffer
+                     (const Sofa__Wire__ReplicationList   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ReplicationList *
+       sofa__wire__replication_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__replication_list__free_unpacked
+                     (Sofa__Wire__ReplicationList *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__QueryResult methods */
 void   sofa__wire__query_result__init
                      (Sofa__Wire__QueryResult         *message);
@@ -2426,6 +2809,21 @@ void   sofa__wire__worker_frame__free_unpacked
 typedef void (*Sofa__Wire__Request_Closure)
                  (const Sofa__Wire__Request *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__RevsDiffRequest_Closure)
+                 (const Sofa__Wire__RevsDiffRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RevsDiffEntry_Closure)
+                 (const Sofa__Wire__RevsDiffEntry *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__StartReplication_Closure)
+                 (const Sofa__Wire__StartReplication *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__StopReplication_Closure)
+                 (const Sofa__Wire__StopReplication *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ListReplications_Closure)
+                 (const Sofa__Wire__ListReplications *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__QueryRequest_Closure)
                  (const Sofa__Wire__QueryRequest *message,
                   void *closure_data);
@@ -2446,6 +2844,9 @@ typedef void (*Sofa__Wire__ClusterStatus_Closure)
                   void *closure_data);
 typedef void (*Sofa__Wire__CreateDatabase_Closure)
                  (const Sofa__Wire__CreateDatabase *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__RekeyDatabase_Closure)
+                 (const Sofa__Wire__RekeyDatabase *message,
                   void *closure_data);
 typedef void (*Sofa__Wire__DeleteDatabase_Closure)
                  (const Sofa__Wire__DeleteDatabase *message,
@@ -2543,6 +2944,15 @@ typedef void (*Sofa__Wire__Echo_Closure)
 typedef void (*Sofa__Wire__Response_Closure)
                  (const Sofa__Wire__Response *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__RevsDiffResult_Closure)
+                 (const Sofa__Wire__RevsDiffResult *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ReplicationInfo_Closure)
+                 (const Sofa__Wire__ReplicationInfo *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__ReplicationList_Closure)
+                 (const Sofa__Wire__ReplicationList *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__QueryResult_Closure)
                  (const Sofa__Wire__QueryResult *message,
                   void *closure_data);
@@ -2628,6 +3038,11 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__stop_replication__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__list_replications__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__create_index__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_index__descriptor;
@@ -2635,6 +3050,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__list_indexes__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__health__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__cluster_status__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__rekey_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__list_databases__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor;
@@ -2667,6 +3083,9 @@ extern const ProtobufCMessageDescriptor sofa__wire__blob_read__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__blob_stat__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__response__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__replication_list__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__index_list__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__error__descriptor;

@@ -1,0 +1,146 @@
+import Foundation
+import SofaCore
+
+/// A value confined to one serial queue: only ever touched by jobs running on it.
+final class Confined<Value>: @unchecked Sendable {  // safe: only touched by jobs on the owning serial queue
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// One database's blob store and the serial queue that does all of its file I/O. The store is
+/// opened on first use with the key its key file names (`KeyFile`), and reopened when its
+/// `Attachments/` folder is no longer the one it was opened on (the database was deleted, and
+/// perhaps created again, maybe with another key).
+final class StoreSlot: Sendable {
+    private struct Open {
+        let store: BlobStore
+        let folder: FileIdentity
+    }
+
+    let queue: DispatchQueue
+    private let databaseDirectory: URL
+    private let attachments: URL
+    private let name: String
+    private let open: Confined<Open?>
+
+    init(databaseDirectory: URL, name: String) {
+        self.databaseDirectory = databaseDirectory
+        self.attachments = databaseDirectory.appendingPathComponent("Attachments", isDirectory: true)
+        self.name = name
+        self.queue = DispatchQueue(label: "sofa.blob.\(name)")
+        self.open = Confined(nil)
+    }
+
+    /// Runs `body` on the queue with the open store; `.notFound` if the database does not exist.
+    func run<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async throws(SofaError) -> T {
+        try await runResult(body).get()
+    }
+
+    func runResult<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async -> Result<T, SofaError> {
+        await withCheckedContinuation { continuation in
+            submit(body) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Enqueues `body` now (jobs run in the order they were submitted) and calls `completion`
+    /// with its result on the queue.
+    func submit<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T,
+                             completion: @escaping @Sendable (Result<T, SofaError>) -> Void) {
+        queue.async {
+            completion(Self.catching { try body(try self.openStore()) })
+        }
+    }
+
+    /// Runs `body` on the queue with the slot itself (key changes).
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable (StoreSlot) throws -> T) async throws(SofaError) -> T {
+        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Self.catching { try body(self) }) }
+        }
+        return try result.get()
+    }
+
+    private static func catching<T>(_ body: () throws -> T) -> Result<T, SofaError> {
+        Result { () throws(SofaError) -> T in
+            do { return try body() } catch let error as SofaError { throw error } catch {
+                throw SofaError(.unexpectedError, "\(error)")
+            }
+        }
+    }
+
+    // MARK: Keys
+
+    /// A database just created with `key` (storage made it; the gateway then asks here): the
+    /// store becomes encrypted with `key`, which the key file keeps. Asking again with the same
+    /// key does nothing (a retried call); a database that is already encrypted otherwise, or
+    /// already has blobs, is refused — that is what `rekey` is for.
+    func setUp(key: EncryptionKey) async throws(SofaError) {
+        try await onQueue { slot in
+            let store = try slot.openStore()
+            if try keyCheck(store.key) == keyCheck(key) {
+                if try KeyFile.read(in: slot.attachments.path) == nil { try KeyFile(key: key).write(in: slot.attachments.path) }
+                return
+            }
+            guard store.key == nil else {
+                throw SofaError(.crypto, "database '\(slot.name)' is already encrypted with another key: use rekey to change it")
+            }
+            guard try store.keys().isEmpty else {
+                throw SofaError(.invalidParameter, "database '\(slot.name)' already has blobs: use rekey to encrypt them")
+            }
+            try slot.rekey(store, to: key)
+        }
+    }
+
+    /// Re-encrypts every blob from `current` (which must be the database's key; nil: it is
+    /// plain) to `new` (nil: decrypt). A wrong `current` is `.crypto` and changes nothing.
+    func rekey(current: EncryptionKey?, new: EncryptionKey?) async throws(SofaError) {
+        try await onQueue { slot in
+            let store = try slot.openStore()
+            let have = try keyCheck(store.key), given = try keyCheck(current)
+            guard have == given else {
+                switch (store.key == nil, current == nil) {
+                case (false, true): throw SofaError(.crypto, "database '\(slot.name)' is encrypted: give its current key or password")
+                case (true, false): throw SofaError(.crypto, "database '\(slot.name)' is not encrypted: give no current key")
+                default: throw SofaError(.crypto, "wrong encryption key or password for database '\(slot.name)'")
+                }
+            }
+            guard try keyCheck(new) != have else { return }
+            try slot.rekey(store, to: new)
+        }
+    }
+
+    /// On the queue only. The key file names both keys while the store's own journal
+    /// (`.sofa-keystate`) decides, after a crash, which one the blobs are in.
+    private func rekey(_ store: BlobStore, to new: EncryptionKey?) throws {
+        let folder = attachments.path
+        try KeyFile(key: store.key, next: .some(new)).write(in: folder)
+        try store.rekey(to: new)
+        if let new { try KeyFile(key: new).write(in: folder) } else { try KeyFile.remove(in: folder) }
+    }
+
+    // MARK: Opening
+
+    /// On the queue only.
+    private func openStore() throws -> BlobStore {
+        guard FileManager.default.fileExists(atPath: databaseDirectory.appendingPathComponent("db.sqlite3").path) else {
+            throw SofaError.notFound("database '\(name)' does not exist")
+        }
+        if let current = open.value, try fileIdentity(attachments.path) == current.folder { return current.store }
+        let folder = attachments.path
+        let keyFile = try KeyFile.read(in: folder)
+        let store: BlobStore
+        do {
+            store = try BlobStore(directory: attachments, candidates: keyFile?.candidates ?? [nil])
+        } catch let error as SofaError where error.is(.crypto) {
+            throw SofaError(.crypto, "database '\(name)': its blobs are not in the key sofa-blob keeps for it (\(error.message))")
+        }
+        // Settle a key file left naming two keys by a rekey that a crash interrupted.
+        if let keyFile, keyFile.next != nil {
+            if let key = store.key { try KeyFile(key: key).write(in: folder) } else { try KeyFile.remove(in: folder) }
+        }
+        guard let identity = try fileIdentity(folder) else {
+            throw SofaError(.ioError, "the blob folder \(folder) vanished as it was opened")
+        }
+        open.value = Open(store: store, folder: identity)
+        return store
+    }
+}

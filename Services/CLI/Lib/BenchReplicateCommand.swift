@@ -1,0 +1,104 @@
+internal import ArgumentParser
+internal import Foundation
+internal import SofaClient
+
+/// `sofa bench replicate`: two temporary local clusters. Prints the bulk-import rate of the docs
+/// into one cluster (the local write ceiling), the docs/s of a one-shot push of the same docs to
+/// the other cluster, their ratio, and the latency from a write on one side to its arrival on the
+/// other with a continuous replication (p50/p99).
+struct BenchReplicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replicate",
+        abstract: "One-shot push docs/s vs. the bulk-import rate, and continuous write-to-arrival latency.")
+    @Option(help: "Documents (about 300 bytes each).") var docs: Int = 100_000
+    @Option(help: "Documents per bulk write of the import.") var batch: Int = 1_000
+    @Option(help: "Writes timed for the continuous latency.") var samples: Int = 200
+
+    func run() async throws {
+        try await reporting {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-repl-\(getpid())")
+            var clusters: [Supervisor] = []
+            defer { try? FileManager.default.removeItem(at: root) }
+            do {
+                for name in ["a", "b"] {
+                    let supervisor = try Supervisor(.init(dataDirectory: root.appendingPathComponent(name),
+                                                          gatewayPort: try freePort(), queryWorkers: 1, logLevel: "warning")) { _ in }
+                    try await supervisor.start()
+                    clusters.append(supervisor)
+                }
+                let figures = try await measure(clusters[0], clusters[1])
+                for cluster in clusters { await cluster.stop() }
+                printJSON(figures)
+            } catch {
+                for cluster in clusters { await cluster.stop() }
+                throw error
+            }
+        }
+    }
+
+    func measure(_ a: Supervisor, _ b: Supervisor) async throws -> JSON {
+        let clientA = try await SofaClient.connect(a.gatewayEndpoint, timeout: .seconds(120))
+        let clientB = try await SofaClient.connect(b.gatewayEndpoint, timeout: .seconds(120))
+        defer { clientA.close(); clientB.close() }
+        let dbA = try await clientA.createDatabase("bench")
+        let dbB = try await clientB.createDatabase("bench")
+        // A body whose compact JSON is about 300 bytes.
+        let padding = String(repeating: "x", count: 300 - #"{"n":000000,"pad":""}"#.utf8.count)
+        func body(_ n: Int) -> [UInt8] { Array(#"{"n":\#(n),"pad":"\#(padding)"}"#.utf8) }
+
+        // The write ceiling: a bulk import into one cluster.
+        let importStart = ContinuousClock.now
+        for start in stride(from: 0, to: docs, by: batch) {
+            let items = (start..<min(docs, start + batch)).map { BulkItem.put(id: "d\($0)", rev: "", body: body($0), deleted: false) }
+            for result in try await dbA.bulk(items) where result.error != nil {
+                throw SofaError(.unexpectedError, "import failed: \(result.error!.message)")
+            }
+        }
+        let importRate = Double(docs) / seconds(ContinuousClock.now - importStart)
+
+        // The one-shot push of the same docs.
+        let pushStart = ContinuousClock.now
+        let push = try await clientA.replicate(from: "bench", to: "\(b.gatewayEndpoint)/bench")
+        let done = try await push.wait(timeout: .seconds(3600))
+        let pushRate = Double(docs) / seconds(ContinuousClock.now - pushStart)
+        guard done.first?.state == .completed, done.first?.docsWritten == UInt64(docs) else {
+            throw SofaError(.unexpectedError, "the push did not complete: \(done)")
+        }
+
+        // Continuous: from a write on A to its arrival on B.
+        let live = try await clientA.replicate(from: "bench", to: "\(b.gatewayEndpoint)/bench", mode: .continuous,
+                                               filter: .docIDs((0..<samples).map { "live\($0)" }))
+        _ = try await live.wait(timeout: .seconds(60)) { $0.state == .idle }
+        var latencies: [UInt64] = []
+        var since = try await dbB.changes(since: 0, limit: 1, descending: true).lastSequence
+        for i in 0..<samples {
+            let id = "live\(i)"
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try await dbA.put(id: id, body: body(i))
+            arrival: while true {
+                let batch = try await dbB.changes(ChangesQuery(since: since, limit: 100, docIDs: [id], waitMs: 10_000))
+                since = max(since, batch.lastSequence)
+                if batch.changes.contains(where: { $0.id == id }) { break arrival }
+                guard DispatchTime.now().uptimeNanoseconds - start < 30_000_000_000 else {
+                    throw SofaError(.timeout, "\(id) did not arrive within 30 s")
+                }
+            }
+            latencies.append(DispatchTime.now().uptimeNanoseconds - start)
+        }
+        try await live.stop()
+        let p50 = percentile(latencies, 0.50) / 1000, p99 = percentile(latencies, 0.99) / 1000
+        return .object(JSONObject([
+            ("docs", .int(Int64(docs))),
+            ("import_docs_per_s", .double((importRate * 10).rounded() / 10)),
+            ("push_docs_per_s", .double((pushRate * 10).rounded() / 10)),
+            ("push_to_import_ratio", .double((pushRate / importRate * 1000).rounded() / 1000)),
+            ("continuous_latency_p50_ms", .double((p50 * 100).rounded() / 100)),
+            ("continuous_latency_p99_ms", .double((p99 * 100).rounded() / 100)),
+            ("targets", .string("push ≥ 50% of import; p50 < 20 ms")),
+        ]))
+    }
+
+    private func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

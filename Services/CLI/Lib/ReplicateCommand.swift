@@ -1,0 +1,81 @@
+internal import ArgumentParser
+internal import SofaClient
+internal import Foundation
+
+/// `sofa replicate SOURCE TARGET`: starts a replication run by the cluster's sofa-replicator.
+/// One-shot: waits until it has caught up and prints the final statuses (non-zero exit when it
+/// failed); continuous: prints the started statuses and leaves it running.
+struct Replicate: AsyncParsableCommand {
+    enum Direction: String, EnumerableFlag { case push, pull, both }
+
+    static let configuration = CommandConfiguration(
+        abstract: "Replicate SOURCE to TARGET: a database name of this cluster, or tcp://host:port/db of another.")
+    @Argument(help: "The source database (\"db\" or \"tcp://host:port/db\").") var source: String
+    @Argument(help: "The target database (\"db\" or \"tcp://host:port/db\").") var target: String
+    @Flag(help: "Keep following the source's changes until stopped.") var continuous = false
+    @Flag(help: "push: SOURCE → TARGET (default); pull: TARGET → SOURCE; both.") var direction: Direction = .push
+    @Option(name: .customLong("doc-ids"), parsing: .upToNextOption, help: "Only these documents (space- or comma-separated).")
+    var docIDs: [String] = []
+    @Option(help: "Only documents matching this query WHERE expression.") var filter: String = ""
+    @Option(help: "auto (resolve deterministically, the default) or manual (leave conflicts).") var conflicts: String = "auto"
+    @Flag(name: .customLong("no-wait"), help: "One-shot: return at once instead of waiting for the end.") var noWait = false
+    @Option(name: .customLong("wait-seconds"), help: "One-shot: give up waiting after this many seconds.") var waitSeconds: Int = 3600
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            let policy = try ConflictPolicy.parse(conflicts)
+            let ids = docIDs.flatMap { $0.split(separator: ",").map(String.init) }.filter { !$0.isEmpty }
+            let handle = try await client.replicate(
+                from: source, to: target, direction: ReplicationDirection(rawValue: direction.rawValue) ?? .push,
+                mode: continuous ? .continuous : .oneShot, filter: ReplicationFilter(docIDs: ids, expression: filter),
+                conflicts: policy)
+            guard !continuous && !noWait else {
+                printJSON(.array(handle.initial.map(replicationJSON)))
+                return
+            }
+            let final = try await handle.wait(timeout: .seconds(waitSeconds)) { $0.state.isFinal }
+            printJSON(.array(final.map(replicationJSON)))
+            if let failed = final.first(where: { $0.state != .completed }) {
+                throw SofaError(.unexpectedError, "replication \(failed.id) \(failed.state.rawValue): \(failed.lastError)")
+            }
+        }
+    }
+}
+
+/// `sofa replications`: every replication of the cluster with its status; `--stop ID` stops one.
+struct Replications: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List replications with their status, or stop one.")
+    @Option(help: "Stop this replication.") var stop: String?
+    @OptionGroup var options: GatewayOptions
+
+    func run() async throws {
+        try await reporting {
+            let client = try await options.connect()
+            defer { client.close() }
+            if let stop {
+                try await client.stopReplication(stop)
+                printJSON(replicationJSON(try await client.replicationStatus(stop)))
+                return
+            }
+            printJSON(.array(try await client.replications().map(replicationJSON)))
+        }
+    }
+}
+
+func replicationJSON(_ status: ReplicationStatus) -> JSON {
+    var object = JSONObject([
+        ("id", .string(status.id)), ("source", .string(status.source)), ("target", .string(status.target)),
+        ("continuous", .bool(status.continuous)), ("state", .string(status.state.rawValue)),
+        ("docs_checked", .int(Int64(clamping: status.docsChecked))), ("docs_written", .int(Int64(clamping: status.docsWritten))),
+        ("conflicts_resolved", .int(Int64(clamping: status.conflictsResolved))),
+        ("blobs_transferred", .int(Int64(clamping: status.blobsTransferred))),
+        ("checkpoint", .int(Int64(clamping: status.checkpoint))), ("conflicts", .string(status.conflicts.rawValue)),
+    ])
+    if !status.docIDs.isEmpty { object["doc_ids"] = .array(status.docIDs.map(JSON.string)) }
+    if !status.filter.isEmpty { object["filter"] = .string(status.filter) }
+    if !status.lastError.isEmpty { object["last_error"] = .string(status.lastError) }
+    return .object(object)
+}

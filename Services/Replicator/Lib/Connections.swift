@@ -1,0 +1,33 @@
+public import SofaClient
+internal import SofaCore
+
+/// One SDK connection per gateway, shared by every replication that uses it (a `SofaClient`
+/// takes concurrent calls). ZeroMQ reconnects a connection by itself when its peer comes back.
+actor Connections {
+    private let localGateway: String
+    private var clients: [String: SofaClient] = [:]
+    /// Long enough for a long-polled changes read (`Replication.longPollMs`) plus a margin.
+    static let callTimeout: Duration = .seconds(45)
+    static let connectTimeout: Duration = .seconds(5)
+
+    init(localGateway: String) {
+        self.localGateway = localGateway
+    }
+
+    func database(_ endpoint: ReplicationEndpoint) async throws(SofaError) -> Database {
+        let gateway = endpoint.gateway ?? localGateway
+        if let client = clients[gateway] { return client.database(endpoint.database) }
+        let client = try await SofaClient.connect(gateway, timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
+        if let raced = clients[gateway] {
+            client.close()
+            return raced.database(endpoint.database)
+        }
+        clients[gateway] = client
+        return client.database(endpoint.database)
+    }
+
+    func closeAll() {
+        for client in clients.values { client.close() }
+        clients.removeAll()
+    }
+}

@@ -1,0 +1,178 @@
+internal import SofaCore
+internal import SofaWire
+internal import SofaClient
+internal import Logging
+
+/// Persistent replications: documents of the `_replicator` database of the replicator's own
+/// cluster, as in CouchDB. A document names a replication:
+///
+/// ```json
+/// {"source": "app", "target": "tcp://10.0.0.2:7420/app", "direction": "push",
+///  "continuous": true, "doc_ids": ["a", "b"], "conflicts": "auto"}
+/// ```
+///
+/// The database is created by an administrator (`sofa db create _replicator`); the replicator
+/// looks for it every second until it exists. Creating a document starts its replication,
+/// changing it restarts it, deleting it stops it. The replicator keeps the
+/// status of each of its replications in the document's `status` array (`id`, `state`,
+/// `docs_checked`, `docs_written`, `last_error`, `checkpoint`). At launch it starts every
+/// document's replication again, except those whose status says they all completed (one-shot)
+/// or failed: the checkpoints make a restarted replication resume where it stopped.
+actor PersistentReplications {
+    static let database = "_replicator"
+
+    private let service: ReplicatorService
+    private let logger: Logger
+    /// Per document: the spec (its body without `status`) as canonical JSON, and the
+    /// replications started for it.
+    private var known: [String: (spec: String, ids: [String], writer: Task<Void, Never>?)] = [:]
+
+    init(service: ReplicatorService, logger: Logger) {
+        self.service = service
+        self.logger = logger
+    }
+
+    /// Follows the `_replicator` database until cancelled, reconnecting with backoff.
+    func run() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await follow()
+            } catch {
+                if Task.isCancelled { break }
+                failures += 1
+                if failures == 1 || failures % 20 == 0 {
+                    logger.info("waiting for the _replicator database", metadata: ["error": "\(error.message)"])
+                }
+                // Until `_replicator` is created (by an administrator, as in CouchDB), look again
+                // every second; a gateway that does not answer is retried with a growing backoff.
+                let backoff = error.is(.notFound) ? 1_000 : min(5_000, 100 << min(failures, 6))
+                do { try await Task.sleep(for: .milliseconds(backoff)) } catch { break }
+            }
+        }
+        for entry in known.values { entry.writer?.cancel() }
+    }
+
+    private func follow() async throws(SofaError) {
+        let db = try await service.connections.database(ReplicationEndpoint(gateway: nil, database: Self.database))
+        var since: UInt64 = 0
+        var first = true
+        while !Task.isCancelled {
+            let batch = try await db.changes(ChangesQuery(since: since, limit: 200, includeBodies: true, includeDeleted: true,
+                                                          waitMs: first ? 0 : 20_000))
+            for change in batch.changes { await handle(change, db, atLaunch: first) }
+            since = max(since, batch.changes.map(\.sequence).max() ?? since)
+            if batch.changes.isEmpty { first = false }
+        }
+    }
+
+    private func handle(_ change: Change, _ db: Database, atLaunch: Bool) async {
+        let docID = change.id
+        if change.deleted || change.rev.isEmpty {
+            await stop(docID)
+            return
+        }
+        guard case .object(var body)? = JSON.tryParse(change.body) else { return }
+        let status = body["status"]
+        body["status"] = nil
+        let specText = JSON.object(body).compactString
+        if known[docID]?.spec == specText { return }   // our own status write, or no real change
+        await stop(docID)
+        if atLaunch, case .array(let legs)? = status, !legs.isEmpty, legs.allSatisfy({ leg in
+            guard case .string(let state)? = leg.objectValue?["state"] else { return false }
+            return state == "completed" || state == "failed"
+        }) {
+            known[docID] = (specText, [], nil)
+            return
+        }
+        do throws(SofaError) {
+            let spec = try Self.spec(body, docID)
+            let started = try await service.start(spec)
+            let ids = started.map(\.id)
+            known[docID] = (specText, ids, Task { await self.writeStatus(docID, ids, specText, db) })
+            logger.info("persistent replication started", metadata: ["doc": "\(docID)", "replications": "\(ids.count)"])
+        } catch {
+            logger.warning("invalid persistent replication", metadata: ["doc": "\(docID)", "error": "\(error.message)"])
+            known[docID] = (specText, [], nil)
+            var failed = body
+            failed["status"] = .array([.object(JSONObject([("state", "failed"), ("last_error", .string(error.message))]))])
+            _ = try? await db.put(id: docID, body: Array(JSON.object(failed).compactString.utf8), rev: change.rev)
+        }
+    }
+
+    private func stop(_ docID: String) async {
+        guard let entry = known.removeValue(forKey: docID) else { return }
+        entry.writer?.cancel()
+        for id in entry.ids { _ = try? await service.registry.stop(id) }
+    }
+
+    static func spec(_ body: JSONObject, _ docID: String) throws(SofaError) -> ReplicationSpec {
+        func string(_ key: String) throws(SofaError) -> String {
+            switch body[key] {
+            case nil, .null?: return ""
+            case .string(let value)?: return value
+            default: throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"\(key)\" must be a string")
+            }
+        }
+        var docIDs: [String] = []
+        switch body["doc_ids"] {
+        case nil, .null?: break
+        case .array(let items)?:
+            for item in items {
+                guard case .string(let id) = item else {
+                    throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"doc_ids\" must be strings")
+                }
+                docIDs.append(id)
+            }
+        default: throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"doc_ids\" must be an array")
+        }
+        var continuous = false
+        switch body["continuous"] {
+        case nil, .null?: break
+        case .bool(let value)?: continuous = value
+        default: throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"continuous\" must be a boolean")
+        }
+        return ReplicationSpec(source: try string("source"), target: try string("target"),
+                               direction: try ReplicationDirection.parse(try string("direction")), continuous: continuous,
+                               docIDs: docIDs, filter: try string("filter"),
+                               conflicts: try ConflictPolicy.parse(try string("conflicts")))
+    }
+
+    /// Keeps the document's `status` up to date while its replications run: written after each
+    /// change of their statuses, at most every `statusInterval`, and a last time when they end.
+    private func writeStatus(_ docID: String, _ ids: [String], _ specText: String, _ db: Database) async {
+        var versions = Dictionary(uniqueKeysWithValues: ids.map { ($0, UInt64(0)) })
+        while !Task.isCancelled {
+            await service.registry.waitForChange(versions, timeout: .seconds(30))
+            if Task.isCancelled { return }
+            var statuses: [ReplicationStatus] = []
+            for id in ids { if let status = await service.registry.status(id) { statuses.append(status) } }
+            for status in statuses { versions[status.id] = status.version }
+            do {
+                let doc = try await db.get(id: docID)
+                guard case .object(var body)? = JSON.tryParse(doc.body) else { return }
+                body["status"] = nil
+                guard JSON.object(body).compactString == specText else { return }  // changed: restarted elsewhere
+                body["status"] = .array(statuses.map(Self.statusJSON))
+                _ = try await db.put(id: docID, body: Array(JSON.object(body).compactString.utf8), rev: doc.rev)
+            } catch {
+                if error.is(.notFound) { return }
+                // A concurrent edit (conflict) or a gateway hiccup: the next change writes again.
+            }
+            if statuses.allSatisfy({ $0.state.isFinal }) { return }
+            // Coalesce: a busy replication changes its status every batch.
+            do { try await Task.sleep(for: Self.statusInterval) } catch { return }
+        }
+    }
+
+    static let statusInterval: Duration = .milliseconds(250)
+
+    static func statusJSON(_ status: ReplicationStatus) -> JSON {
+        .object(JSONObject([
+            ("id", .string(status.id)), ("state", .string(status.state.rawValue)),
+            ("docs_checked", .int(Int64(clamping: status.docsChecked))),
+            ("docs_written", .int(Int64(clamping: status.docsWritten))),
+            ("last_error", .string(status.lastError)), ("checkpoint", .int(Int64(clamping: status.checkpoint))),
+        ]))
+    }
+}

@@ -1,0 +1,196 @@
+internal import SofaCore
+internal import SofaWire
+internal import SofaClient
+internal import Logging
+
+/// One batch of a replication: revs-diff, fetch with bounded history, blobs, bulk write,
+/// conflicts (see `Replication`).
+extension Replication {
+    struct Written {
+        var revisions = 0
+        var resolved = 0
+        var blobs = 0
+        var lastError: String?
+    }
+
+    /// One batch of changes: revs-diff, fetch, blobs, write, conflicts.
+    func transfer(_ changes: [Change], source: Database, target: Database,
+                  peers: PeerTranslation) async throws(SofaError) -> Written {
+        var written = Written()
+        // Purged and expired documents (no revision) are not replicated. Revisions are asked in
+        // the target's terms; `original` maps them back to the source's.
+        var original: [String: [String: String]] = [:]
+        var kept = changes.filter { !$0.rev.isEmpty }
+        if let query = plan.filterQuery {
+            // Deletions pass (a target that never had the document gets a tombstone); live
+            // documents pass when their current revision matches.
+            let live = kept.filter { !$0.deleted }.map(\.id)
+            var matching = Set<String>()
+            if !live.isEmpty {
+                let result = try await source.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
+                for row in result.rows { if case .string(let id)?? = row.first { matching.insert(id) } }
+            }
+            kept = kept.filter { $0.deleted || matching.contains($0.id) }
+        }
+        let asked = kept.map { change in
+            let revs = (change.leaves.isEmpty ? [change.rev] : change.leaves).map { rev in
+                let translated = peers.toTarget(rev)
+                original[change.id, default: [:]][translated] = rev
+                return translated
+            }
+            return RevsDiffEntry(id: change.id, revs: revs)
+        }
+        guard !asked.isEmpty else { return written }
+        let missing = try await target.revsDiff(asked).map { entry in
+            RevsDiffEntry(id: entry.id, revs: entry.revs.map { original[entry.id]?[$0] ?? $0 },
+                          possibleAncestors: entry.possibleAncestors)
+        }
+        guard !missing.isEmpty else { return written }
+        // A first revision (generation 1, current) needs no read: its history is itself and the
+        // changes batch carries its body.
+        var revisions: [RevisionInsert] = []
+        var toFetch: [RevsDiffEntry] = []
+        let byID = Dictionary(changes.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        for entry in missing {
+            var rest = entry
+            if !peers.active, let change = byID[entry.id], !change.deleted, !change.body.isEmpty,
+               entry.revs.contains(change.rev), RevID.tryParse(change.rev)?.generation == 1 {
+                revisions.append(RevisionInsert(id: entry.id, history: [change.rev], body: change.body))
+                rest.revs.removeAll { $0 == change.rev }
+            }
+            if !rest.revs.isEmpty { toFetch.append(rest) }
+        }
+        revisions += try await fetch(toFetch, from: source, peers: peers)
+        written.blobs = try await copyBlobs(revisions, from: source, to: target)
+        let results = try await target.bulk(revisions.map { .insert($0) })
+        var conflicted: [String] = []
+        for result in results {
+            if let error = result.error {
+                // A revision the target refuses (an impossible history, a bad body): logged and
+                // reported; the rest of the batch is written.
+                logger.warning("target refused a revision", metadata: ["doc": "\(result.id)", "error": "\(error.message)"])
+                written.lastError = "document '\(result.id)': \(error.message)"
+            } else {
+                written.revisions += 1
+                if result.conflict && conflicted.last != result.id { conflicted.append(result.id) }
+            }
+        }
+        // Version-vector conflicts are left as they are: resolving one writes a new version on
+        // each side, which would conflict again.
+        if plan.conflicts == .auto && !peers.active {
+            for id in Set(conflicted).sorted() {
+                written.resolved += try await resolve(id, on: target)
+            }
+            // A deletion wins: where the source's current revision is a deletion, live branches
+            // the target still has are closed, and so are its other deleted leaves (no new
+            // revision for those), so both sides show the same current tombstone.
+            let brought = Set(missing.map(\.id))
+            for change in changes where change.deleted && !change.rev.isEmpty && brought.contains(change.id) {
+                written.resolved += try await deletionWins(change.id, deletion: change.rev, on: target)
+            }
+        }
+        return written
+    }
+
+    /// The missing revisions with bodies and bounded ancestry, `fetchWidth` reads in flight.
+    func fetch(_ missing: [RevsDiffEntry], from source: Database,
+               peers: PeerTranslation) async throws(SofaError) -> [RevisionInsert] {
+        let wanted = missing.flatMap { entry in entry.revs.map { (entry.id, $0, Set(entry.possibleAncestors)) } }
+        var results = [RevisionInsert?](repeating: nil, count: wanted.count)
+        do {
+            try await withThrowingTaskGroup(of: (Int, RevisionInsert?).self) { group in
+                var nextIndex = 0
+                func add(_ group: inout ThrowingTaskGroup<(Int, RevisionInsert?), any Error>) {
+                    let index = nextIndex
+                    let (id, rev, ancestors) = wanted[index]
+                    nextIndex += 1
+                    group.addTask {
+                        (index, try await Self.fetchOne(id, rev, ancestors, from: source, peers: peers))
+                    }
+                }
+                while nextIndex < wanted.count && nextIndex < Self.fetchWidth { add(&group) }
+                while let (index, insert) = try await group.next() {
+                    results[index] = insert
+                    if nextIndex < wanted.count { add(&group) }
+                }
+            }
+        } catch {
+            throw (error as? SofaError) ?? SofaError(.unexpectedError, "fetching revisions failed: \(error)")
+        }
+        return results.compactMap { $0 }
+    }
+
+    /// One revision with its bounded ancestry; nil when it is gone since the changes were read
+    /// (purged, compacted): the next changes batch says what became of it.
+    static func fetchOne(_ id: String, _ rev: String, _ ancestors: Set<String>, from source: Database,
+                         peers: PeerTranslation) async throws(SofaError) -> RevisionInsert? {
+        let doc: Document
+        do {
+            doc = try await source.get(id: id, rev: rev, history: true)
+        } catch {
+            if error.is(.notFound) { return nil }
+            throw error
+        }
+        let history = bounded(doc.history, ancestors).map(peers.toTarget)
+        return RevisionInsert(id: id, history: history, body: doc.body, deleted: doc.deleted)
+    }
+
+    /// The ancestry up to and including the first revision the target has, at most `maxHistory`.
+    static func bounded(_ history: [String], _ ancestors: Set<String>) -> [String] {
+        var result: [String] = []
+        for rev in history.prefix(maxHistory) {
+            result.append(rev)
+            if result.count > 1 && ancestors.contains(rev) { break }
+        }
+        return result
+    }
+
+    /// Copies the blobs the revisions reference that the target lacks, each once; answers how many.
+    func copyBlobs(_ revisions: [RevisionInsert], from source: Database, to target: Database) async throws(SofaError) -> Int {
+        var digests = Set<String>()
+        for revision in revisions where !revision.deleted { digests.formUnion(BlobDigests.find(in: revision.body)) }
+        var copied = 0
+        for digest in digests.sorted() {
+            guard await registry.needsBlob(plan.id, digest) else { continue }
+            do {
+                _ = try await target.blobInfo(digest)
+            } catch where error.is(.notFound) {
+                do {
+                    _ = try await target.putBlob(source.blobChunks(digest), expectedKey: digest)
+                    copied += 1
+                } catch where error.is(.notFound) {
+                    // The source lacks it too: the target refuses the revision and says why.
+                    continue
+                }
+            }
+            await registry.blobCopied(plan.id, digest)
+        }
+        return copied
+    }
+
+    /// Closes every other leaf of `id` in favour of the deletion `deletion`; answers how many
+    /// live ones it closed.
+    func deletionWins(_ id: String, deletion: String, on target: Database) async throws(SofaError) -> Int {
+        let leaves = try await target.openLeaves(id: id)
+        guard leaves.first?.rev != deletion, leaves.contains(where: { $0.rev == deletion && $0.deleted }) else { return 0 }
+        var closed = 0
+        for leaf in leaves where leaf.rev != deletion {
+            _ = try await target.resolve(id: id, winner: deletion, loser: leaf.rev)
+            if !leaf.deleted { closed += 1 }
+        }
+        return closed
+    }
+
+    /// `auto`: closes every live leaf but the deterministic winner; answers how many it closed.
+    func resolve(_ id: String, on target: Database) async throws(SofaError) -> Int {
+        let leaves = try await target.openLeaves(id: id)
+        let live = leaves.filter { !$0.deleted }.map { ConflictRule.Leaf(rev: $0.rev, deleted: false) }
+        guard live.count > 1, let winner = ConflictRule.winner(live) else { return 0 }
+        var closed = 0
+        for loser in live where loser.rev != winner.rev {
+            _ = try await target.resolve(id: id, winner: winner.rev, loser: loser.rev)
+            closed += 1
+        }
+        return closed
+    }
+}

@@ -1,0 +1,182 @@
+internal import SofaCore
+public import SofaWire
+internal import SofaClient
+internal import Foundation
+internal import Logging
+
+/// What one replication (one direction) is asked to do.
+public struct ReplicationPlan: Sendable, Equatable {
+    public var id: String
+    public var source: ReplicationEndpoint
+    public var target: ReplicationEndpoint
+    public var continuous: Bool
+    public var docIDs: [String]
+    /// A query WHERE expression (N1QL, with or without the `WHERE`); "" = none.
+    public var filter: String
+    public var conflicts: ConflictPolicy
+
+    public init(id: String, source: ReplicationEndpoint, target: ReplicationEndpoint, continuous: Bool,
+                docIDs: [String], filter: String = "", conflicts: ConflictPolicy) {
+        self.id = id
+        self.source = source
+        self.target = target
+        self.continuous = continuous
+        self.docIDs = docIDs
+        self.filter = filter
+        self.conflicts = conflicts
+    }
+
+    /// The query that keeps, of the documents `$ids`, those whose current revision on the source
+    /// matches the filter.
+    var filterQuery: String? {
+        var expression = filter.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !expression.isEmpty else { return nil }
+        if expression.uppercased().hasPrefix("WHERE ") { expression = String(expression.dropFirst(6)) }
+        return "SELECT META().id FROM _ WHERE ARRAY_CONTAINS($ids, META().id) AND (\(expression))"
+    }
+}
+
+/// Runs one replication, source → target, with the proven protocol: read the source's changes
+/// since the checkpoint (all leaves, deletions included); ask the target which revisions it lacks
+/// (revs-diff); fetch those with their ancestry, cut at the first ancestor the target has (and at
+/// `maxHistory`); copy the blobs they reference that the target lacks (once each); write them
+/// with insert-with-history in bulk batches; resolve conflicts (`auto`); record the checkpoint on
+/// both sides. The next batch of changes is read while the current one is written; at most two
+/// batches are in memory.
+///
+/// Transient failures (a peer down or unreachable) are retried with exponential backoff; a
+/// replication that can never work (no such database, different versioning modes) fails.
+final class Replication: Sendable {
+    let plan: ReplicationPlan
+    let connections: Connections
+    let registry: ReplicationRegistry
+    let logger: Logger
+
+    static let batchSize = 500
+    static let fetchWidth = 16
+    static let maxHistory = 100
+    static let longPollMs: UInt32 = 20_000
+    /// One-shot replications give up after this many failed attempts in a row.
+    static let oneShotAttempts = 6
+
+    init(plan: ReplicationPlan, connections: Connections, registry: ReplicationRegistry, logger: Logger) {
+        self.plan = plan
+        self.connections = connections
+        self.registry = registry
+        var logger = logger
+        logger[metadataKey: "replication"] = "\(plan.id.prefix(12))"
+        self.logger = logger
+    }
+
+    /// Runs until done (one-shot), stopped (cancelled) or failed.
+    func run() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await runOnce()
+                await registry.update(plan.id) { $0.state = .completed }
+                return
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                let permanent = Self.isPermanent(error)
+                logger.warning("replication attempt failed", metadata: ["error": "\(error.message)", "permanent": "\(permanent)"])
+                if permanent || (!plan.continuous && failures >= Self.oneShotAttempts) {
+                    await registry.update(plan.id) {
+                        $0.state = .failed
+                        $0.lastError = error.message
+                    }
+                    return
+                }
+                await registry.update(plan.id) {
+                    $0.state = .retrying
+                    $0.lastError = error.message
+                }
+                // Backoff before reconnecting: 250 ms doubling up to 10 s.
+                let delay = Duration.milliseconds(min(10_000, 250 << min(failures - 1, 6)))
+                do { try await Task.sleep(for: delay) } catch { return }
+            }
+        }
+    }
+
+    static func isPermanent(_ error: SofaError) -> Bool {
+        error.is(.notFound) || error.is(.invalidParameter) || error.is(.badDatabaseName) || error.is(.unsupported)
+            || error.is(.invalidQuery)
+    }
+
+    private func runOnce() async throws(SofaError) {
+        let source = try await connections.database(plan.source)
+        let target = try await connections.database(plan.target)
+        let sourceInfo = try await Self.info(source, "source", plan.source)
+        let targetInfo = try await Self.info(target, "target", plan.target)
+        guard sourceInfo.versioning == targetInfo.versioning else {
+            throw SofaError(.invalidParameter, "cannot replicate between databases of different versioning modes: source "
+                            + "'\(plan.source)' uses \(sourceInfo.versioning.rawValue), target '\(plan.target)' uses "
+                            + "\(targetInfo.versioning.rawValue)")
+        }
+        let peers = sourceInfo.versioning == .versionVectors
+            ? PeerTranslation(sourcePeer: PeerTranslation.peerID(publicUUID: sourceInfo.publicUUID),
+                              targetPeer: PeerTranslation.peerID(publicUUID: targetInfo.publicUUID))
+            : .identity
+        if let query = plan.filterQuery {
+            // A filter that does not compile fails the replication at once.
+            do {
+                _ = try await source.query(n1ql: query, parameters: ["ids": .array([])])
+            } catch where error.is(.invalidQuery) || error.is(.invalidParameter) {
+                throw SofaError(.invalidQuery, "the replication's filter is not a valid WHERE expression: \(error.message)")
+            }
+        }
+        var checkpoint = try await Checkpoint.agreed(plan.id, source: source, target: target)
+        await registry.update(plan.id) {
+            $0.state = .running
+            $0.checkpoint = checkpoint.sequence
+            $0.lastError = ""
+        }
+        var next = prefetch(source, since: checkpoint.sequence, wait: false)
+        while true {
+            let batch = try await next.value.get()
+            try Task.checkCancellation(or: .shuttingDown)
+            guard let last = batch.changes.map(\.sequence).max() else {
+                guard plan.continuous else { return }
+                await registry.update(plan.id) { $0.state = .idle }
+                next = prefetch(source, since: checkpoint.sequence, wait: true)
+                continue
+            }
+            next = prefetch(source, since: last, wait: false)
+            await registry.update(plan.id) { $0.state = .running }
+            let written = try await transfer(batch.changes, source: source, target: target, peers: peers)
+            try await checkpoint.save(last, source: source, target: target)
+            await registry.update(plan.id) {
+                $0.docsChecked += UInt64(batch.changes.count)
+                $0.docsWritten += UInt64(written.revisions)
+                $0.conflictsResolved += UInt64(written.resolved)
+                $0.blobsTransferred += UInt64(written.blobs)
+                $0.checkpoint = last
+                if let error = written.lastError { $0.lastError = error }
+            }
+        }
+    }
+
+    private static func info(_ db: Database, _ side: String, _ endpoint: ReplicationEndpoint) async throws(SofaError) -> DatabaseInfo {
+        do {
+            return try await db.info()
+        } catch where error.is(.notFound) || error.is(.notOpen) {
+            throw SofaError(.notFound, "the \(side) database '\(endpoint)' does not exist: \(error.message)")
+        }
+    }
+
+    private func prefetch(_ source: Database, since: UInt64, wait: Bool) -> Task<Result<ChangesBatch, SofaError>, Never> {
+        let query = ChangesQuery(since: since, limit: UInt32(Self.batchSize), includeBodies: true, allLeaves: true,
+                                 includeDeleted: true,
+                                 docIDs: plan.docIDs, waitMs: wait ? Self.longPollMs : 0)
+        return Task {
+            do throws(SofaError) { return .success(try await source.changes(query)) } catch { return .failure(error) }
+        }
+    }
+}
+
+extension Task where Success == Never, Failure == Never {
+    static func checkCancellation(or code: SofaError.Code) throws(SofaError) {
+        if Task.isCancelled { throw SofaError(code, "the replication was stopped") }
+    }
+}

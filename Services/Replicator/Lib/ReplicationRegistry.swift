@@ -1,0 +1,94 @@
+internal import SofaCore
+internal import SofaWire
+
+/// Every replication of this replicator: its status (with a version bumped by every change), its
+/// task, the blobs it already copied, and the callers waiting for a newer status.
+actor ReplicationRegistry {
+    private var statuses: [String: ReplicationStatus] = [:]
+    private var order: [String] = []
+    private var tasks: [String: Task<Void, Never>] = [:]
+    private var blobs: [String: Set<String>] = [:]
+    private var waiters: [UInt64: (versions: [String: UInt64], continuation: CheckedContinuation<Void, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    func status(_ id: String) -> ReplicationStatus? { statuses[id] }
+    var all: [ReplicationStatus] { order.compactMap { statuses[$0] } }
+
+    /// Registers a replication and starts `run` for it, unless it is already running (then its
+    /// status is answered as it is).
+    func start(_ initial: ReplicationStatus, run: @escaping @Sendable () async -> Void) -> ReplicationStatus {
+        if let existing = statuses[initial.id], !existing.state.isFinal { return existing }
+        var status = initial
+        status.version = (statuses[initial.id]?.version ?? 0) + 1
+        if statuses[initial.id] == nil { order.append(initial.id) }
+        statuses[initial.id] = status
+        tasks[initial.id] = Task { await run() }
+        wake(initial.id)
+        return status
+    }
+
+    func stop(_ id: String) throws(SofaError) -> ReplicationStatus {
+        guard let status = statuses[id] else { throw SofaError.notFound("no replication '\(id)'") }
+        tasks[id]?.cancel()
+        tasks[id] = nil
+        if !status.state.isFinal { update(id) { $0.state = .stopped } }
+        return statuses[id] ?? status
+    }
+
+    func stopAll() {
+        for (id, task) in tasks {
+            task.cancel()
+            update(id) { $0.state = .stopped }
+        }
+        tasks.removeAll()
+    }
+
+    /// Changes a status (a stopped replication's state stays stopped).
+    func update(_ id: String, _ change: (inout ReplicationStatus) -> Void) {
+        guard var status = statuses[id] else { return }
+        let wasFinal = status.state.isFinal
+        let before = status
+        change(&status)
+        if wasFinal { status.state = before.state }
+        guard status != before else { return }
+        status.version = before.version + 1
+        statuses[id] = status
+        if status.state.isFinal { tasks[id] = nil }
+        wake(id)
+    }
+
+    /// Waits until the status of `id` is newer than `version`, or `timeout` runs out.
+    func waitForChange(_ id: String, after version: UInt64, timeout: Duration) async {
+        await waitForChange([id: version], timeout: timeout)
+    }
+
+    /// Waits until one of the statuses is newer than the version given for it, or `timeout`
+    /// runs out.
+    func waitForChange(_ versions: [String: UInt64], timeout: Duration) async {
+        guard !versions.contains(where: { (statuses[$0.key]?.version ?? 0) > $0.value }) else { return }
+        nextWaiter += 1
+        let key = nextWaiter
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)  // the wait's deadline, not a poll
+            await self?.expire(key)
+        }
+        await withCheckedContinuation { continuation in
+            waiters[key] = (versions, continuation)
+        }
+        timer.cancel()
+    }
+
+    private func expire(_ key: UInt64) {
+        waiters.removeValue(forKey: key)?.continuation.resume()
+    }
+
+    private func wake(_ id: String) {
+        guard let version = statuses[id]?.version else { return }
+        for (key, waiter) in waiters where (waiter.versions[id] ?? .max) < version {
+            waiters.removeValue(forKey: key)?.continuation.resume()
+        }
+    }
+
+    func needsBlob(_ id: String, _ digest: String) -> Bool { !(blobs[id]?.contains(digest) ?? false) }
+    func blobCopied(_ id: String, _ digest: String) { blobs[id, default: []].insert(digest) }
+}

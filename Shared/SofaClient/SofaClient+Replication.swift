@@ -1,0 +1,140 @@
+public import SofaCore
+public import SofaWire
+
+/// One-shot (until caught up, then stop) or continuous (follow the source's changes until stopped).
+public enum ReplicationMode: Sendable, Equatable {
+    case oneShot, continuous
+}
+
+/// Which documents a replication copies.
+public struct ReplicationFilter: Sendable, Equatable {
+    public var docIDs: [String]
+    /// A query WHERE expression (N1QL); "" = none.
+    public var expression: String
+
+    public init(docIDs: [String] = [], expression: String = "") {
+        self.docIDs = docIDs
+        self.expression = expression
+    }
+
+    public static let none = ReplicationFilter()
+    public static func docIDs(_ ids: [String]) -> ReplicationFilter { ReplicationFilter(docIDs: ids) }
+    public static func query(_ expression: String) -> ReplicationFilter { ReplicationFilter(expression: expression) }
+}
+
+extension SofaClient {
+    /// Starts a replication run by this cluster's sofa-replicator. `source` and `target` are a
+    /// database of this cluster ("db") or of another one ("tcp://host:port/db"); `direction`
+    /// `.both` starts two replications (source → target and target → source).
+    ///
+    /// ```swift
+    /// let handle = try await client.replicate(from: "app", to: "tcp://10.0.0.2:7420/app", mode: .continuous)
+    /// for try await status in handle.updates() { print(status.state, status.docsWritten) }
+    /// ```
+    public func replicate(from source: String, to target: String, direction: ReplicationDirection = .push,
+                          mode: ReplicationMode = .oneShot, filter: ReplicationFilter = .none,
+                          conflicts: ConflictPolicy = .auto) async throws(SofaError) -> ReplicationHandle {
+        let spec = ReplicationSpec(source: source, target: target, direction: direction, continuous: mode == .continuous,
+                                   docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts)
+        guard case .replications(let started) = try await call(.startReplication(spec)) else { throw unexpected("startReplication") }
+        return ReplicationHandle(client: self, initial: started)
+    }
+
+    /// Every replication the cluster's replicator runs or ran since it started.
+    public func replications() async throws(SofaError) -> [ReplicationStatus] {
+        guard case .replications(let list) = try await call(.listReplications()) else { throw unexpected("listReplications") }
+        return list
+    }
+
+    /// One replication's status; with `afterVersion` and `wait`, waits (up to `wait`) for a
+    /// status newer than that version.
+    public func replicationStatus(_ id: String, afterVersion: UInt64 = 0, wait: Duration = .zero) async throws(SofaError) -> ReplicationStatus {
+        let waitMs = UInt32(clamping: wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+        guard case .replications(let list) = try await call(.listReplications(id: id, afterVersion: afterVersion, waitMs: waitMs),
+                                                            timeout: timeout + wait),
+              let status = list.first else {
+            throw unexpected("listReplications")
+        }
+        return status
+    }
+
+    /// Stops a replication (a no-op for one that has ended).
+    public func stopReplication(_ id: String) async throws(SofaError) {
+        _ = try await call(.stopReplication(id: id))
+    }
+}
+
+/// A started replication (two for `.both`): its IDs, its status updates, and `stop()`.
+public struct ReplicationHandle: Sendable {
+    public let client: SofaClient
+    /// The statuses answered at the start, one per replication.
+    public let initial: [ReplicationStatus]
+    public var ids: [String] { initial.map(\.id) }
+
+    /// The current status of each replication.
+    public func status() async throws(SofaError) -> [ReplicationStatus] {
+        var result: [ReplicationStatus] = []
+        for id in ids { result.append(try await client.replicationStatus(id)) }
+        return result
+    }
+
+    /// Every status change of the replications (interleaved), ending when all have ended.
+    public func updates() -> AsyncThrowingStream<ReplicationStatus, any Error> {
+        let client = self.client
+        let initial = self.initial
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for first in initial {
+                        group.addTask {
+                            var status = first
+                            continuation.yield(status)
+                            while !status.state.isFinal && !Task.isCancelled {
+                                do {
+                                    let next = try await client.replicationStatus(status.id, afterVersion: status.version,
+                                                                                  wait: .seconds(10))
+                                    if next.version != status.version { continuation.yield(next) }
+                                    status = next
+                                } catch {
+                                    continuation.finish(throwing: error)
+                                    return
+                                }
+                            }
+                        }
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Waits until every replication satisfies `condition` (e.g. ended, or idle and caught up),
+    /// or `timeout` runs out (`.timeout`). Answers the statuses that satisfied it.
+    public func wait(timeout: Duration = .seconds(60),
+                     until condition: @escaping @Sendable (ReplicationStatus) -> Bool = { $0.state.isFinal }) async throws(SofaError) -> [ReplicationStatus] {
+        let deadline = ContinuousClock.now + timeout
+        var statuses = try await status()
+        for index in statuses.indices {
+            while !condition(statuses[index]) {
+                let remaining = deadline - ContinuousClock.now
+                guard remaining > .zero else {
+                    throw SofaError(.timeout, "replication \(statuses[index].id) is \(statuses[index].state.rawValue) after \(timeout)"
+                                    + (statuses[index].lastError.isEmpty ? "" : ": \(statuses[index].lastError)"))
+                }
+                if statuses[index].state.isFinal { 
+                    throw SofaError(.unexpectedError, "replication \(statuses[index].id) ended \(statuses[index].state.rawValue)"
+                                    + (statuses[index].lastError.isEmpty ? "" : ": \(statuses[index].lastError)"))
+                }
+                statuses[index] = try await client.replicationStatus(statuses[index].id, afterVersion: statuses[index].version,
+                                                                     wait: min(remaining, .seconds(10)))
+            }
+        }
+        return statuses
+    }
+
+    /// Stops every replication of the handle.
+    public func stop() async throws(SofaError) {
+        for id in ids { try await client.stopReplication(id) }
+    }
+}

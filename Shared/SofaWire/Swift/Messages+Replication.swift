@@ -1,0 +1,121 @@
+public import SofaCore
+
+/// One document of a revs-diff: in a request, the revisions to check; in the answer, the ones the
+/// database lacks and the revisions it has that could be their ancestors.
+public struct RevsDiffEntry: Sendable, Equatable {
+    public var id: String
+    public var revs: [String]
+    public var possibleAncestors: [String]
+
+    public init(id: String, revs: [String], possibleAncestors: [String] = []) {
+        self.id = id
+        self.revs = revs
+        self.possibleAncestors = possibleAncestors
+    }
+}
+
+/// Which way a replication copies, seen from its source: `push` copies source → target, `pull`
+/// target → source, `both` is the two.
+public enum ReplicationDirection: String, Sendable, Equatable, CaseIterable {
+    case push, pull, both
+
+    /// "" is `push`; anything else unknown is `.invalidParameter`.
+    public static func parse(_ text: String) throws(SofaError) -> ReplicationDirection {
+        if text.isEmpty { return .push }
+        guard let direction = ReplicationDirection(rawValue: text) else {
+            throw SofaError(.invalidParameter, "unknown replication direction '\(text)': use push, pull or both")
+        }
+        return direction
+    }
+}
+
+/// What a replication does with a conflicting branch it brings to the target: `auto` resolves it
+/// deterministically (a deletion wins, else the higher generation, else the higher revID), so two
+/// databases that exchanged the same edits end identical; `manual` leaves it for the application.
+public enum ConflictPolicy: String, Sendable, Equatable, CaseIterable {
+    case auto, manual
+
+    public static func parse(_ text: String) throws(SofaError) -> ConflictPolicy {
+        if text.isEmpty { return .auto }
+        guard let policy = ConflictPolicy(rawValue: text) else {
+            throw SofaError(.invalidParameter, "unknown conflict policy '\(text)': use auto or manual")
+        }
+        return policy
+    }
+}
+
+/// A replication to start. `source` and `target` are a database of the replicator's own cluster
+/// ("db") or of another cluster's gateway ("tcp://host:port/db").
+public struct ReplicationSpec: Sendable, Equatable {
+    public var source: String
+    public var target: String
+    public var direction: ReplicationDirection
+    public var continuous: Bool
+    /// Only these documents; empty = every document.
+    public var docIDs: [String]
+    /// A query WHERE expression (N1QL); "" = none.
+    public var filter: String
+    public var conflicts: ConflictPolicy
+
+    public init(source: String, target: String, direction: ReplicationDirection = .push, continuous: Bool = false,
+                docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto) {
+        self.source = source
+        self.target = target
+        self.direction = direction
+        self.continuous = continuous
+        self.docIDs = docIDs
+        self.filter = filter
+        self.conflicts = conflicts
+    }
+}
+
+/// Where a replication stands.
+public struct ReplicationStatus: Sendable, Equatable {
+    /// starting, running, idle (continuous and caught up), retrying, completed, stopped, failed.
+    public enum State: String, Sendable, Equatable {
+        case starting, running, idle, retrying, completed, stopped, failed
+
+        /// Whether the replication has ended (it will not change again).
+        public var isFinal: Bool { [.completed, .stopped, .failed].contains(self) }
+    }
+
+    public var id: String
+    public var source: String
+    public var target: String
+    public var continuous: Bool
+    public var state: State
+    public var docsChecked: UInt64
+    /// Revisions written to the target.
+    public var docsWritten: UInt64
+    public var conflictsResolved: UInt64
+    public var blobsTransferred: UInt64
+    public var lastError: String
+    /// The source sequence recorded by the checkpoint on both sides.
+    public var checkpoint: UInt64
+    /// Bumped by every change of this status.
+    public var version: UInt64
+    public var docIDs: [String]
+    public var filter: String
+    public var conflicts: ConflictPolicy
+
+    public init(id: String, source: String, target: String, continuous: Bool, state: State, docsChecked: UInt64 = 0,
+                docsWritten: UInt64 = 0, conflictsResolved: UInt64 = 0, blobsTransferred: UInt64 = 0, lastError: String = "",
+                checkpoint: UInt64 = 0, version: UInt64 = 0, docIDs: [String] = [], filter: String = "",
+                conflicts: ConflictPolicy = .auto) {
+        self.id = id
+        self.source = source
+        self.target = target
+        self.continuous = continuous
+        self.state = state
+        self.docsChecked = docsChecked
+        self.docsWritten = docsWritten
+        self.conflictsResolved = conflictsResolved
+        self.blobsTransferred = blobsTransferred
+        self.lastError = lastError
+        self.checkpoint = checkpoint
+        self.version = version
+        self.docIDs = docIDs
+        self.filter = filter
+        self.conflicts = conflicts
+    }
+}

@@ -1,0 +1,51 @@
+import SofaCore
+import SofaWire
+import Testing
+
+/// Round trips of the replication messages: revs-diff and replication control.
+@Suite struct ReplicationWireTests {
+    static let requests: [Request] = [
+        Request(id: 1, database: "app", operation: .revsDiff([])),
+        Request(id: 2, database: "app", collection: "s.c", operation: .revsDiff([
+            RevsDiffEntry(id: "a", revs: ["2-bb", "3-cc"]),
+            RevsDiffEntry(id: "dôc", revs: ["7@peer"], possibleAncestors: ["1-aa"]),
+        ])),
+        Request(id: 3, operation: .startReplication(ReplicationSpec(source: "app", target: "tcp://10.0.0.2:7420/app"))),
+        Request(id: 4, operation: .startReplication(ReplicationSpec(
+            source: "a", target: "b", direction: .both, continuous: true, docIDs: ["x", "y"], filter: "type = 'z'",
+            conflicts: .manual))),
+        Request(id: 5, operation: .stopReplication(id: "abc123")),
+        Request(id: 6, operation: .listReplications()),
+        Request(id: 7, operation: .listReplications(id: "abc", afterVersion: .max, waitMs: 10_000)),
+    ]
+
+    @Test(arguments: requests)
+    func requestRoundTrip(_ request: Request) throws {
+        #expect(try Request.decode(request.encoded()) == request)
+    }
+
+    static let responses: [Response] = [
+        .ok(1, .revsDiff([])),
+        .ok(2, .revsDiff([RevsDiffEntry(id: "a", revs: ["3-cc"], possibleAncestors: ["2-bb", "1-aa"])])),
+        .ok(3, .replications([])),
+        .ok(4, .replications([
+            ReplicationStatus(id: "r1", source: "a", target: "tcp://h:1/b", continuous: true, state: .idle, docsChecked: 10,
+                              docsWritten: 9, conflictsResolved: 1, blobsTransferred: 2, lastError: "oops", checkpoint: 99,
+                              version: 7, docIDs: ["x"], filter: "", conflicts: .manual),
+            ReplicationStatus(id: "r2", source: "b", target: "a", continuous: false, state: .completed),
+        ])),
+        .ok(5, .bulk([BulkItemResult(id: "a", rev: "2-bb", sequence: 3, conflict: true)])),
+    ]
+
+    @Test(arguments: responses)
+    func responseRoundTrip(_ response: Response) throws {
+        #expect(try Response.decode(response.encoded()) == response)
+    }
+
+    @Test func unknownDirectionOrPolicyIsInvalid() throws {
+        #expect(throws: SofaError.self) { try ReplicationDirection.parse("sideways") }
+        #expect(throws: SofaError.self) { try ConflictPolicy.parse("random") }
+        #expect(try ReplicationDirection.parse("") == .push)
+        #expect(try ConflictPolicy.parse("") == .auto)
+    }
+}
