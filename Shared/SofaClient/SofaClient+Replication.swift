@@ -25,7 +25,8 @@ public struct ReplicationFilter: Sendable, Equatable {
 extension SofaClient {
     /// Starts a replication run by this cluster's sofa-replicator. `source` and `target` are a
     /// database of this cluster ("db") or of another one ("tcp://host:port/db"); `direction`
-    /// `.both` starts two replications (source → target and target → source).
+    /// `.both` starts two replications (source → target and target → source). `collection`
+    /// ("scope.collection", "" = the default one) is replicated to the same collection.
     ///
     /// ```swift
     /// let handle = try await client.replicate(from: "app", to: "tcp://10.0.0.2:7420/app", mode: .continuous)
@@ -33,9 +34,10 @@ extension SofaClient {
     /// ```
     public func replicate(from source: String, to target: String, direction: ReplicationDirection = .push,
                           mode: ReplicationMode = .oneShot, filter: ReplicationFilter = .none,
-                          conflicts: ConflictPolicy = .auto) async throws(SofaError) -> ReplicationHandle {
+                          conflicts: ConflictPolicy = .auto, collection: String = "") async throws(SofaError) -> ReplicationHandle {
         let spec = ReplicationSpec(source: source, target: target, direction: direction, continuous: mode == .continuous,
-                                   docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts)
+                                   docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts,
+                                   collection: collection)
         guard case .replications(let started) = try await call(.startReplication(spec)) else { throw unexpected("startReplication") }
         return ReplicationHandle(client: self, initial: started)
     }

@@ -13,7 +13,7 @@ import Testing
         Request(id: 3, operation: .startReplication(ReplicationSpec(source: "app", target: "tcp://10.0.0.2:7420/app"))),
         Request(id: 4, operation: .startReplication(ReplicationSpec(
             source: "a", target: "b", direction: .both, continuous: true, docIDs: ["x", "y"], filter: "type = 'z'",
-            conflicts: .manual))),
+            conflicts: .manual, collection: "store.orders"))),
         Request(id: 5, operation: .stopReplication(id: "abc123")),
         Request(id: 6, operation: .listReplications()),
         Request(id: 7, operation: .listReplications(id: "abc", afterVersion: .max, waitMs: 10_000)),
@@ -31,7 +31,7 @@ import Testing
         .ok(4, .replications([
             ReplicationStatus(id: "r1", source: "a", target: "tcp://h:1/b", continuous: true, state: .idle, docsChecked: 10,
                               docsWritten: 9, conflictsResolved: 1, blobsTransferred: 2, lastError: "oops", checkpoint: 99,
-                              version: 7, docIDs: ["x"], filter: "", conflicts: .manual),
+                              version: 7, docIDs: ["x"], filter: "", conflicts: .manual, collection: "s.c"),
             ReplicationStatus(id: "r2", source: "b", target: "a", continuous: false, state: .completed),
         ])),
         .ok(5, .bulk([BulkItemResult(id: "a", rev: "2-bb", sequence: 3, conflict: true)])),

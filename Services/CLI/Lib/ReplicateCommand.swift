@@ -18,6 +18,7 @@ struct Replicate: AsyncParsableCommand {
     var docIDs: [String] = []
     @Option(help: "Only documents matching this query WHERE expression.") var filter: String = ""
     @Option(help: "auto (resolve deterministically, the default) or manual (leave conflicts).") var conflicts: String = "auto"
+    @Option(help: "Replicate this collection (\"scope.collection\"), the same on both sides.") var collection: String = ""
     @Flag(name: .customLong("no-wait"), help: "One-shot: return at once instead of waiting for the end.") var noWait = false
     @Option(name: .customLong("wait-seconds"), help: "One-shot: give up waiting after this many seconds.") var waitSeconds: Int = 3600
     @OptionGroup var options: GatewayOptions
@@ -31,7 +32,7 @@ struct Replicate: AsyncParsableCommand {
             let handle = try await client.replicate(
                 from: source, to: target, direction: ReplicationDirection(rawValue: direction.rawValue) ?? .push,
                 mode: continuous ? .continuous : .oneShot, filter: ReplicationFilter(docIDs: ids, expression: filter),
-                conflicts: policy)
+                conflicts: policy, collection: collection)
             guard !continuous && !noWait else {
                 printJSON(.array(handle.initial.map(replicationJSON)))
                 return
@@ -76,6 +77,7 @@ func replicationJSON(_ status: ReplicationStatus) -> JSON {
     ])
     if !status.docIDs.isEmpty { object["doc_ids"] = .array(status.docIDs.map(JSON.string)) }
     if !status.filter.isEmpty { object["filter"] = .string(status.filter) }
+    if !status.collection.isEmpty { object["collection"] = .string(status.collection) }
     if !status.lastError.isEmpty { object["last_error"] = .string(status.lastError) }
     return .object(object)
 }

@@ -135,7 +135,8 @@ actor PersistentReplications {
         return ReplicationSpec(source: try string("source"), target: try string("target"),
                                direction: try ReplicationDirection.parse(try string("direction")), continuous: continuous,
                                docIDs: docIDs, filter: try string("filter"),
-                               conflicts: try ConflictPolicy.parse(try string("conflicts")))
+                               conflicts: try ConflictPolicy.parse(try string("conflicts")),
+                               collection: try string("collection"))
     }
 
     /// Keeps the document's `status` up to date while its replications run: written after each

@@ -17,6 +17,7 @@ extension Replication {
     func transfer(_ changes: [Change], source: Database, target: Database,
                   peers: PeerTranslation) async throws(SofaError) -> Written {
         var written = Written()
+        let from = plan.store(source), into = plan.store(target)
         // Purged and expired documents (no revision) are not replicated. Revisions are asked in
         // the target's terms; `original` maps them back to the source's.
         var original: [String: [String: String]] = [:]
@@ -27,7 +28,7 @@ extension Replication {
             let live = kept.filter { !$0.deleted }.map(\.id)
             var matching = Set<String>()
             if !live.isEmpty {
-                let result = try await source.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
+                let result = try await from.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
                 for row in result.rows { if case .string(let id)?? = row.first { matching.insert(id) } }
             }
             kept = kept.filter { $0.deleted || matching.contains($0.id) }
@@ -41,7 +42,7 @@ extension Replication {
             return RevsDiffEntry(id: change.id, revs: revs)
         }
         guard !asked.isEmpty else { return written }
-        let missing = try await target.revsDiff(asked).map { entry in
+        let missing = try await into.revsDiff(asked).map { entry in
             RevsDiffEntry(id: entry.id, revs: entry.revs.map { original[entry.id]?[$0] ?? $0 },
                           possibleAncestors: entry.possibleAncestors)
         }
@@ -60,9 +61,9 @@ extension Replication {
             }
             if !rest.revs.isEmpty { toFetch.append(rest) }
         }
-        revisions += try await fetch(toFetch, from: source, peers: peers)
+        revisions += try await fetch(toFetch, from: from, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
-        let results = try await target.bulk(revisions.map { .insert($0) })
+        let results = try await into.bulk(revisions.map { .insert($0) })
         var conflicted: [String] = []
         for result in results {
             if let error = result.error {
@@ -79,21 +80,21 @@ extension Replication {
         // each side, which would conflict again.
         if plan.conflicts == .auto && !peers.active {
             for id in Set(conflicted).sorted() {
-                written.resolved += try await resolve(id, on: target)
+                written.resolved += try await resolve(id, on: into)
             }
             // A deletion wins: where the source's current revision is a deletion, live branches
             // the target still has are closed, and so are its other deleted leaves (no new
             // revision for those), so both sides show the same current tombstone.
             let brought = Set(missing.map(\.id))
             for change in changes where change.deleted && !change.rev.isEmpty && brought.contains(change.id) {
-                written.resolved += try await deletionWins(change.id, deletion: change.rev, on: target)
+                written.resolved += try await deletionWins(change.id, deletion: change.rev, on: into)
             }
         }
         return written
     }
 
     /// The missing revisions with bodies and bounded ancestry, `fetchWidth` reads in flight.
-    func fetch(_ missing: [RevsDiffEntry], from source: Database,
+    func fetch(_ missing: [RevsDiffEntry], from source: any DocumentStore,
                peers: PeerTranslation) async throws(SofaError) -> [RevisionInsert] {
         let wanted = missing.flatMap { entry in entry.revs.map { (entry.id, $0, Set(entry.possibleAncestors)) } }
         var results = [RevisionInsert?](repeating: nil, count: wanted.count)
@@ -122,7 +123,7 @@ extension Replication {
 
     /// One revision with its bounded ancestry; nil when it is gone since the changes were read
     /// (purged, compacted): the next changes batch says what became of it.
-    static func fetchOne(_ id: String, _ rev: String, _ ancestors: Set<String>, from source: Database,
+    static func fetchOne(_ id: String, _ rev: String, _ ancestors: Set<String>, from source: any DocumentStore,
                          peers: PeerTranslation) async throws(SofaError) -> RevisionInsert? {
         let doc: Document
         do {
@@ -170,7 +171,7 @@ extension Replication {
 
     /// Closes every other leaf of `id` in favour of the deletion `deletion`; answers how many
     /// live ones it closed.
-    func deletionWins(_ id: String, deletion: String, on target: Database) async throws(SofaError) -> Int {
+    func deletionWins(_ id: String, deletion: String, on target: any DocumentStore) async throws(SofaError) -> Int {
         let leaves = try await target.openLeaves(id: id)
         guard leaves.first?.rev != deletion, leaves.contains(where: { $0.rev == deletion && $0.deleted }) else { return 0 }
         var closed = 0
@@ -182,7 +183,7 @@ extension Replication {
     }
 
     /// `auto`: closes every live leaf but the deterministic winner; answers how many it closed.
-    func resolve(_ id: String, on target: Database) async throws(SofaError) -> Int {
+    func resolve(_ id: String, on target: any DocumentStore) async throws(SofaError) -> Int {
         let leaves = try await target.openLeaves(id: id)
         let live = leaves.filter { !$0.deleted }.map { ConflictRule.Leaf(rev: $0.rev, deleted: false) }
         guard live.count > 1, let winner = ConflictRule.winner(live) else { return 0 }

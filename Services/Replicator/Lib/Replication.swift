@@ -14,9 +14,12 @@ public struct ReplicationPlan: Sendable, Equatable {
     /// A query WHERE expression (N1QL, with or without the `WHERE`); "" = none.
     public var filter: String
     public var conflicts: ConflictPolicy
+    /// "scope.collection" or "collection" on both sides; "" = the default collection.
+    public var collection: String
 
     public init(id: String, source: ReplicationEndpoint, target: ReplicationEndpoint, continuous: Bool,
-                docIDs: [String], filter: String = "", conflicts: ConflictPolicy) {
+                docIDs: [String], filter: String = "", conflicts: ConflictPolicy, collection: String = "") {
+        self.collection = collection
         self.id = id
         self.source = source
         self.target = target
@@ -32,7 +35,15 @@ public struct ReplicationPlan: Sendable, Equatable {
         var expression = filter.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !expression.isEmpty else { return nil }
         if expression.uppercased().hasPrefix("WHERE ") { expression = String(expression.dropFirst(6)) }
-        return "SELECT META().id FROM _ WHERE ARRAY_CONTAINS($ids, META().id) AND (\(expression))"
+        // A collection's alias is its name: an alias no document property is likely to have
+        // keeps a filter on a property named like the collection meaning the property.
+        let source = collection.isEmpty ? "_" : "\(collection) AS sofa_replication_source"
+        return "SELECT META().id FROM \(source) WHERE ARRAY_CONTAINS($ids, META().id) AND (\(expression))"
+    }
+
+    /// The replicated collection of `db`.
+    func store(_ db: Database) -> any DocumentStore {
+        collection.isEmpty ? db : db.collection(collection)
     }
 }
 
@@ -121,9 +132,19 @@ final class Replication: Sendable {
         if let query = plan.filterQuery {
             // A filter that does not compile fails the replication at once.
             do {
-                _ = try await source.query(n1ql: query, parameters: ["ids": .array([])])
+                _ = try await plan.store(source).query(n1ql: query, parameters: ["ids": .array([])])
             } catch where error.is(.invalidQuery) || error.is(.invalidParameter) {
                 throw SofaError(.invalidQuery, "the replication's filter is not a valid WHERE expression: \(error.message)")
+            }
+        }
+        if !plan.collection.isEmpty {
+            // Both sides must have the collection (an empty source would never notice the target lacks it).
+            for (side, db) in [("source", source), ("target", target)] {
+                do {
+                    _ = try await plan.store(db).changes(ChangesQuery(descending: true, limit: 1))
+                } catch where error.is(.notFound) || error.is(.notOpen) {
+                    throw SofaError(.notFound, "the \(side) database '\(db.name)' has no collection '\(plan.collection)': \(error.message)")
+                }
             }
         }
         var checkpoint = try await Checkpoint.agreed(plan.id, source: source, target: target)
@@ -169,8 +190,9 @@ final class Replication: Sendable {
         let query = ChangesQuery(since: since, limit: UInt32(Self.batchSize), includeBodies: true, allLeaves: true,
                                  includeDeleted: true,
                                  docIDs: plan.docIDs, waitMs: wait ? Self.longPollMs : 0)
+        let store = plan.store(source)
         return Task {
-            do throws(SofaError) { return .success(try await source.changes(query)) } catch { return .failure(error) }
+            do throws(SofaError) { return .success(try await store.changes(query)) } catch { return .failure(error) }
         }
     }
 }

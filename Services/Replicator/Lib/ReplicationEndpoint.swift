@@ -50,12 +50,14 @@ public struct ReplicationEndpoint: Sendable, Hashable, CustomStringConvertible {
 
 /// The ID of a replication: derived from source, target and filter (a push A → B and a pull of
 /// B from A are one and the same replication), so a restarted replication finds its checkpoints.
-/// Hex SHA-1 of `source \n target \n docIDs (sorted, comma-separated) \n filter`.
+/// Hex SHA-1 of `source \n target \n docIDs (sorted, comma-separated) \n filter`, then
+/// `\n collection` for a collection other than the default one.
 public enum ReplicationID {
     public static func derive(source: ReplicationEndpoint, target: ReplicationEndpoint, docIDs: [String],
-                              filter: String) -> String {
-        let text = [source.description, target.description, docIDs.sorted().joined(separator: ","), filter]
-            .joined(separator: "\n")
+                              filter: String, collection: String = "") -> String {
+        var parts = [source.description, target.description, docIDs.sorted().joined(separator: ","), filter]
+        if !collection.isEmpty { parts.append(collection) }  // the default collection keeps the IDs it had
+        let text = parts.joined(separator: "\n")
         let digest = SHA1Stream()
         digest.update(Array(text.utf8))
         return digest.finish().map { byte in

@@ -76,13 +76,14 @@ public final class ReplicatorService: Sendable {
         }
         var started: [ReplicationStatus] = []
         for (from, to) in legs {
-            let id = ReplicationID.derive(source: from, target: to, docIDs: spec.docIDs, filter: spec.filter)
+            let id = ReplicationID.derive(source: from, target: to, docIDs: spec.docIDs, filter: spec.filter,
+                                          collection: spec.collection)
             let plan = ReplicationPlan(id: id, source: from, target: to, continuous: spec.continuous, docIDs: spec.docIDs,
-                                       filter: spec.filter, conflicts: spec.conflicts)
+                                       filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
             let replication = Replication(plan: plan, connections: connections, registry: registry, logger: logger)
             let initial = ReplicationStatus(id: id, source: from.description, target: to.description,
                                             continuous: spec.continuous, state: .starting, docIDs: spec.docIDs,
-                                            filter: spec.filter, conflicts: spec.conflicts)
+                                            filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
             started.append(await registry.start(initial) { await replication.run() })
             logger.info("replication started", metadata: ["replication": "\(id.prefix(12))", "source": "\(from)",
                                                           "target": "\(to)", "continuous": "\(spec.continuous)"])

@@ -4109,7 +4109,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[7] =
+static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[8] =
 {
   {
     "source",
@@ -4195,8 +4195,21 @@ static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "collection",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, collection),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
+  7,   /* field[7] = collection */
   6,   /* field[6] = conflicts */
   3,   /* field[3] = continuous */
   2,   /* field[2] = direction */
@@ -4208,7 +4221,7 @@ static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__start_replication__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
 {
@@ -4218,7 +4231,7 @@ const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
   "Sofa__Wire__StartReplication",
   "sofa.wire",
   sizeof(Sofa__Wire__StartReplication),
-  7,
+  8,
   sofa__wire__start_replication__field_descriptors,
   sofa__wire__start_replication__field_indices_by_name,
   1,  sofa__wire__start_replication__number_ranges,
@@ -6662,7 +6675,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[15] =
+static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[16] =
 {
   {
     "id",
@@ -6844,10 +6857,23 @@ static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "collection",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, collection),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   8,   /* field[8] = blobs_transferred */
   10,   /* field[10] = checkpoint */
+  15,   /* field[15] = collection */
   14,   /* field[14] = conflicts */
   7,   /* field[7] = conflicts_resolved */
   3,   /* field[3] = continuous */
@@ -6865,7 +6891,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__replication_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
 {
@@ -6875,7 +6901,7 @@ const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
   "Sofa__Wire__ReplicationInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__ReplicationInfo),
-  15,
+  16,
   sofa__wire__replication_info__field_descriptors,
   sofa__wire__replication_info__field_indices_by_name,
   1,  sofa__wire__replication_info__number_ranges,

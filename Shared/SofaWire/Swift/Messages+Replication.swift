@@ -56,9 +56,13 @@ public struct ReplicationSpec: Sendable, Equatable {
     /// A query WHERE expression (N1QL); "" = none.
     public var filter: String
     public var conflicts: ConflictPolicy
+    /// The collection replicated, the same on both sides ("scope.collection" or "collection");
+    /// "" = the default collection.
+    public var collection: String
 
     public init(source: String, target: String, direction: ReplicationDirection = .push, continuous: Bool = false,
-                docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto) {
+                docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto, collection: String = "") {
+        self.collection = collection
         self.source = source
         self.target = target
         self.direction = direction
@@ -97,11 +101,13 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var docIDs: [String]
     public var filter: String
     public var conflicts: ConflictPolicy
+    public var collection: String
 
     public init(id: String, source: String, target: String, continuous: Bool, state: State, docsChecked: UInt64 = 0,
                 docsWritten: UInt64 = 0, conflictsResolved: UInt64 = 0, blobsTransferred: UInt64 = 0, lastError: String = "",
                 checkpoint: UInt64 = 0, version: UInt64 = 0, docIDs: [String] = [], filter: String = "",
-                conflicts: ConflictPolicy = .auto) {
+                conflicts: ConflictPolicy = .auto, collection: String = "") {
+        self.collection = collection
         self.id = id
         self.source = source
         self.target = target

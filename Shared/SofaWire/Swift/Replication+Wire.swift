@@ -38,6 +38,7 @@ enum ReplicationWire {
         (op.pointee.n_doc_ids, op.pointee.doc_ids) = arena.byteArrays(spec.docIDs.map { Array($0.utf8) })
         op.pointee.filter = arena.string(spec.filter)
         op.pointee.conflicts = arena.string(spec.conflicts.rawValue)
+        op.pointee.collection = arena.string(spec.collection)
         return op
     }
 
@@ -48,7 +49,8 @@ enum ReplicationWire {
                         continuous: op.continuous != 0,
                         docIDs: try decodeTexts(op.n_doc_ids, op.doc_ids, "startReplication.docIDs"),
                         filter: try decodeString(op.filter, "startReplication.filter"),
-                        conflicts: try ConflictPolicy.parse(try decodeString(op.conflicts, "startReplication.conflicts")))
+                        conflicts: try ConflictPolicy.parse(try decodeString(op.conflicts, "startReplication.conflicts")),
+                        collection: try decodeString(op.collection, "startReplication.collection"))
     }
 
     static func list(_ statuses: [ReplicationStatus], _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__ReplicationList> {
@@ -70,6 +72,7 @@ enum ReplicationWire {
             (i.pointee.n_doc_ids, i.pointee.doc_ids) = arena.byteArrays(s.docIDs.map { Array($0.utf8) })
             i.pointee.filter = arena.string(s.filter)
             i.pointee.conflicts = arena.string(s.conflicts.rawValue)
+            i.pointee.collection = arena.string(s.collection)
             return i
         }
         r.pointee.n_replications = items.count
@@ -93,7 +96,8 @@ enum ReplicationWire {
                 checkpoint: i.checkpoint, version: i.version,
                 docIDs: try decodeTexts(i.n_doc_ids, i.doc_ids, "replication.docIDs"),
                 filter: try decodeString(i.filter, "replication.filter"),
-                conflicts: try ConflictPolicy.parse(try decodeString(i.conflicts, "replication.conflicts"))))
+                conflicts: try ConflictPolicy.parse(try decodeString(i.conflicts, "replication.conflicts")),
+                collection: try decodeString(i.collection, "replication.collection")))
         }
         return result
     }

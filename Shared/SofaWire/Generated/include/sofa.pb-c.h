@@ -298,10 +298,14 @@ struct  Sofa__Wire__StartReplication
    * "auto" (default, also "") or "manual"
    */
   char *conflicts;
+  /*
+   * "scope.collection" or "collection" on both sides; "" = the default one
+   */
+  char *collection;
 };
 #define SOFA__WIRE__START_REPLICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__start_replication__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Sofa__Wire__StopReplication
@@ -989,10 +993,11 @@ struct  Sofa__Wire__ReplicationInfo
   ProtobufCBinaryData *doc_ids;
   char *filter;
   char *conflicts;
+  char *collection;
 };
 #define SOFA__WIRE__REPLICATION_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Sofa__Wire__ReplicationList
