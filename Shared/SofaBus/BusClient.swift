@@ -21,6 +21,7 @@ public final class BusClient: Sendable {
     private struct Pending {
         var continuation: CheckedContinuation<Response, Never>
         var deadline: UInt64  // monotonic ms
+        var startedMs: UInt64  // monotonic ms
         var sent = false
     }
 
@@ -33,6 +34,9 @@ public final class BusClient: Sendable {
         var connected = false
         var nextWaiter: UInt64 = 0
         var connectionWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        /// The last answer that was no `Response` at all (it names no call): calls that time
+        /// out after it say so instead of a bare timeout.
+        var lastMalformed: (atMs: UInt64, message: String)?
     }
 
     private let state = Mutex(State())
@@ -90,7 +94,7 @@ public final class BusClient: Sendable {
                     state.nextID += 1
                     request.id = id
                     idBox.withLock { $0 = id }
-                    state.pending[id] = Pending(continuation: continuation, deadline: localDeadline)
+                    state.pending[id] = Pending(continuation: continuation, deadline: localDeadline, startedMs: localDeadline - budget)
                     state.outbox.append((id, request.encoded()))
                     return nil
                 }
@@ -218,8 +222,12 @@ extension BusClient {
     private func receiveAll(_ socket: ZMQSocket) {
         while let received = try? socket.receive(limit: maxResponseBytes) {
             guard case .message(let frames) = received, let payload = frames.last else { continue }
-            guard let response = try? Response.decode(payload) else { continue }
-            resolve(response)
+            do {
+                resolve(try Response.decode(payload))
+            } catch {
+                let now = monotonicMs()
+                state.withLock { $0.lastMalformed = (now, error.message) }
+            }
         }
     }
 
@@ -257,12 +265,19 @@ extension BusClient {
     }
 
     private func expire(now: UInt64) {
-        let expired = state.withLock { state in
+        let (expired, malformed) = state.withLock { state in
             let ids = state.pending.filter { $0.value.deadline <= now }.map(\.key)
-            return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+            return (ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }, state.lastMalformed)
         }
         for (id, pending) in expired {
-            pending.continuation.resume(returning: .failure(id, .timeout("\(peerName) did not answer before the deadline")))
+            let error: SofaError
+            if let malformed, malformed.atMs >= pending.startedMs {
+                error = SofaError(.malformedMessage, "\(peerName) at \(endpoint) did not answer before the deadline; "
+                                  + "it sent a malformed message meanwhile: \(malformed.message)")
+            } else {
+                error = .timeout("\(peerName) did not answer before the deadline")
+            }
+            pending.continuation.resume(returning: .failure(id, error))
         }
     }
 }

@@ -39,7 +39,7 @@ public final class SofaClient: Sendable {
                 throw SofaError.unavailable("no gateway answered at \(endpoint) within \(timeout)")
             }
             do {
-                _ = try await client.health()
+                _ = try await client.call(.health(service: ""), timeout: max(.milliseconds(1), deadline - ContinuousClock.now))
                 return client
             } catch where error.is(.unavailable) && ContinuousClock.now < deadline {
                 await Task.yield()  // connected but the pipe was not attached yet, or it dropped: wait again

@@ -40,6 +40,7 @@ import Testing
             let done = try await handle.wait(timeout: .seconds(180))
             #expect(done.first?.state == .completed, "\(done)")
             #expect(b.supervisor.restartCount(of: "storage") >= 1)
+            expectAtMostOneBatchTwice(done.first, total)
             try await suite.expectIdentical(dbA, dbB)
         }
     }
@@ -58,11 +59,24 @@ import Testing
             let handle = try await a.client.replicate(from: "big", to: suite.remote(b, "big"))
             let progressed = try await handle.wait(timeout: .seconds(60)) { $0.checkpoint > 0 || $0.state.isFinal }
             #expect(progressed.first?.state.isFinal == false, "the push ended before the kill: \(progressed)")
+            let total = 20_000
             kill(gatewayPid, SIGKILL)
             let done = try await handle.wait(timeout: .seconds(180))
             #expect(done.first?.state == .completed, "\(done)")
             #expect(b.supervisor.restartCount(of: "gateway") >= 1)
+            expectAtMostOneBatchTwice(done.first, total)
             try await suite.expectIdentical(dbA, dbB)
         }
+    }
+
+    /// Every document written once, and what was sent again after the failure at most one batch
+    /// (the replicator's batch is 500 changes).
+    func expectAtMostOneBatchTwice(_ status: ReplicationStatus?, _ total: Int,
+                                   sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let status else { Issue.record("no status", sourceLocation: sourceLocation); return }
+        #expect(status.docsWritten <= UInt64(total), "\(status)", sourceLocation: sourceLocation)
+        #expect(status.revisionsSent >= UInt64(total), "\(status)", sourceLocation: sourceLocation)
+        #expect(status.revisionsSent - UInt64(total) <= 500, "sent twice: \(status.revisionsSent - UInt64(total))",
+                sourceLocation: sourceLocation)
     }
 }

@@ -31,7 +31,7 @@ import Testing
         .ok(4, .replications([
             ReplicationStatus(id: "r1", source: "a", target: "tcp://h:1/b", continuous: true, state: .idle, docsChecked: 10,
                               docsWritten: 9, conflictsResolved: 1, blobsTransferred: 2, lastError: "oops", checkpoint: 99,
-                              version: 7, docIDs: ["x"], filter: "", conflicts: .manual, collection: "s.c"),
+                              version: 7, docIDs: ["x"], filter: "", conflicts: .manual, collection: "s.c", revisionsSent: 12),
             ReplicationStatus(id: "r2", source: "b", target: "a", continuous: false, state: .completed),
         ])),
         .ok(5, .bulk([BulkItemResult(id: "a", rev: "2-bb", sequence: 3, conflict: true)])),

@@ -71,6 +71,7 @@ func replicationJSON(_ status: ReplicationStatus) -> JSON {
         ("id", .string(status.id)), ("source", .string(status.source)), ("target", .string(status.target)),
         ("continuous", .bool(status.continuous)), ("state", .string(status.state.rawValue)),
         ("docs_checked", .int(Int64(clamping: status.docsChecked))), ("docs_written", .int(Int64(clamping: status.docsWritten))),
+        ("revisions_sent", .int(Int64(clamping: status.revisionsSent))),
         ("conflicts_resolved", .int(Int64(clamping: status.conflictsResolved))),
         ("blobs_transferred", .int(Int64(clamping: status.blobsTransferred))),
         ("checkpoint", .int(Int64(clamping: status.checkpoint))), ("conflicts", .string(status.conflicts.rawValue)),

@@ -173,6 +173,7 @@ actor PersistentReplications {
             ("id", .string(status.id)), ("state", .string(status.state.rawValue)),
             ("docs_checked", .int(Int64(clamping: status.docsChecked))),
             ("docs_written", .int(Int64(clamping: status.docsWritten))),
+            ("revisions_sent", .int(Int64(clamping: status.revisionsSent))),
             ("last_error", .string(status.lastError)), ("checkpoint", .int(Int64(clamping: status.checkpoint))),
         ]))
     }

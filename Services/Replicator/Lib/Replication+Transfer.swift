@@ -63,6 +63,7 @@ extension Replication {
         }
         revisions += try await fetch(toFetch, from: from, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
+        await registry.update(plan.id) { $0.revisionsSent += UInt64(revisions.count) }
         let results = try await into.bulk(revisions.map { .insert($0) })
         var conflicted: [String] = []
         for result in results {

@@ -6675,7 +6675,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[16] =
+static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[17] =
 {
   {
     "id",
@@ -6869,6 +6869,18 @@ static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revisions_sent",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, revisions_sent),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   8,   /* field[8] = blobs_transferred */
@@ -6883,6 +6895,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   13,   /* field[13] = filter */
   0,   /* field[0] = id */
   9,   /* field[9] = last_error */
+  16,   /* field[16] = revisions_sent */
   1,   /* field[1] = source */
   4,   /* field[4] = state */
   2,   /* field[2] = target */
@@ -6891,7 +6904,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__replication_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 16 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
 {
@@ -6901,7 +6914,7 @@ const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
   "Sofa__Wire__ReplicationInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__ReplicationInfo),
-  16,
+  17,
   sofa__wire__replication_info__field_descriptors,
   sofa__wire__replication_info__field_indices_by_name,
   1,  sofa__wire__replication_info__number_ranges,

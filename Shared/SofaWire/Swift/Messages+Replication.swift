@@ -91,6 +91,9 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var docsChecked: UInt64
     /// Revisions written to the target.
     public var docsWritten: UInt64
+    /// Revisions sent to the target, counting again those sent again after a failed write: the
+    /// excess over `docsWritten` is what a failure cost.
+    public var revisionsSent: UInt64
     public var conflictsResolved: UInt64
     public var blobsTransferred: UInt64
     public var lastError: String
@@ -106,8 +109,9 @@ public struct ReplicationStatus: Sendable, Equatable {
     public init(id: String, source: String, target: String, continuous: Bool, state: State, docsChecked: UInt64 = 0,
                 docsWritten: UInt64 = 0, conflictsResolved: UInt64 = 0, blobsTransferred: UInt64 = 0, lastError: String = "",
                 checkpoint: UInt64 = 0, version: UInt64 = 0, docIDs: [String] = [], filter: String = "",
-                conflicts: ConflictPolicy = .auto, collection: String = "") {
+                conflicts: ConflictPolicy = .auto, collection: String = "", revisionsSent: UInt64 = 0) {
         self.collection = collection
+        self.revisionsSent = revisionsSent
         self.id = id
         self.source = source
         self.target = target

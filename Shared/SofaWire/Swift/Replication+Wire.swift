@@ -73,6 +73,7 @@ enum ReplicationWire {
             i.pointee.filter = arena.string(s.filter)
             i.pointee.conflicts = arena.string(s.conflicts.rawValue)
             i.pointee.collection = arena.string(s.collection)
+            i.pointee.revisions_sent = s.revisionsSent
             return i
         }
         r.pointee.n_replications = items.count
@@ -97,7 +98,8 @@ enum ReplicationWire {
                 docIDs: try decodeTexts(i.n_doc_ids, i.doc_ids, "replication.docIDs"),
                 filter: try decodeString(i.filter, "replication.filter"),
                 conflicts: try ConflictPolicy.parse(try decodeString(i.conflicts, "replication.conflicts")),
-                collection: try decodeString(i.collection, "replication.collection")))
+                collection: try decodeString(i.collection, "replication.collection"),
+                revisionsSent: i.revisions_sent))
         }
         return result
     }

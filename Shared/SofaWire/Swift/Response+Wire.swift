@@ -17,15 +17,21 @@ extension Response {
         return pack(message)
     }
 
-    /// Decodes `sofa.wire.Response` bytes; anything else is a `.malformedMessage` error.
+    /// Decodes `sofa.wire.Response` bytes; bytes that are no `Response` at all are a
+    /// `.malformedMessage` error. A `Response` whose id reads but whose content does not make
+    /// sense decodes as that call's `.malformedMessage` failure, so the caller hears of it at once.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> Response {
         try unpack(bytes, "response", unpacker: { sofa__wire__response__unpack(nil, $0, $1) },
                    free: { sofa__wire__response__free_unpacked($0, nil) }) { (message) throws(SofaError) -> Response in
             let m = message.pointee
-            if let error = m.error?.pointee {
-                return .failure(m.id, try decodeError(error))
+            do throws(SofaError) {
+                if let error = m.error?.pointee {
+                    return .failure(m.id, try decodeError(error))
+                }
+                return .ok(m.id, try Reply.decode(m))
+            } catch {
+                return .failure(m.id, SofaError(.malformedMessage, "the peer's answer is malformed: \(error.message)"))
             }
-            return .ok(m.id, try Reply.decode(m))
         }
     }
 

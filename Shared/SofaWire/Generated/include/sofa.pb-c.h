@@ -994,10 +994,14 @@ struct  Sofa__Wire__ReplicationInfo
   char *filter;
   char *conflicts;
   char *collection;
+  /*
+   * revisions sent to the target, again after a failed write included
+   */
+  uint64_t revisions_sent;
 };
 #define SOFA__WIRE__REPLICATION_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Sofa__Wire__ReplicationList
