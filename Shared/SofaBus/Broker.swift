@@ -20,7 +20,7 @@ public final class Broker: Sendable {
 
     public let endpoint: String
     private let wakeup: Wakeup
-    private let inbox = Mutex<(jobs: [BrokerState.Job], closed: Bool)>(([], false))
+    private let inbox = Mutex<(jobs: [BrokerState.Job], cancelled: [UInt64], closed: Bool)>(([], [], false))
     private let waiting = Mutex<[UInt64: CheckedContinuation<Response, Never>]>([:])
     private let nextID = Mutex<UInt64>(1)
     private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], busyWorkers: [], queued: 0))
@@ -67,17 +67,23 @@ public final class Broker: Sendable {
             + UInt64(timeout.components.attoseconds / 1_000_000_000_000_000)
         let remaining = request.deadline == 0 ? budget : min(budget, request.deadline &- min(request.deadline, wallClockMs()))
         let job = BrokerState.Job(id: id, request: request, deadline: monotonicMs() + remaining)
-        return await withCheckedContinuation { continuation in
-            waiting.withLock { $0[id] = continuation }
-            let closed = inbox.withLock { inbox in
-                if !inbox.closed { inbox.jobs.append(job) }
-                return inbox.closed
+        // A cancelled caller (its client went away) cancels the job, and the worker's run of it.
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiting.withLock { $0[id] = continuation }
+                let closed = inbox.withLock { inbox in
+                    if !inbox.closed { inbox.jobs.append(job) }
+                    return inbox.closed
+                }
+                if closed {
+                    complete(id, .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
+                } else {
+                    wakeup.signal()
+                }
             }
-            if closed {
-                complete(id, .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
-            } else {
-                wakeup.signal()
-            }
+        } onCancel: {
+            inbox.withLock { $0.cancelled.append(id) }
+            wakeup.signal()
         }
     }
 
@@ -97,13 +103,17 @@ public final class Broker: Sendable {
         while true {
             guard let ready = try? poll([socket], fds: [wakeup.fd], timeoutMs: tickMs) else { continue }
             if ready[1] { wakeup.drain() }
-            let (jobs, closed) = inbox.withLock { inbox in
-                defer { inbox.jobs.removeAll() }
-                return (inbox.jobs, inbox.closed)
+            let (jobs, cancelled, closed) = inbox.withLock { inbox in
+                defer {
+                    inbox.jobs.removeAll()
+                    inbox.cancelled.removeAll()
+                }
+                return (inbox.jobs, inbox.cancelled, inbox.closed)
             }
             if closed { break }
             var actions: [BrokerState.Action] = []
             for job in jobs { actions += state.submit(job) }
+            for id in cancelled { actions += state.cancel(id) }
             let now = monotonicMs()
             if ready[0] {
                 while let received = try? socket.receive(limit: 256 << 20) {

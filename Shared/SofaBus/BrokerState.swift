@@ -13,6 +13,8 @@ public import SofaWire
 /// * A dead worker's job is retried once on another worker; a job that already failed over once
 ///   completes with `.unavailable`.
 /// * A job past its deadline completes with `.timeout`, queued or running.
+/// * A cancelled job (its caller went away) completes with `.cancelled`; a running one's worker
+///   gets CANCEL.
 /// * A frame from an unknown worker (e.g. after the broker restarted) is answered with
 ///   DISCONNECT, which tells the worker to announce itself again.
 public struct BrokerState: Sendable {
@@ -97,9 +99,26 @@ public struct BrokerState: Sendable {
             return actions + dispatch()
         case .disconnect:
             return remove(identity, reason: "worker \(worker.instance) left")
-        case .heartbeat, .ready, .request:
+        case .heartbeat, .ready, .request, .cancel:
             return []
         }
+    }
+
+    /// The job's caller went away: a queued job is dropped; a running one is left to its worker,
+    /// which is told to stop it (CANCEL) and becomes idle when it replies. Either way the job
+    /// completes now with `.cancelled`.
+    public mutating func cancel(_ jobID: UInt64) -> [Action] {
+        let cancelled = Action.complete(jobID: jobID, response: .failure(jobID, SofaError(.cancelled, "the request was cancelled")))
+        if let index = queue.firstIndex(where: { $0.id == jobID }) {
+            queue.remove(at: index)
+            return [cancelled]
+        }
+        guard jobID != 0, let (identity, worker) = workers.first(where: { $0.value.job?.id == jobID }) else { return [] }
+        var updated = worker
+        updated.job?.id = 0  // its late reply is dropped
+        updated.job?.deadline = .max
+        workers[identity] = updated
+        return [cancelled, .send(identity: identity, frame: WorkerFrame(kind: .cancel, requestID: jobID))]
     }
 
     public mutating func tick(now: UInt64) -> [Action] {

@@ -7,13 +7,16 @@ internal import Synchronization
 
 /// The worker side of the broker protocol: a DEALER connected to the broker, on its own thread.
 /// It announces itself (READY), heartbeats, takes one request at a time and hands it to the
-/// handler, and sends the reply back. When the broker is silent for too long it reconnects with a
+/// handler, and sends the reply back; CANCEL cancels the handler's task (its client went away).
+/// When the broker is silent for too long it reconnects with a
 /// fresh socket and announces itself again; on close it says DISCONNECT.
 public final class BrokerWorker: Sendable {
     public let instance: String
     private let wakeup: Wakeup
     private let state = Mutex<(outbox: [WorkerFrame], closed: Bool, connected: Bool)>(([], false, false))
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// The handler tasks running, by request id: CANCEL cancels one.
+    private let running = Mutex<[UInt64: Task<Void, Never>]>([:])
 
     private init(instance: String, wakeup: Wakeup) {
         self.instance = instance
@@ -103,11 +106,17 @@ public final class BrokerWorker: Sendable {
                                 .malformedMessage, "the worker got a malformed request")).encoded()))
                             continue
                         }
-                        Task {
-                            var response = await handler(request)
-                            response.id = request.id
-                            self.enqueue(WorkerFrame(kind: .reply, payload: response.encoded()))
+                        // The task is registered before it can finish (and unregister itself).
+                        running.withLock { running in
+                            running[request.id] = Task {
+                                var response = await handler(request)
+                                response.id = request.id
+                                self.running.withLock { _ = $0.removeValue(forKey: request.id) }
+                                self.enqueue(WorkerFrame(kind: .reply, payload: response.encoded()))
+                            }
                         }
+                    case .cancel:
+                        running.withLock { $0[frame.requestID] }?.cancel()
                     case .disconnect:
                         // The broker does not know us (it restarted): announce again.
                         _ = try? current.send([WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()),

@@ -11,6 +11,9 @@ internal import Synchronization
 /// queued back to the socket thread. A frame that is not a request (garbage, the wrong number of
 /// parts, more than `maxRequestBytes`) is answered with an error response and the server keeps
 /// serving. A request whose deadline has already passed is answered with `.timeout` unhandled.
+/// With `cancelOnDisconnect`, when a client's connection closes, the handler tasks of its
+/// requests still running are cancelled (the socket monitor's DISCONNECTED names the
+/// connection's descriptor, which each message carries too).
 public final class BusServer: Sendable {
     public typealias Handler = @Sendable (Request) async -> Response
 
@@ -19,6 +22,8 @@ public final class BusServer: Sendable {
     private let state = Mutex<(outbox: [[[UInt8]]], closed: Bool)>(([], false))
     private let wakeup: Wakeup
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// Handler tasks running, by the descriptor of the connection their request came in on.
+    private let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
 
     private init(endpoint: String, wakeup: Wakeup) {
         self.endpoint = endpoint
@@ -26,8 +31,8 @@ public final class BusServer: Sendable {
     }
 
     public static func bind(
-        _ endpoint: String, name: String, maxRequestBytes: Int = 16 << 20, logger: Logger,
-        handler: @escaping Handler
+        _ endpoint: String, name: String, maxRequestBytes: Int = 16 << 20, cancelOnDisconnect: Bool = false,
+        logger: Logger, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()
         let bound: Result<BusServer, SofaError> = await withCheckedContinuation { continuation in
@@ -46,7 +51,8 @@ public final class BusServer: Sendable {
                 }
                 let server = BusServer(endpoint: socket.lastEndpoint(), wakeup: wakeup)
                 continuation.resume(returning: .success(server))
-                server.run(socket, name: name, maxRequestBytes: maxRequestBytes, logger: logger, handler: handler)
+                server.run(socket, name: name, maxRequestBytes: maxRequestBytes, cancelOnDisconnect: cancelOnDisconnect,
+                           logger: logger, handler: handler)
             }
             thread.name = "bus-server-\(name)"
             thread.start()
@@ -76,10 +82,54 @@ public final class BusServer: Sendable {
         wakeup.signal()
     }
 
-    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, logger: Logger, handler: @escaping Handler) {
+    /// A PAIR socket receiving `socket`'s DISCONNECTED events; nil when the monitor cannot start
+    /// (requests of a client that went away then run to their end).
+    private static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
+        let endpoint = "inproc://bus-server-monitor-\(UUID().uuidString)"
+        guard zmq_socket_monitor(socket.handle, endpoint, ZMQ_EVENT_DISCONNECTED) == 0,
+              let monitor = try? ZMQSocket(type: ZMQ_PAIR), (try? monitor.connect(endpoint)) != nil else { return nil }
+        return monitor
+    }
+
+    /// Cancels the handler tasks of requests that came in on the connections that closed.
+    private func disconnected(_ monitor: ZMQSocket, logger: Logger) {
+        var closed: [Int32] = []
+        while case .message(let frames)? = try? monitor.receive() {
+            // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
+            guard let head = frames.first, head.count >= 6 else { continue }
+            let event = Int32(head[0]) | Int32(head[1]) << 8
+            guard event == ZMQ_EVENT_DISCONNECTED else { continue }
+            closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
+        }
+        guard !closed.isEmpty else { return }
+        let tasks = running.withLock { running in closed.flatMap { running.tasks.removeValue(forKey: $0)?.values ?? [:].values } }
+        if !tasks.isEmpty { logger.debug("client went away: cancelling its requests", metadata: ["requests": "\(tasks.count)"]) }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Runs `work` as a task tracked under the connection `fd` until it ends.
+    private func track(fd: Int32, _ work: @escaping @Sendable () async -> Void) {
+        running.withLock { running in
+            let key = running.next
+            running.next += 1
+            running.tasks[fd, default: [:]][key] = Task {
+                await work()
+                self.running.withLock { running in
+                    running.tasks[fd]?[key] = nil
+                    if running.tasks[fd]?.isEmpty == true { running.tasks[fd] = nil }
+                }
+            }
+        }
+    }
+
+    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, cancelOnDisconnect: Bool, logger: Logger,
+                     handler: @escaping Handler) {
+        let monitor = cancelOnDisconnect ? Self.monitor(socket) : nil
         while true {
-            guard let ready = try? poll([socket], fds: [wakeup.fd], timeoutMs: 500) else { continue }
-            if ready[1] { wakeup.drain() }
+            let sockets = monitor.map { [socket, $0] } ?? [socket]
+            guard let ready = try? poll(sockets, fds: [wakeup.fd], timeoutMs: 500) else { continue }
+            if ready[sockets.count] { wakeup.drain() }
+            if let monitor, ready[1] { disconnected(monitor, logger: logger) }
             let (outgoing, closed) = state.withLock { state in
                 defer { state.outbox.removeAll(keepingCapacity: true) }
                 return (state.outbox, state.closed)
@@ -122,7 +172,7 @@ public final class BusServer: Sendable {
                     logger.trace("request", metadata: [
                         "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
                     ])
-                    Task {
+                    track(fd: socket.lastSourceFD) {
                         var response = await handler(request)
                         if case .failure(let error) = response.outcome {
                             logger.debug("request failed", metadata: [
@@ -135,6 +185,11 @@ public final class BusServer: Sendable {
                 }
             }
         }
+        if monitor != nil {
+            // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
+            zmq_socket_monitor(socket.handle, nil, 0)
+        }
+        withExtendedLifetime(monitor) {}
         let waiter = stopped.withLock { $0.take() }
         withExtendedLifetime(socket) {}
         _ = consume socket

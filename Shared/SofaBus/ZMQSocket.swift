@@ -24,6 +24,9 @@ func zmqError(_ what: String) -> SofaError {
 final class ZMQSocket {
     let handle: UnsafeMutableRawPointer
     private let owner = pthread_self()
+    /// The file descriptor of the connection the last received message came in on (-1 = not
+    /// known): a ROUTER matches it with the monitor's DISCONNECTED events.
+    private(set) var lastSourceFD: Int32 = -1
 
     init(type: Int32) throws(SofaError) {
         guard let handle = zmq_socket(ZMQContext.shared, type) else { throw zmqError("zmq_socket") }
@@ -115,7 +118,10 @@ final class ZMQSocket {
             } else if frames.count < 2 {
                 frames.append(Array(UnsafeBufferPointer(start: data, count: min(size, 16))))
             }
-            if zmq_msg_more(&message) == 0 { break }
+            if zmq_msg_more(&message) == 0 {
+                lastSourceFD = zmq_msg_get(&message, ZMQ_SRCFD)
+                break
+            }
         }
         return total > limit ? .tooLarge(frames, total) : .message(frames)
     }

@@ -66,6 +66,8 @@ extension SofaError {
         case badDatabaseName = 105
         case databaseExists = 106
         case badJSON = 107
+        /// The request was stopped because its client went away (or gave up on it).
+        case cancelled = 108
     }
 
     public static func notFound(_ message: String) -> SofaError { SofaError(.notFound, message) }

@@ -1,8 +1,28 @@
 internal import CSQLite
 public import SofaCore
 public import Foundation
+internal import Synchronization
 
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A flag that stops a running query from another thread (its client went away): the query
+/// ends with a `.cancelled` error at SQLite's next progress check.
+public final class QueryInterrupt: Sendable {
+    private let flag = Atomic<Bool>(false)
+    public init() {}
+    public func interrupt() { flag.store(true, ordering: .releasing) }
+    public var isInterrupted: Bool { flag.load(ordering: .acquiring) }
+}
+
+/// What SQLite's progress handler checks while a query runs.
+private final class ProgressCheck {
+    let deadline: UInt64
+    let interrupt: QueryInterrupt?
+    init(deadline: UInt64, interrupt: QueryInterrupt?) {
+        self.deadline = deadline
+        self.interrupt = interrupt
+    }
+}
 
 /// A connection that runs compiled queries: read-only for a worker (opened `SQLITE_OPEN_READONLY`,
 /// `query_only`, and an authorizer that refuses anything but reading), writable only for tests
@@ -94,7 +114,7 @@ public final class QueryConnection: @unchecked Sendable {
     }
 
     /// `query`, where `row` answers whether to go on (false stops early).
-    public func steps(_ sql: String, _ values: [SQLValue], deadline: UInt64 = 0,
+    public func steps(_ sql: String, _ values: [SQLValue], deadline: UInt64 = 0, interrupt: QueryInterrupt? = nil,
                       row: ([JSON?]) throws(SofaError) -> Bool) throws(SofaError) {
         let statement = try prepare(sql)
         guard sqlite3_stmt_readonly(statement) != 0 else {
@@ -119,19 +139,25 @@ public final class QueryConnection: @unchecked Sendable {
             }
             guard rc == SQLITE_OK else { throw error(rc, sql) }
         }
-        var deadlineBox = deadline
-        if deadline > 0 {
+        let check = ProgressCheck(deadline: deadline, interrupt: interrupt)
+        if deadline > 0 || interrupt != nil {
             sqlite3_progress_handler(handle, 1000, { context in
-                let deadline = context!.load(as: UInt64.self)
-                return DispatchTime.now().uptimeNanoseconds > deadline ? 1 : 0
-            }, &deadlineBox)
+                let check = Unmanaged<ProgressCheck>.fromOpaque(context!).takeUnretainedValue()
+                if check.interrupt?.isInterrupted == true { return 1 }
+                return check.deadline > 0 && DispatchTime.now().uptimeNanoseconds > check.deadline ? 1 : 0
+            }, Unmanaged.passUnretained(check).toOpaque())
         }
+        defer { withExtendedLifetime(check) {} }
         let columnCount = Int(sqlite3_column_count(statement))
         var values = [JSON?](repeating: nil, count: columnCount)
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
-            if rc == SQLITE_INTERRUPT { throw SofaError(.timeout, "the query ran past its deadline") }
+            if rc == SQLITE_INTERRUPT {
+                if interrupt?.isInterrupted == true { throw SofaError(.cancelled, "the query was cancelled") }
+                throw SofaError(.timeout, "the query ran past its deadline")
+            }
+            if interrupt?.isInterrupted == true { throw SofaError(.cancelled, "the query was cancelled") }
             guard rc == SQLITE_ROW else {
                 throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
             }
@@ -167,12 +193,14 @@ public final class QueryConnection: @unchecked Sendable {
     /// no row limit) and about `maxBytes` of JSON; `more` says whether rows remain after the page.
     /// Only the page is ever held in memory.
     public func page(_ compiled: CompiledQuery, parameters: JSONObject = [:], deadline: UInt64 = 0,
+                     interrupt: QueryInterrupt? = nil,
                      skip: UInt64, maxRows: Int, maxBytes: Int) throws(SofaError) -> (rows: [[JSON?]], more: Bool) {
         var rows: [[JSON?]] = []
         var skipped: UInt64 = 0
         var bytes = 0
         var more = false
-        try steps(compiled.sql, compiled.values(parameters: parameters), deadline: deadline) { (row) throws(SofaError) -> Bool in
+        try steps(compiled.sql, compiled.values(parameters: parameters), deadline: deadline,
+                  interrupt: interrupt) { (row) throws(SofaError) -> Bool in
             if skipped < skip {
                 skipped += 1
                 return true

@@ -146,6 +146,40 @@ extension FaultTests {
     }
 }
 
+extension FaultTests {
+    /// A client that goes away mid-query: the gateway notices the closed connection, the broker
+    /// tells the worker, and the worker stops the query, so the only worker is free for the next
+    /// client long before the abandoned query could have ended or reached its deadline.
+    @Test func queryOfAClientThatWentAwayIsCancelled() async throws {
+        try await Cluster.with(queryWorkers: 1, heartbeatMs: 200, clientTimeout: .seconds(30)) { cluster in
+            let db = try await cluster.client.createDatabase("abandoned")
+            let items: [BulkItem] = (0..<2000).map { .put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
+            _ = try await db.bulk(items)
+            let leaving = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(600))
+            // Eight billion triples: hours of work, with a deadline ten minutes away.
+            let abandoned = Task {
+                try await leaving.database("abandoned").query(n1ql: "SELECT COUNT(*) FROM _ AS a CROSS JOIN _ AS b CROSS JOIN _ AS c")
+            }
+            var busy = false
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !busy && ContinuousClock.now < deadline {
+                let query = try await cluster.client.clusterStatus().first { $0.name == "query" }
+                if let detail = query?.detail, let range = detail.range(of: "busy: ") {
+                    busy = !detail[range.upperBound...].prefix { $0 != ";" && $0 != "," }.isEmpty
+                }
+            }
+            try #require(busy, "the broker never routed the query")
+            leaving.close()
+            await #expect(throws: SofaError.self) { try await abandoned.value }
+            // The one worker answers the next query: the abandoned one was stopped.
+            let started = ContinuousClock.now
+            let result = try await db.query(n1ql: "SELECT COUNT(*) FROM _")
+            #expect(result.rows == [[.int(2000)]])
+            #expect(ContinuousClock.now - started < .seconds(30))
+        }
+    }
+}
+
 /// The gateway killed under load: calls fail clearly while it is down, the supervisor restarts
 /// it, and the same client connection works again without being re-created.
 @Suite(.serialized) struct GatewayFaultTests {

@@ -54,6 +54,42 @@ import Testing
         return request
     }
 
+    /// A cancelled queued job leaves the queue; a cancelled running one completes at once, its
+    /// worker gets CANCEL with the job's id, and the worker's late reply is dropped and frees it.
+    @Test func cancelledJobsCompleteAndTheirWorkerIsTold() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        #expect(try Self.dispatched(state.submit(Self.job(1))).map(\.0) == [Self.a])
+        #expect(state.submit(Self.job(2)).isEmpty)
+        #expect(state.queuedCount == 1)
+
+        let queued = state.cancel(2)
+        #expect(Self.completions(queued).map(\.0) == [2])
+        if case .failure(let error)? = Self.completions(queued).first?.1.outcome {
+            #expect(error.is(.cancelled))
+        } else {
+            Issue.record("a cancelled job completes with an error")
+        }
+        #expect(state.queuedCount == 0)
+
+        let running = state.cancel(1)
+        #expect(Self.completions(running).map(\.0) == [1])
+        let cancels = running.compactMap { action -> ([UInt8], UInt64)? in
+            guard case .send(let identity, let frame) = action, frame.kind == .cancel else { return nil }
+            return (identity, frame.requestID)
+        }
+        #expect(cancels.map(\.0) == [Self.a])
+        #expect(cancels.map(\.1) == [1])
+        #expect(state.busyCount == 1)
+        #expect(state.cancel(1).isEmpty, "a job is cancelled once")
+
+        // The late reply completes nothing and the worker takes the next job.
+        let late = state.received(Self.reply(.failure(1, SofaError(.cancelled, "stopped"))), from: Self.a, now: 1)
+        #expect(Self.completions(late).isEmpty)
+        #expect(state.busyCount == 0)
+        #expect(try Self.dispatched(state.submit(Self.job(3))).map(\.1.id) == [3])
+    }
+
     @Test func readyWorkerTakesSubmittedJob() throws {
         var state = BrokerState(heartbeatMs: 100, liveness: 3)
         #expect(state.received(Self.ready("A", pid: 42), from: Self.a, now: 0).isEmpty)

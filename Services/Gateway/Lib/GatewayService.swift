@@ -36,8 +36,10 @@ public final class GatewayService: Sendable {
             guard let payload = frames.last, let notice = try? CommitNotice.decode(payload) else { return }
             waiters.notify(notice)
         }
+        // A client that goes away cancels its requests still running (queries stop on their worker).
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
-                                              maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
+                                              maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
+                                              logger: logger) { request in
             await gateway.handle(request)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])

@@ -35,16 +35,23 @@ public final class QueryEngine: Sendable {
         self.dataDirectory = dataDirectory
     }
 
-    /// Runs a query request (on the engine's queue) and answers its reply.
+    /// Runs a query request (on the engine's queue) and answers its reply. Cancelling the calling
+    /// task (the client went away) stops the query at SQLite's next progress check.
     public func handle(_ request: Request, _ spec: QuerySpec) async -> Response {
-        await withCheckedContinuation { continuation in
-            queue.async {
-                do throws(SofaError) {
-                    continuation.resume(returning: .ok(request.id, .query(try self.run(request, spec))))
-                } catch {
-                    continuation.resume(returning: .failure(request.id, error))
+        let interrupt = QueryInterrupt()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async {
+                    do throws(SofaError) {
+                        if interrupt.isInterrupted { throw SofaError(.cancelled, "the query was cancelled") }
+                        continuation.resume(returning: .ok(request.id, .query(try self.run(request, spec, interrupt))))
+                    } catch {
+                        continuation.resume(returning: .failure(request.id, error))
+                    }
                 }
             }
+        } onCancel: {
+            interrupt.interrupt()
         }
     }
 
@@ -84,7 +91,7 @@ public final class QueryEngine: Sendable {
         return connection
     }
 
-    private func run(_ request: Request, _ spec: QuerySpec) throws(SofaError) -> QueryRows {
+    private func run(_ request: Request, _ spec: QuerySpec, _ interrupt: QueryInterrupt) throws(SofaError) -> QueryRows {
         let connection = try self.connection(request.database)
         let compiled = try compile(connection, request, spec)
         if spec.explain {
@@ -95,7 +102,8 @@ public final class QueryEngine: Sendable {
         // A page is bounded by rows (when asked) and by bytes; an unpaged result over the byte
         // limit is refused rather than built, naming the way out.
         let paged = spec.pageRows > 0
-        let page = try connection.page(compiled, parameters: spec.parameters, deadline: deadline, skip: spec.skip,
+        let page = try connection.page(compiled, parameters: spec.parameters, deadline: deadline, interrupt: interrupt,
+                                       skip: spec.skip,
                                        maxRows: Int(spec.pageRows), maxBytes: paged ? Self.pageBytes : Self.maxResultBytes)
         if page.more && !paged {
             throw SofaError(.messageTooLarge, "the result is over \(Self.maxResultBytes >> 20) MiB: page it (the SDK's queryPages, or LIMIT/OFFSET)")

@@ -8560,19 +8560,21 @@ const ProtobufCMessageDescriptor sofa__wire__commit_notice__descriptor =
   (ProtobufCMessageInit) sofa__wire__commit_notice__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue sofa__wire__worker_frame__kind__enum_values_by_number[5] =
+static const ProtobufCEnumValue sofa__wire__worker_frame__kind__enum_values_by_number[6] =
 {
   { "READY", "SOFA__WIRE__WORKER_FRAME__KIND__READY", 0 },
   { "HEARTBEAT", "SOFA__WIRE__WORKER_FRAME__KIND__HEARTBEAT", 1 },
   { "REQUEST", "SOFA__WIRE__WORKER_FRAME__KIND__REQUEST", 2 },
   { "REPLY", "SOFA__WIRE__WORKER_FRAME__KIND__REPLY", 3 },
   { "DISCONNECT", "SOFA__WIRE__WORKER_FRAME__KIND__DISCONNECT", 4 },
+  { "CANCEL", "SOFA__WIRE__WORKER_FRAME__KIND__CANCEL", 5 },
 };
 static const ProtobufCIntRange sofa__wire__worker_frame__kind__value_ranges[] = {
-{0, 0},{0, 5}
+{0, 0},{0, 6}
 };
-static const ProtobufCEnumValueIndex sofa__wire__worker_frame__kind__enum_values_by_name[5] =
+static const ProtobufCEnumValueIndex sofa__wire__worker_frame__kind__enum_values_by_name[6] =
 {
+  { "CANCEL", 5 },
   { "DISCONNECT", 4 },
   { "HEARTBEAT", 1 },
   { "READY", 0 },
@@ -8586,15 +8588,15 @@ const ProtobufCEnumDescriptor sofa__wire__worker_frame__kind__descriptor =
   "Kind",
   "Sofa__Wire__WorkerFrame__Kind",
   "sofa.wire",
-  5,
+  6,
   sofa__wire__worker_frame__kind__enum_values_by_number,
-  5,
+  6,
   sofa__wire__worker_frame__kind__enum_values_by_name,
   1,
   sofa__wire__worker_frame__kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[5] =
+static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[6] =
 {
   {
     "kind",
@@ -8656,18 +8658,31 @@ static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "request_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__WorkerFrame, request_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__worker_frame__field_indices_by_name[] = {
   1,   /* field[1] = instance */
   0,   /* field[0] = kind */
   4,   /* field[4] = payload */
   2,   /* field[2] = pid */
+  5,   /* field[5] = request_id */
   3,   /* field[3] = service */
 };
 static const ProtobufCIntRange sofa__wire__worker_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
 {
@@ -8677,7 +8692,7 @@ const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
   "Sofa__Wire__WorkerFrame",
   "sofa.wire",
   sizeof(Sofa__Wire__WorkerFrame),
-  5,
+  6,
   sofa__wire__worker_frame__field_descriptors,
   sofa__wire__worker_frame__field_indices_by_name,
   1,  sofa__wire__worker_frame__number_ranges,

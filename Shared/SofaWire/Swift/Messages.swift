@@ -256,6 +256,8 @@ public struct StoredDocument: Sendable, Equatable {
 public struct WorkerFrame: Sendable, Equatable {
     public enum Kind: Int32, Sendable {
         case ready = 0, heartbeat = 1, request = 2, reply = 3, disconnect = 4
+        /// Broker → worker: stop the request `requestID`, its client went away.
+        case cancel = 5
     }
 
     public var kind: Kind
@@ -263,8 +265,12 @@ public struct WorkerFrame: Sendable, Equatable {
     public var pid: UInt32
     public var service: String
     public var payload: [UInt8]
+    /// `.cancel`: the id of the request to stop.
+    public var requestID: UInt64
 
-    public init(kind: Kind, instance: String = "", pid: UInt32 = 0, service: String = "", payload: [UInt8] = []) {
+    public init(kind: Kind, instance: String = "", pid: UInt32 = 0, service: String = "", payload: [UInt8] = [],
+                requestID: UInt64 = 0) {
+        self.requestID = requestID
         self.kind = kind
         self.instance = instance
         self.pid = pid

@@ -14,6 +14,7 @@ extension WorkerFrame {
         message.pointee.pid = pid
         message.pointee.service = arena.string(service)
         message.pointee.payload = arena.bytes(payload)
+        message.pointee.request_id = requestID
         return pack(message)
     }
 
@@ -25,7 +26,8 @@ extension WorkerFrame {
                 throw SofaError(.malformedMessage, "malformed worker frame: unknown kind \(m.kind.rawValue)")
             }
             return WorkerFrame(kind: kind, instance: try decodeString(m.instance, "instance"), pid: m.pid,
-                               service: try decodeString(m.service, "service"), payload: decodeBytes(m.payload))
+                               service: try decodeString(m.service, "service"), payload: decodeBytes(m.payload),
+                               requestID: m.request_id)
         }
     }
 

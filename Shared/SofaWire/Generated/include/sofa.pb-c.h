@@ -114,7 +114,11 @@ typedef enum _Sofa__Wire__WorkerFrame__Kind {
   /*
    * worker -> broker: shutting down, send nothing more
    */
-  SOFA__WIRE__WORKER_FRAME__KIND__DISCONNECT = 4
+  SOFA__WIRE__WORKER_FRAME__KIND__DISCONNECT = 4,
+  /*
+   * broker -> worker: stop the request `request_id` (its client went away)
+   */
+  SOFA__WIRE__WORKER_FRAME__KIND__CANCEL = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__WORKER_FRAME__KIND)
 } Sofa__Wire__WorkerFrame__Kind;
 
@@ -1382,10 +1386,14 @@ struct  Sofa__Wire__WorkerFrame
   uint32_t pid;
   char *service;
   ProtobufCBinaryData payload;
+  /*
+   * CANCEL
+   */
+  uint64_t request_id;
 };
 #define SOFA__WIRE__WORKER_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__worker_frame__descriptor) \
-    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL} }
+    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0 }
 
 
 /* Sofa__Wire__Request methods */
