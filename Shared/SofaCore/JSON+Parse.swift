@@ -21,6 +21,13 @@ extension JSON {
         return try string.withUTF8 { buffer in JSONParser.parse(buffer) }.get()
     }
 
+    /// `parse`, also answering whether the input is exactly what `compactBytes()` writes for the
+    /// value (no whitespace, no escape or number written another way, no repeated key), so a
+    /// caller can keep the input bytes instead of writing them again.
+    public static func parseNotingCompact(_ bytes: [UInt8]) throws(SofaError) -> (json: JSON, isCompact: Bool) {
+        try bytes.withUnsafeBufferPointer { JSONParser.parseNoting($0) }.get()
+    }
+
     public static func tryParse(_ bytes: some Collection<UInt8>) -> JSON? {
         bytes.withBytes { JSONParser.parse($0) }.value
     }
@@ -49,14 +56,20 @@ struct JSONParser {
     private var pos = 0
     private var depth = 0
     private var error: SofaError?
+    /// Whether everything read so far is written exactly as `JSONWriter` (compact) writes it.
+    private var compact = true
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSON, SofaError> {
+        parseNoting(bytes).map(\.json)
+    }
+
+    static func parseNoting(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<(json: JSON, isCompact: Bool), SofaError> {
         var parser = JSONParser(bytes)
         if let value = parser.parseValue() {
             parser.skipWhitespace()
-            if parser.pos == bytes.count { return .success(value) }
+            if parser.pos == bytes.count { return .success((value, parser.compact)) }
             _ = parser.fail("unexpected data after the JSON value") as Void?
         }
         return .failure(parser.error ?? SofaError(.badJSON, "Invalid JSON"))
@@ -73,7 +86,9 @@ struct JSONParser {
     private mutating func skipWhitespace() {
         while pos < bytes.count {
             switch bytes[pos] {
-            case 0x20, 0x09, 0x0A, 0x0D: pos += 1
+            case 0x20, 0x09, 0x0A, 0x0D:
+                pos += 1
+                compact = false
             default: return
             }
         }
@@ -151,7 +166,9 @@ struct JSONParser {
             guard pos < bytes.count, bytes[pos] == Byte.colon else { return fail("expected ':'") }
             pos += 1
             guard let value = parseValue() else { return nil }
+            let count = object.count
             object[key] = value
+            if object.count == count { compact = false }  // a repeated key: written once
             skipWhitespace()
             guard pos < bytes.count else { return fail("unterminated object") }
             let c = bytes[pos]
@@ -214,13 +231,17 @@ struct JSONParser {
             let escape = bytes[pos + 1]
             pos += 2
             switch escape {
-            case Byte.quote, Byte.backslash, Byte.slash: out.append(escape)
+            case Byte.quote, Byte.backslash: out.append(escape)
+            case Byte.slash:
+                out.append(escape)
+                compact = false  // written unescaped
             case UInt8(ascii: "b"): out.append(0x08)
             case UInt8(ascii: "f"): out.append(0x0C)
             case UInt8(ascii: "n"): out.append(0x0A)
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
+                compact = false  // conservative: most are written raw
                 guard let scalar = parseUnicodeEscape() else { return nil }
                 appendUTF8(scalar, to: &out)
             default: return fail("invalid escape", at: pos - 2)
@@ -324,10 +345,12 @@ struct JSONParser {
             guard isDigit(pos) else { return fail("expected a digit in exponent") }
             while isDigit(pos) { pos += 1 }
         }
+        if negative && magnitude == 0 { compact = false }  // "-0" is written "0"
         if integral && !overflow {
             if !negative, magnitude <= UInt64(Int64.max) { return .int(Int64(magnitude)) }
             if negative, magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(bitPattern: 0 &- magnitude)) }
         }
+        compact = false  // conservative: a double is written in Swift's shortest form
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else { return fail("number out of range", at: start) }
         return .double(value)

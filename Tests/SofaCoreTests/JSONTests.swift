@@ -34,6 +34,35 @@ import Testing
         ("\t\r\n {\"k\" : \"v\" } \n", .object(["k": "v"])),
     ]
 
+    /// Whether the input is noted as compact is exactly whether the compact writer gives it back
+    /// byte for byte — over every accepted input and some more written compact on purpose.
+    @Test(arguments: accepted.map(\.0) + [
+        #"{"b":1,"a":"x\ny","c":[true,false,null,-5,{"d":"\"\\\t"}]}"#, #"{"é":"😀","k":[]}"#, "[0,-1,[{}]]",
+        #"{"a":1}"#, "\"\\u001f\"", #""\u001f""#,
+    ])
+    func compactIsNotedExactly(_ input: String) throws {
+        let bytes = Array(input.utf8)
+        let (json, isCompact) = try JSON.parseNotingCompact(bytes)
+        #expect(json == (try JSON.parse(input)))
+        if isCompact {
+            #expect(json.compactBytes() == bytes, "noted compact but written differently: \(input)")
+        }
+        // Everything the writer writes, parsed again, is noted compact (apart from doubles and
+        // \u escapes of control characters, which are noted conservatively).
+        func hasDouble(_ value: JSON) -> Bool {
+            switch value {
+            case .double: true
+            case .array(let items): items.contains(where: hasDouble)
+            case .object(let object): object.contains { hasDouble($0.value) }
+            default: false
+            }
+        }
+        let written = json.compactBytes()
+        if !hasDouble(json) && !String(decoding: written, as: UTF8.self).contains("\\u") {
+            #expect(try JSON.parseNotingCompact(written).isCompact, "\(String(decoding: written, as: UTF8.self))")
+        }
+    }
+
     @Test(arguments: accepted)
     func accepts(_ input: String, _ expected: JSON) throws {
         #expect(try JSON.parse(input) == expected)

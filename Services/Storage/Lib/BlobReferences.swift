@@ -58,6 +58,7 @@ public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
 
     /// Every blob `body` references, with the first malformed digest refused.
     public static func find(in body: JSON) throws(SofaError) -> Set<BlobReference> {
+        guard hasDigestKey(body) else { return [] }
         var found: Set<BlobReference> = []
         try collect(body, path: "", topLevel: true, into: &found)
         return found
@@ -66,15 +67,36 @@ public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
     /// Cheap pre-check on stored compact JSON: a body without the bytes `"digest"` references
     /// nothing, so it need not be parsed.
     static func mayReference(_ compactBody: [UInt8]) -> Bool {
-        let needle = Array("\"digest\"".utf8)
-        guard compactBody.count >= needle.count else { return false }
-        var i = 0
-        let last = compactBody.count - needle.count
-        while i <= last {
-            if compactBody[i] == needle[0], Array(compactBody[i..<i + needle.count]) == needle { return true }
-            i += 1
+        let needle: [UInt8] = Array("\"digest\"".utf8)
+        return compactBody.withUnsafeBufferPointer { body in
+            guard body.count >= needle.count else { return false }
+            var i = 0
+            outer: while i <= body.count - needle.count {
+                if body[i] == needle[0] {
+                    for j in 1..<needle.count where body[i + j] != needle[j] {
+                        i += 1
+                        continue outer
+                    }
+                    return true
+                }
+                i += 1
+            }
+            return false
         }
-        return false
+    }
+
+    /// Whether any object in `value` has a "digest" key: a body without one references nothing
+    /// (the walk allocates nothing, unlike collecting with paths).
+    static func hasDigestKey(_ value: JSON) -> Bool {
+        switch value {
+        case .object(let object):
+            for (key, child) in object where key == "digest" || hasDigestKey(child) { return true }
+            return false
+        case .array(let array):
+            return array.contains(where: hasDigestKey)
+        default:
+            return false
+        }
     }
 
     /// The references of a stored body; a body that does not parse, or has a malformed digest,
@@ -155,6 +177,7 @@ extension Transaction {
         } catch {
             return .failure(.invalid("document '\(id)': \(error.message)"))
         }
+        guard !references.isEmpty else { return .success(false) }
         let folder = store.attachmentsDirectory
         for reference in references.sorted(by: { $0.base64 < $1.base64 }) {
             let path = folder.appendingPathComponent(reference.fileName).path

@@ -15,13 +15,15 @@ public struct DocumentWrite: Sendable {
     public let canonicalBody: [UInt8]
     public let compactBody: [UInt8]
 
-    public init(id: String, parent: DocumentVersion?, body: JSON, deleted: Bool) {
+    /// `compactBody`, when given, must be `body.compactBytes()` (e.g. the bytes the body was
+    /// parsed from, when `JSON.parseNotingCompact` found them compact): it is not written again.
+    public init(id: String, parent: DocumentVersion?, body: JSON, deleted: Bool, compactBody: [UInt8]? = nil) {
         self.id = id
         self.parent = parent
         self.body = body
         self.deleted = deleted
         self.canonicalBody = body.canonicalBytes()
-        self.compactBody = body.compactBytes()
+        self.compactBody = compactBody ?? body.compactBytes()
     }
 
     public init(id: String, parent: RevID?, body: JSON, deleted: Bool) {

@@ -8,8 +8,8 @@ extension StorageService {
     /// A put's fields: a JSON object whose `_id`, `_rev` and `_deleted` are metadata. The wire's
     /// id/rev win when given; the body's must then agree. An empty ID is generated.
     static func documentFields(id wireID: String, rev wireRev: String, body: [UInt8], deleted wireDeleted: Bool)
-        throws(SofaError) -> (id: String, rev: String, body: JSONObject, deleted: Bool) {
-        let json = body.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(body)
+        throws(SofaError) -> DocumentFields {
+        let (json, isCompact) = body.isEmpty ? (JSON.object(JSONObject()), false) : try JSON.parseNotingCompact(body)
         guard var object = json.objectValue else {
             throw SofaError(.badJSON, "a document body must be a JSON object, not \(json.kindName)")
         }
@@ -34,12 +34,24 @@ extension StorageService {
         }
         if id.isEmpty { id = DocumentID.generate() }
         try DocumentID.validate(id)
-        return (id, rev, object, deleted)
+        // The bytes sent are the compact form when nothing was taken out of them.
+        let untouched = isCompact && object.count == json.objectValue?.count
+        return DocumentFields(id: id, rev: rev, body: object, deleted: deleted, compactBody: untouched ? body : nil)
     }
 
-    static func documentWrite(_ f: (id: String, rev: String, body: JSONObject, deleted: Bool)) throws(SofaError) -> DocumentWrite {
+    /// A document write as sent: ID, parent revision, body without the reserved keys, and the
+    /// body's compact bytes when the request already carried them.
+    struct DocumentFields {
+        var id: String
+        var rev: String
+        var body: JSONObject
+        var deleted: Bool
+        var compactBody: [UInt8]?
+    }
+
+    static func documentWrite(_ f: DocumentFields) throws(SofaError) -> DocumentWrite {
         DocumentWrite(id: f.id, parent: f.rev.isEmpty ? nil : try DocumentVersion.parse(ascii: f.rev), body: .object(f.body),
-                      deleted: f.deleted)
+                      deleted: f.deleted, compactBody: f.compactBody)
     }
 
     static func documentWrite(id: String, rev: String, body: [UInt8], deleted: Bool) throws(SofaError) -> DocumentWrite {
