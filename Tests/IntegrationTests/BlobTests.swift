@@ -369,7 +369,8 @@ private struct BytesStream: AsyncSequence {
         #expect(chunk?.outcome == .success(.none))
         #expect(try temporaryFiles(data).count == 1)
         let deadline = ContinuousClock.now + .seconds(10)
-        while await transfer.openSessions > 0, ContinuousClock.now < deadline {
+        // The session is dropped, then its file removed on the database's I/O queue: wait for both.
+        while try await transfer.openSessions > 0 || !temporaryFiles(data).isEmpty, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
         }
         #expect(await transfer.openSessions == 0)
