@@ -69,8 +69,8 @@ import Testing
         }
     }
 
-    /// Every document written once, and what was sent again after the failure at most one batch
-    /// (the replicator's batch is 500 changes).
+    /// Every document written once, and what was sent again after the failure at most what the
+    /// replicator has in flight: two batches of 250 changes.
     func expectAtMostOneBatchTwice(_ status: ReplicationStatus?, _ total: Int,
                                    sourceLocation: SourceLocation = #_sourceLocation) {
         guard let status else { Issue.record("no status", sourceLocation: sourceLocation); return }

@@ -52,7 +52,8 @@ public struct ReplicationPlan: Sendable, Equatable {
 /// (revs-diff); fetch those with their ancestry, cut at the first ancestor the target has (and at
 /// `maxHistory`); copy the blobs they reference that the target lacks (once each); write them
 /// with insert-with-history in bulk batches; resolve conflicts (`auto`); record the checkpoint on
-/// both sides. The next batch of changes is read while the current one is written; at most two
+/// both sides (every `checkpointInterval` while busy, and on catching up). Up to `window` batches
+/// are transferred at once while the next batch of changes is read, so at most `window + 1`
 /// batches are in memory.
 ///
 /// Transient failures (a peer down or unreachable) are retried with exponential backoff; a
@@ -63,7 +64,11 @@ final class Replication: Sendable {
     let registry: ReplicationRegistry
     let logger: Logger
 
-    static let batchSize = 500
+    /// Changes per batch, and batches transferred at once: what a failure can make the replicator
+    /// send twice is at most `batchSize * window` = 500 revisions.
+    static let batchSize = 250
+    static let window = 2
+    static let checkpointInterval: Duration = .milliseconds(250)
     static let fetchWidth = 16
     static let maxHistory = 100
     static let longPollMs: UInt32 = 20_000
@@ -153,28 +158,60 @@ final class Replication: Sendable {
             $0.checkpoint = checkpoint.sequence
             $0.lastError = ""
         }
-        var next = prefetch(source, since: checkpoint.sequence, wait: false)
+        // The source sequence written to the target but not yet recorded by a checkpoint. Saving
+        // one costs a write on each side, so it is saved at most every `checkpointInterval` while
+        // busy, and whenever the replication catches up. Re-reading changes after a restart costs
+        // little: the revs-diff keeps what the target has from being sent again.
+        var unsaved: UInt64?
+        var lastSave = ContinuousClock.now
+        func saveCheckpoint(_ sequence: UInt64) async throws(SofaError) {
+            try await checkpoint.save(sequence, source: source, target: target)
+            unsaved = nil
+            lastSave = ContinuousClock.now
+            await registry.update(plan.id) { $0.checkpoint = sequence }
+        }
+        // Batches being transferred, oldest first: up to `window` at once, finished in order so
+        // the checkpoint only ever covers batches that are wholly written.
+        var inFlight: [(last: UInt64, checked: Int, task: Task<Result<Written, SofaError>, Never>)] = []
+        defer { for batch in inFlight { batch.task.cancel() } }
+        func finishOldest() async throws(SofaError) {
+            let batch = inFlight.removeFirst()
+            let written = try await batch.task.value.get()
+            unsaved = batch.last
+            await registry.update(plan.id) {
+                $0.docsChecked += UInt64(batch.checked)
+                $0.docsWritten += UInt64(written.revisions)
+                $0.conflictsResolved += UInt64(written.resolved)
+                $0.blobsTransferred += UInt64(written.blobs)
+                if let error = written.lastError { $0.lastError = error }
+            }
+            if ContinuousClock.now - lastSave >= Self.checkpointInterval { try await saveCheckpoint(batch.last) }
+        }
+        var since = checkpoint.sequence
+        var next = prefetch(source, since: since, wait: false)
         while true {
             let batch = try await next.value.get()
             try Task.checkCancellation(or: .shuttingDown)
             guard let last = batch.changes.map(\.sequence).max() else {
+                while !inFlight.isEmpty { try await finishOldest() }
+                if let sequence = unsaved { try await saveCheckpoint(sequence) }
                 guard plan.continuous else { return }
                 await registry.update(plan.id) { $0.state = .idle }
-                next = prefetch(source, since: checkpoint.sequence, wait: true)
+                next = prefetch(source, since: since, wait: true)
                 continue
             }
+            since = last
             next = prefetch(source, since: last, wait: false)
             await registry.update(plan.id) { $0.state = .running }
-            let written = try await transfer(batch.changes, source: source, target: target, peers: peers)
-            try await checkpoint.save(last, source: source, target: target)
-            await registry.update(plan.id) {
-                $0.docsChecked += UInt64(batch.changes.count)
-                $0.docsWritten += UInt64(written.revisions)
-                $0.conflictsResolved += UInt64(written.resolved)
-                $0.blobsTransferred += UInt64(written.blobs)
-                $0.checkpoint = last
-                if let error = written.lastError { $0.lastError = error }
-            }
+            let changes = batch.changes
+            inFlight.append((last, changes.count, Task {
+                do throws(SofaError) {
+                    return .success(try await self.transfer(changes, source: source, target: target, peers: peers))
+                } catch {
+                    return .failure(error)
+                }
+            }))
+            if inFlight.count >= Self.window { try await finishOldest() }
         }
     }
 
