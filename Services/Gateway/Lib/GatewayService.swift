@@ -54,6 +54,8 @@ public final class GatewayService: Sendable {
     }
 
     static let forwardTimeout: Duration = .seconds(30)
+    /// The cap on a query's own deadline.
+    static let longestQuery: Duration = .seconds(3600)
     static let rekeyTimeout: Duration = .seconds(3600)
 
     public func handle(_ request: Request) async -> Response {
@@ -70,7 +72,9 @@ public final class GatewayService: Sendable {
             guard !request.database.isEmpty else {
                 return .failure(request.id, SofaError(.invalidParameter, "query needs a database name"))
             }
-            return await broker.submit(request, timeout: Self.forwardTimeout)
+            // A query's own deadline governs (long analytical queries are the caller's call);
+            // one without a deadline gets the forwarding default.
+            return await broker.submit(request, timeout: request.deadline != 0 ? Self.longestQuery : Self.forwardTimeout)
         case .createDatabase(let versioning, let key?):
             return await createEncryptedDatabase(request, versioning: versioning, key: key)
         case .rekeyDatabase:
