@@ -170,34 +170,33 @@ public struct LiveQuery: AsyncSequence, Sendable {
 
     public struct Iterator: AsyncIteratorProtocol {
         let source: LiveQuery
-        var since: UInt64? = nil
+        /// Per collection the query reads ("" = the default one): the last sequence seen.
+        var since: [String: UInt64]? = nil
         var last: QueryResult? = nil
 
         public mutating func next() async throws -> QueryResult? {
             while !Task.isCancelled {
-                if let since {
-                    // Wait for the next committed change, then take everything already queued.
-                    let query = ChangesQuery(since: since, limit: 10_000, includeDeleted: true, waitMs: source.pollMs)
-                    let request = Request(database: source.store.database, collection: source.store.collection, operation: .changes(query))
-                    let response = await source.store.client.bus.send(request, timeout: .milliseconds(Int(source.pollMs) + 10_000))
-                    switch response.outcome {
-                    case .success(.changes(let batch)):
-                        guard let newest = batch.changes.map(\.sequence).max() else { continue }
-                        self.since = Swift.max(since, newest)
-                    case .success:
-                        throw SofaError(.unexpectedError, "the gateway answered a changes poll with something else")
-                    case .failure(let error) where error.is(.unavailable) || error.is(.timeout) || error.is(.shuttingDown):
-                        // The cluster is restarting: retry the poll (the sequence keeps our place).
-                        try await Task.sleep(for: .milliseconds(200))
-                        continue
-                    case .failure(let error):
-                        throw error
-                    }
+                if let current = since {
+                    // Wait for the next committed change in any collection the query reads.
+                    guard let (collection, newest) = try await Self.firstChange(source, current) else { continue }
+                    since?[collection] = newest
                 } else {
-                    // Where the feed stands now; the first result is computed after it.
-                    let reply = try await source.store.call(.changes(ChangesQuery(since: 0, descending: true, limit: 1, includeDeleted: true)))
-                    guard case .changes(let batch) = reply else { throw SofaError(.unexpectedError, "unexpected reply to changes") }
-                    since = batch.changes.first?.sequence ?? 0
+                    // Which collections the query reads (compiled, not run), and where their feeds
+                    // stand now; the first result is computed after that.
+                    var plan = source.spec
+                    plan.explain = true
+                    guard case .query(let compiled) = try await source.store.call(.query(plan)) else {
+                        throw SofaError(.unexpectedError, "unexpected reply to a query")
+                    }
+                    var start: [String: UInt64] = [:]
+                    for collection in Self.collections(compiled, source) {
+                        let reply = try await source.store.client.call(
+                            .changes(ChangesQuery(since: 0, descending: true, limit: 1, includeDeleted: true)),
+                            database: source.store.database, collection: collection)
+                        guard case .changes(let batch) = reply else { throw SofaError(.unexpectedError, "unexpected reply to changes") }
+                        start[collection] = batch.changes.first?.sequence ?? 0
+                    }
+                    since = start
                 }
                 guard case .query(let rows) = try await source.store.call(.query(source.spec)) else {
                     throw SofaError(.unexpectedError, "unexpected reply to a query")
@@ -209,6 +208,52 @@ public struct LiveQuery: AsyncSequence, Sendable {
                 }
             }
             return nil
+        }
+
+        /// The collections a compiled query reads, as request paths ("" = the default one); the
+        /// store's own when the reply names none.
+        static func collections(_ rows: QueryRows, _ source: LiveQuery) -> [String] {
+            let named = Set(rows.collections.map { $0 == "_default._default" ? "" : $0 })
+            return named.isEmpty ? [source.store.collection] : named.sorted()
+        }
+
+        /// Long-polls every collection at once until one has a committed change: which one, and
+        /// its newest sequence. The other polls are cancelled.
+        static func firstChange(_ source: LiveQuery, _ since: [String: UInt64]) async throws -> (String, UInt64)? {
+            try await withThrowingTaskGroup(of: (String, UInt64?).self) { group in
+                for (collection, sequence) in since {
+                    group.addTask { (collection, try await poll(source, collection, since: sequence)) }
+                }
+                while let (collection, newest) = try await group.next() {
+                    if let newest {
+                        group.cancelAll()
+                        return (collection, newest)
+                    }
+                    // Nothing within the poll (or the cluster restarting): poll that one again.
+                    let sequence = since[collection] ?? 0
+                    group.addTask { (collection, try await poll(source, collection, since: sequence)) }
+                }
+                return nil
+            }
+        }
+
+        /// One long poll of a collection's changes: the newest sequence after `since`, or nil.
+        static func poll(_ source: LiveQuery, _ collection: String, since: UInt64) async throws -> UInt64? {
+            let query = ChangesQuery(since: since, limit: 10_000, includeDeleted: true, waitMs: source.pollMs)
+            let request = Request(database: source.store.database, collection: collection, operation: .changes(query))
+            let response = await source.store.client.bus.send(request, timeout: .milliseconds(Int(source.pollMs) + 10_000))
+            switch response.outcome {
+            case .success(.changes(let batch)):
+                return batch.changes.map(\.sequence).max()
+            case .success:
+                throw SofaError(.unexpectedError, "the gateway answered a changes poll with something else")
+            case .failure(let error) where error.is(.unavailable) || error.is(.timeout) || error.is(.shuttingDown):
+                // The cluster is restarting: poll again shortly (the sequence keeps our place).
+                try await Task.sleep(for: .milliseconds(200))
+                return nil
+            case .failure(let error):
+                throw error
+            }
         }
     }
 }

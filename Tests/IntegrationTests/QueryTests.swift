@@ -220,3 +220,37 @@ extension QueryTests {
         }
     }
 }
+
+extension QueryTests {
+    /// A live query joining two collections gets a new result after a commit in either one.
+    @Test func liveQueryFollowsEveryCollectionItReads() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("livejoin")
+            try await Self.seed(db)
+            let orders = try await db.createCollection("store.orders")
+            try await orders.put(id: "o1", json: #"{"total":3,"customer":"a"}"#)
+            let results = try await withDeadline(.seconds(30)) {
+                var seen: [[[JSON?]]] = []
+                let live = db.liveQuery(n1ql: """
+                    SELECT c.name, o.total FROM _ AS c JOIN store.orders AS o ON o.customer = META(c).id ORDER BY o.total
+                    """)
+                var iterator = live.makeAsyncIterator()
+                while let result = try await iterator.next() {
+                    seen.append(result.rows)
+                    switch seen.count {
+                    case 1: try await orders.put(id: "o2", json: #"{"total":5,"customer":"c"}"#)  // the other collection
+                    case 2: try await db.put(id: "c", json: #"{"name":"Cyd","age":41}"#, rev: try await db.get(id: "c").rev)
+                    default: break
+                    }
+                    if seen.count == 3 { break }
+                }
+                return seen
+            }
+            #expect(results == [
+                [[.string("Ann"), .int(3)]],
+                [[.string("Ann"), .int(3)], [.string("Cy"), .int(5)]],
+                [[.string("Ann"), .int(3)], [.string("Cyd"), .int(5)]],
+            ])
+        }
+    }
+}

@@ -96,7 +96,8 @@ public final class QueryEngine: Sendable {
         let compiled = try compile(connection, request, spec)
         if spec.explain {
             let plan = try connection.explain(compiled)
-            return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan)
+            return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan,
+                             collections: compiled.collections.map(\.description))
         }
         let deadline = request.deadline > 0 ? Self.monotonicDeadline(epochMs: request.deadline) : 0
         // A page is bounded by rows (when asked) and by bytes; an unpaged result over the byte
@@ -108,7 +109,8 @@ public final class QueryEngine: Sendable {
         if page.more && !paged {
             throw SofaError(.messageTooLarge, "the result is over \(Self.maxResultBytes >> 20) MiB: page it (the SDK's queryPages, or LIMIT/OFFSET)")
         }
-        return QueryRows(columns: compiled.columns, rows: page.rows, more: page.more)
+        return QueryRows(columns: compiled.columns, rows: page.rows, more: page.more,
+                         collections: compiled.collections.map(\.description))
     }
 
     private func compile(_ connection: QueryConnection, _ request: Request, _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {

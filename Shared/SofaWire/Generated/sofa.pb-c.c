@@ -6959,7 +6959,7 @@ const ProtobufCMessageDescriptor sofa__wire__replication_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__replication_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[5] =
+static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptors[6] =
 {
   {
     "columns",
@@ -7021,8 +7021,21 @@ static const ProtobufCFieldDescriptor sofa__wire__query_result__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "collections",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__QueryResult, n_collections),
+    offsetof(Sofa__Wire__QueryResult, collections),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__query_result__field_indices_by_name[] = {
+  5,   /* field[5] = collections */
   0,   /* field[0] = columns */
   3,   /* field[3] = explain */
   2,   /* field[2] = missing */
@@ -7032,7 +7045,7 @@ static const unsigned sofa__wire__query_result__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__query_result__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor =
 {
@@ -7042,7 +7055,7 @@ const ProtobufCMessageDescriptor sofa__wire__query_result__descriptor =
   "Sofa__Wire__QueryResult",
   "sofa.wire",
   sizeof(Sofa__Wire__QueryResult),
-  5,
+  6,
   sofa__wire__query_result__field_descriptors,
   sofa__wire__query_result__field_indices_by_name,
   1,  sofa__wire__query_result__number_ranges,

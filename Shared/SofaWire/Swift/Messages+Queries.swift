@@ -30,8 +30,11 @@ public struct QueryRows: Sendable, Equatable {
     public var explain: String
     /// Paging: rows remain after these.
     public var more: Bool
+    /// The collections the query reads, as "scope.collection": the changes that can affect it.
+    public var collections: [String]
 
-    public init(columns: [String], rows: [[JSON?]], explain: String = "", more: Bool = false) {
+    public init(columns: [String], rows: [[JSON?]], explain: String = "", more: Bool = false, collections: [String] = []) {
+        self.collections = collections
         self.columns = columns
         self.rows = rows
         self.explain = explain

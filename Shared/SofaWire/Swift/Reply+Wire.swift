@@ -98,6 +98,7 @@ extension Reply {
         case .query(let result):
             let r: UnsafeMutablePointer<Sofa__Wire__QueryResult> = arena.message { sofa__wire__query_result__init($0) }
             (r.pointee.n_columns, r.pointee.columns) = arena.strings(result.columns)
+            (r.pointee.n_collections, r.pointee.collections) = arena.strings(result.collections)
             var rows: [[UInt8]] = []
             var masks: [UInt64] = []
             rows.reserveCapacity(result.rows.count)
@@ -296,7 +297,8 @@ extension Reply {
                 })
             }
             return .query(QueryRows(columns: try decodeStrings(r.n_columns, r.columns, "query.columns"), rows: rows,
-                                    explain: try decodeString(r.explain, "query.explain"), more: r.more != 0))
+                                    explain: try decodeString(r.explain, "query.explain"), more: r.more != 0,
+                                    collections: try decodeStrings(r.n_collections, r.collections, "query.collections")))
         case SOFA__WIRE__RESPONSE__RESULT_INDEXES:
             let r = try required(m.indexes, "indexes")
             var list: [IndexDefinition] = []

@@ -1042,10 +1042,15 @@ struct  Sofa__Wire__QueryResult
    * paging: rows remain after this page
    */
   protobuf_c_boolean more;
+  /*
+   * the collections the query reads ("scope.collection"), for live queries
+   */
+  size_t n_collections;
+  char **collections;
 };
 #define SOFA__WIRE__QUERY_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__query_result__descriptor) \
-    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, 0 }
+    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
 struct  Sofa__Wire__IndexList
