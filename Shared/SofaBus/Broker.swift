@@ -112,7 +112,8 @@ public final class Broker: Sendable {
             }
             if closed { break }
             var actions: [BrokerState.Action] = []
-            for job in jobs { actions += state.submit(job) }
+            let clock = monotonicMs()
+            for job in jobs { actions += state.submit(job, now: clock) }
             for id in cancelled { actions += state.cancel(id) }
             let now = monotonicMs()
             if ready[0] {

@@ -1,20 +1,27 @@
 public import SofaCore
 public import SofaWire
 
-/// The broker's protocol logic, with no I/O: which worker is idle, which job runs where, who is
+/// The broker's protocol logic, with no I/O: which worker has room, which job runs where, who is
 /// dead. The `Broker` shell feeds it events (a job submitted, a frame from a worker, a clock
 /// tick) and carries out the actions it returns (send a frame, complete a job).
 ///
 /// Rules:
-/// * A worker joins with READY and is then idle. It takes one job at a time.
-/// * A job goes to the idle worker that has waited longest; with none idle it waits in a queue.
+/// * A worker joins with READY, saying how many jobs it takes at once (its capacity, at least
+///   1), so a worker always has its next job at hand instead of waiting a round trip for it.
+/// * A job goes to the worker with room that has the fewest jobs, among those the one that has
+///   waited longest; with no room anywhere it waits in a queue. A worker that already has a job
+///   gets another only while that job is younger than `prefetchMs`: one running longer is likely
+///   a long query, and what waits behind it should go to whichever worker frees first.
+/// * A reply completes the job whose id it carries.
 /// * Any frame from a worker proves it alive. Every `heartbeatMs` the broker sends a HEARTBEAT to
 ///   each worker; a worker silent for `heartbeatMs * liveness` is dead and forgotten.
-/// * A dead worker's job is retried once on another worker; a job that already failed over once
+/// * A dead worker's jobs are retried once on other workers; a job that already failed over once
 ///   completes with `.unavailable`.
 /// * A job past its deadline completes with `.timeout`, queued or running.
 /// * A cancelled job (its caller went away) completes with `.cancelled`; a running one's worker
 ///   gets CANCEL.
+/// * A running job completed early (deadline, cancel) keeps its slot until the worker replies;
+///   that late reply is dropped.
 /// * A frame from an unknown worker (e.g. after the broker restarted) is answered with
 ///   DISCONNECT, which tells the worker to announce itself again.
 public struct BrokerState: Sendable {
@@ -23,6 +30,10 @@ public struct BrokerState: Sendable {
         public var request: Request
         public var deadline: UInt64  // monotonic ms
         public var attempts = 0
+        /// Completed already (deadline, cancel) while its worker still runs it.
+        public var abandoned = false
+        /// When it was sent to its worker (monotonic ms).
+        public var sentAt: UInt64 = 0
 
         public init(id: UInt64, request: Request, deadline: UInt64) {
             self.id = id
@@ -36,7 +47,13 @@ public struct BrokerState: Sendable {
         public var instance: String
         public var pid: UInt32
         public var lastSeen: UInt64
-        public var job: Job?
+        /// Jobs it takes at once.
+        public var capacity: Int
+        /// Its jobs, in the order they were sent.
+        public var jobs: [Job] = []
+        /// Its oldest job.
+        public var job: Job? { jobs.first }
+        var hasRoom: Bool { jobs.count < capacity }
     }
 
     public enum Action: Sendable, Equatable {
@@ -47,30 +64,37 @@ public struct BrokerState: Sendable {
     public let heartbeatMs: UInt64
     public let liveness: UInt64
     public private(set) var workers: [[UInt8]: Worker] = [:]
+    /// Workers with room, the one waiting longest first.
     private var idle: [[UInt8]] = []
     private var queue: [Job] = []
     private var lastHeartbeat: UInt64 = 0
+    /// The latest clock reading seen (monotonic ms).
+    private var now: UInt64 = 0
+    public static let prefetchMs: UInt64 = 20
 
     public init(heartbeatMs: UInt64 = 500, liveness: UInt64 = 3) {
         self.heartbeatMs = heartbeatMs
         self.liveness = liveness
     }
 
-    public var busyCount: Int { workers.values.filter { $0.job != nil }.count }
+    public var busyCount: Int { workers.values.filter { !$0.jobs.isEmpty }.count }
     public var queuedCount: Int { queue.count }
 
-    public mutating func submit(_ job: Job) -> [Action] {
+    public mutating func submit(_ job: Job, now: UInt64? = nil) -> [Action] {
+        if let now { self.now = max(self.now, now) }
         queue.append(job)
         return dispatch()
     }
 
     public mutating func received(_ frame: WorkerFrame, from identity: [UInt8], now: UInt64) -> [Action] {
+        self.now = max(self.now, now)
         if frame.kind == .ready {
-            if let old = workers[identity], let job = old.job {
+            if let old = workers[identity] {
                 // The same socket announced itself again: it lost what it was doing.
-                queue.insert(job, at: 0)
+                queue.insert(contentsOf: old.jobs.filter { !$0.abandoned }, at: 0)
             }
-            workers[identity] = Worker(identity: identity, instance: frame.instance, pid: frame.pid, lastSeen: now)
+            workers[identity] = Worker(identity: identity, instance: frame.instance, pid: frame.pid, lastSeen: now,
+                                       capacity: max(1, Int(frame.capacity)))
             idle.removeAll { $0 == identity }
             idle.append(identity)
             return dispatch()
@@ -82,10 +106,17 @@ public struct BrokerState: Sendable {
         workers[identity] = worker
         switch frame.kind {
         case .reply:
+            let decoded = try? Response.decode(frame.payload)
+            // The job the reply names; a reply that names none can only be a lone job's.
+            guard let index = decoded.flatMap({ response in worker.jobs.firstIndex { $0.id == response.id } })
+                    ?? (worker.jobs.count == 1 ? 0 : nil) else { return [] }
+            let job = worker.jobs.remove(at: index)
+            workers[identity] = worker
+            if !idle.contains(identity) { idle.append(identity) }
             var actions: [Action] = []
-            if let job = worker.job, job.id != 0 {
+            if !job.abandoned {
                 let response: Response
-                if var decoded = try? Response.decode(frame.payload) {
+                if var decoded {
                     decoded.id = job.id
                     response = decoded
                 } else {
@@ -93,9 +124,6 @@ public struct BrokerState: Sendable {
                 }
                 actions.append(.complete(jobID: job.id, response: response))
             }
-            worker.job = nil
-            workers[identity] = worker
-            idle.append(identity)
             return actions + dispatch()
         case .disconnect:
             return remove(identity, reason: "worker \(worker.instance) left")
@@ -105,7 +133,7 @@ public struct BrokerState: Sendable {
     }
 
     /// The job's caller went away: a queued job is dropped; a running one is left to its worker,
-    /// which is told to stop it (CANCEL) and becomes idle when it replies. Either way the job
+    /// which is told to stop it (CANCEL) and frees its slot when it replies. Either way the job
     /// completes now with `.cancelled`.
     public mutating func cancel(_ jobID: UInt64) -> [Action] {
         let cancelled = Action.complete(jobID: jobID, response: .failure(jobID, SofaError(.cancelled, "the request was cancelled")))
@@ -113,15 +141,17 @@ public struct BrokerState: Sendable {
             queue.remove(at: index)
             return [cancelled]
         }
-        guard jobID != 0, let (identity, worker) = workers.first(where: { $0.value.job?.id == jobID }) else { return [] }
-        var updated = worker
-        updated.job?.id = 0  // its late reply is dropped
-        updated.job?.deadline = .max
-        workers[identity] = updated
-        return [cancelled, .send(identity: identity, frame: WorkerFrame(kind: .cancel, requestID: jobID))]
+        for (identity, var worker) in workers {
+            guard let index = worker.jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
+            worker.jobs[index].abandoned = true
+            workers[identity] = worker
+            return [cancelled, .send(identity: identity, frame: WorkerFrame(kind: .cancel, requestID: jobID))]
+        }
+        return []
     }
 
     public mutating func tick(now: UInt64) -> [Action] {
+        self.now = max(self.now, now)
         var actions: [Action] = []
         let deadline = heartbeatMs * liveness
         for (identity, worker) in workers where now &- worker.lastSeen > deadline {
@@ -133,16 +163,16 @@ public struct BrokerState: Sendable {
         for job in expired {
             actions.append(.complete(jobID: job.id, response: .failure(job.id, .timeout("no query worker finished the request before its deadline"))))
         }
-        for (identity, worker) in workers {
-            if let job = worker.job, job.deadline <= now {
-                var updated = worker
-                // The worker keeps working on it; its late reply is dropped and it becomes idle then.
-                updated.job?.request.deadline = 0
-                updated.job?.deadline = .max
-                updated.job?.id = 0
-                workers[identity] = updated
-                actions.append(.complete(jobID: job.id, response: .failure(job.id, .timeout("the query worker did not answer before the deadline"))))
+        for (identity, var worker) in workers {
+            var changed = false
+            for index in worker.jobs.indices where !worker.jobs[index].abandoned && worker.jobs[index].deadline <= now {
+                // The worker keeps working on it; its late reply is dropped and frees the slot.
+                worker.jobs[index].abandoned = true
+                changed = true
+                let id = worker.jobs[index].id
+                actions.append(.complete(jobID: id, response: .failure(id, .timeout("the query worker did not answer before the deadline"))))
             }
+            if changed { workers[identity] = worker }
         }
         if now &- lastHeartbeat >= heartbeatMs {
             lastHeartbeat = now
@@ -150,33 +180,45 @@ public struct BrokerState: Sendable {
                 actions.append(.send(identity: identity, frame: WorkerFrame(kind: .heartbeat)))
             }
         }
-        return actions.filter {
-            if case .complete(let id, _) = $0 { return id != 0 }
-            return true
-        }
+        return actions
     }
 
     private mutating func remove(_ identity: [UInt8], reason: String) -> [Action] {
         guard let worker = workers.removeValue(forKey: identity) else { return [] }
         idle.removeAll { $0 == identity }
-        guard var job = worker.job, job.id != 0 else { return dispatch() }
-        job.attempts += 1
-        if job.attempts >= 2 {
-            return [.complete(jobID: job.id, response: .failure(job.id, .unavailable("\(reason) with the request; it failed on a second worker too")))]
-                + dispatch()
+        var actions: [Action] = []
+        var retried: [Job] = []
+        for var job in worker.jobs where !job.abandoned {
+            job.attempts += 1
+            if job.attempts >= 2 {
+                actions.append(.complete(jobID: job.id, response: .failure(job.id, .unavailable(
+                    "\(reason) with the request; it failed on a second worker too"))))
+            } else {
+                retried.append(job)
+            }
         }
-        queue.insert(job, at: 0)
-        return dispatch()
+        queue.insert(contentsOf: retried, at: 0)
+        return actions + dispatch()
     }
 
+    /// Hands queued jobs to workers with room: the least busy first, then the one waiting longest.
     private mutating func dispatch() -> [Action] {
         var actions: [Action] = []
-        while !queue.isEmpty, !idle.isEmpty {
-            let identity = idle.removeFirst()
+        while !queue.isEmpty {
+            idle.removeAll { workers[$0]?.hasRoom != true }
+            let eligible = idle.indices.filter { index in
+                guard let oldest = workers[idle[index]]?.jobs.first else { return true }
+                return now &- oldest.sentAt < Self.prefetchMs
+            }
+            guard let pick = eligible.min(by: { (workers[idle[$0]]?.jobs.count ?? 0) < (workers[idle[$1]]?.jobs.count ?? 0) })
+            else { break }
+            let identity = idle.remove(at: pick)
             guard var worker = workers[identity] else { continue }
-            let job = queue.removeFirst()
-            worker.job = job
+            var job = queue.removeFirst()
+            job.sentAt = now
+            worker.jobs.append(job)
             workers[identity] = worker
+            if worker.hasRoom { idle.append(identity) }
             var request = job.request
             request.id = job.id
             actions.append(.send(identity: identity, frame: WorkerFrame(kind: .request, payload: request.encoded())))

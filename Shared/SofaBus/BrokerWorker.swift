@@ -6,8 +6,8 @@ internal import Foundation
 internal import Synchronization
 
 /// The worker side of the broker protocol: a DEALER connected to the broker, on its own thread.
-/// It announces itself (READY), heartbeats, takes one request at a time and hands it to the
-/// handler, and sends the reply back; CANCEL cancels the handler's task (its client went away).
+/// It announces itself (READY, with its capacity), heartbeats, hands each request to the
+/// handler in a task of its own, and sends the reply back; CANCEL cancels the handler's task (its client went away).
 /// When the broker is silent for too long it reconnects with a
 /// fresh socket and announces itself again; on close it says DISCONNECT.
 public final class BrokerWorker: Sendable {
@@ -18,9 +18,14 @@ public final class BrokerWorker: Sendable {
     /// The handler tasks running, by request id: CANCEL cancels one.
     private let running = Mutex<[UInt64: Task<Void, Never>]>([:])
 
-    private init(instance: String, wakeup: Wakeup) {
+    /// Jobs the broker may hand this worker at once (READY says so): with more than one, the next
+    /// job is already here when one ends.
+    public let capacity: Int
+
+    private init(instance: String, wakeup: Wakeup, capacity: Int) {
         self.instance = instance
         self.wakeup = wakeup
+        self.capacity = max(1, capacity)
     }
 
     /// Whether the broker has been heard from recently.
@@ -28,9 +33,9 @@ public final class BrokerWorker: Sendable {
 
     public static func start(
         broker endpoint: String, service: String, instance: String, heartbeatMs: UInt64 = 500,
-        liveness: UInt64 = 3, logger: Logger, handler: @escaping BusServer.Handler
+        liveness: UInt64 = 3, capacity: Int = 1, logger: Logger, handler: @escaping BusServer.Handler
     ) throws(SofaError) -> BrokerWorker {
-        let worker = BrokerWorker(instance: instance, wakeup: try Wakeup())
+        let worker = BrokerWorker(instance: instance, wakeup: try Wakeup(), capacity: capacity)
         let thread = Thread {
             worker.run(endpoint, service: service, heartbeatMs: heartbeatMs, liveness: liveness,
                        logger: logger, handler: handler)
@@ -55,7 +60,8 @@ public final class BrokerWorker: Sendable {
             try socket.set(ZMQ_RECONNECT_IVL, 50)
             try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
             try socket.connect(endpoint)
-            let ready = WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()), service: service)
+            let ready = WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()), service: service,
+                                    capacity: UInt32(capacity))
             _ = try socket.send([ready.encoded()])
             return socket
         } catch {
@@ -120,7 +126,7 @@ public final class BrokerWorker: Sendable {
                     case .disconnect:
                         // The broker does not know us (it restarted): announce again.
                         _ = try? current.send([WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()),
-                                                           service: service).encoded()])
+                                                           service: service, capacity: UInt32(capacity)).encoded()])
                     case .heartbeat, .ready, .reply:
                         break
                     }

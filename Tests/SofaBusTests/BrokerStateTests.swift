@@ -90,6 +90,42 @@ import Testing
         #expect(try Self.dispatched(state.submit(Self.job(3))).map(\.1.id) == [3])
     }
 
+    /// A worker announcing a capacity gets that many jobs at once, the least busy worker first;
+    /// replies complete the job they name, in any order; a worker whose oldest job has run longer
+    /// than the prefetch window gets no more until something frees.
+    @Test func workersWithCapacityTakeSeveralJobs() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(WorkerFrame(kind: .ready, instance: "A", pid: 1, service: "query", capacity: 3), from: Self.a, now: 0)
+        _ = state.received(WorkerFrame(kind: .ready, instance: "B", pid: 2, service: "query", capacity: 3), from: Self.b, now: 0)
+        var sentTo: [[UInt8]] = []
+        for id in UInt64(1)...4 { sentTo += try Self.dispatched(state.submit(Self.job(id), now: 1)).map(\.0) }
+        #expect(sentTo == [Self.a, Self.b, Self.a, Self.b], "the least busy worker first")
+        #expect(state.workers[Self.a]?.jobs.map(\.id) == [1, 3])
+
+        // Job 3 answers before job 1: job 3 completes, job 1 still runs.
+        let done = state.received(Self.reply(.ok(3, .none)), from: Self.a, now: 2)
+        #expect(Self.completions(done).map(\.0) == [3])
+        #expect(state.workers[Self.a]?.jobs.map(\.id) == [1])
+
+        // Later than the prefetch window, both workers' oldest jobs look long: job 5 waits.
+        let late = 1 + BrokerState.prefetchMs
+        #expect(try Self.dispatched(state.submit(Self.job(5), now: late)).isEmpty)
+        #expect(state.queuedCount == 1)
+        // B frees up entirely: job 5 goes there.
+        _ = state.received(Self.reply(.ok(2, .none)), from: Self.b, now: late)
+        let freed = state.received(Self.reply(.ok(4, .none)), from: Self.b, now: late)
+        #expect(try Self.dispatched(freed).map(\.0) == [Self.b])
+
+        // A dies: its running job waits for B (busy with job 5 for long), then runs there.
+        _ = state.received(Self.heartbeat(), from: Self.b, now: late + 900)
+        _ = state.tick(now: late + 1000)
+        #expect(state.workers[Self.a] == nil)
+        #expect(state.queuedCount == 1)
+        let retried = state.received(Self.reply(.ok(5, .none)), from: Self.b, now: late + 1001)
+        #expect(Self.completions(retried).map(\.0) == [5])
+        #expect(try Self.dispatched(retried).map(\.1.id) == [1])
+    }
+
     @Test func readyWorkerTakesSubmittedJob() throws {
         var state = BrokerState(heartbeatMs: 100, liveness: 3)
         #expect(state.received(Self.ready("A", pid: 42), from: Self.a, now: 0).isEmpty)

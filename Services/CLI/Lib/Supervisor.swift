@@ -154,7 +154,22 @@ public final class Supervisor: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        for process in processes { process.waitUntilExit() }
+        // Wait for the kills to be seen, without `waitUntilExit` (it spins a run loop on the
+        // calling thread, which here is one of the few threads of the cooperative pool) and not
+        // forever: a child whose end Foundation misses must not hang the stop.
+        let killed = ContinuousClock.now + .seconds(10)
+        while processes.contains(where: { $0.isRunning && Self.alive($0.processIdentifier) }) && ContinuousClock.now < killed {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Whether `pid` is a live process (not gone, not a zombie waiting to be reaped).
+    static func alive(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 else { return errno != ESRCH }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        // The state follows the command name in parentheses: "pid (comm) S …".
+        return stat[stat.index(after: close)...].dropFirst().first != "Z"
     }
 
     private func launch(_ name: String) throws(SofaError) {

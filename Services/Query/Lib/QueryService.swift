@@ -3,15 +3,21 @@ public import Logging
 internal import Foundation
 
 /// `sofa-query`: a worker that connects to the gateway's broker, announces itself, heartbeats and
-/// takes requests one at a time: queries (run by `QueryEngine` on the shared data volume,
+/// takes up to `capacity` requests at once: queries (run by `QueryEngine` on the shared data volume,
 /// read-only), health and echo.
 public enum QueryService {
+    /// Queries the broker hands a worker at once. They run one after the other on the engine's
+    /// queue; the ones waiting save the round trip to the broker between two queries. The broker
+    /// gives a new query to the least busy worker, so N workers still run N queries at once.
+    static let capacity = 4
+
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
         let instance = settings.instance ?? ServiceRuntime.defaultInstance("query")
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
         let worker = try BrokerWorker.start(broker: settings.brokerEndpoint, service: "query", instance: instance,
-                                            heartbeatMs: settings.heartbeatMs, logger: logger) { request in
+                                            heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
+                                            logger: logger) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             return await handler.handle(request)
         }

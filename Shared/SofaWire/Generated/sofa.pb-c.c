@@ -8609,7 +8609,7 @@ const ProtobufCEnumDescriptor sofa__wire__worker_frame__kind__descriptor =
   sofa__wire__worker_frame__kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[6] =
+static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[7] =
 {
   {
     "kind",
@@ -8683,8 +8683,21 @@ static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "capacity",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__WorkerFrame, capacity),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__worker_frame__field_indices_by_name[] = {
+  6,   /* field[6] = capacity */
   1,   /* field[1] = instance */
   0,   /* field[0] = kind */
   4,   /* field[4] = payload */
@@ -8695,7 +8708,7 @@ static const unsigned sofa__wire__worker_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__worker_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
 {
@@ -8705,7 +8718,7 @@ const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
   "Sofa__Wire__WorkerFrame",
   "sofa.wire",
   sizeof(Sofa__Wire__WorkerFrame),
-  6,
+  7,
   sofa__wire__worker_frame__field_descriptors,
   sofa__wire__worker_frame__field_indices_by_name,
   1,  sofa__wire__worker_frame__number_ranges,

@@ -267,10 +267,13 @@ public struct WorkerFrame: Sendable, Equatable {
     public var payload: [UInt8]
     /// `.cancel`: the id of the request to stop.
     public var requestID: UInt64
+    /// `.ready`: how many jobs the worker takes at once (0 = 1).
+    public var capacity: UInt32
 
     public init(kind: Kind, instance: String = "", pid: UInt32 = 0, service: String = "", payload: [UInt8] = [],
-                requestID: UInt64 = 0) {
+                requestID: UInt64 = 0, capacity: UInt32 = 0) {
         self.requestID = requestID
+        self.capacity = capacity
         self.kind = kind
         self.instance = instance
         self.pid = pid

@@ -1395,10 +1395,14 @@ struct  Sofa__Wire__WorkerFrame
    * CANCEL
    */
   uint64_t request_id;
+  /*
+   * READY: jobs the worker takes at once (0 = 1)
+   */
+  uint32_t capacity;
 };
 #define SOFA__WIRE__WORKER_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__worker_frame__descriptor) \
-    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0 }
+    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0 }
 
 
 /* Sofa__Wire__Request methods */
