@@ -9,8 +9,8 @@ public import Foundation
 /// file or a stream is never whole in memory; downloads are pulled range by range, so a reader
 /// that stops reading costs the service nothing.
 extension Database {
-    public static let blobChunkSize = 256 << 10
-    public static let blobWindow = 8
+    public static let blobChunkSize = 512 << 10
+    public static let blobWindow = 6
 
     // MARK: Upload
 
