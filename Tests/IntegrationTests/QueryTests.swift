@@ -201,13 +201,19 @@ extension QueryTests {
 }
 
 extension QueryTests {
+    /// A seeded database with a collection `store.orders` holding one order, o1 (Ann's).
+    static func seedWithOrders(_ cluster: Cluster, _ name: String) async throws -> (Database, Collection) {
+        let db = try await cluster.client.createDatabase(name)
+        try await seed(db)
+        let orders = try await db.createCollection("store.orders")
+        try await orders.put(id: "o1", json: #"{"total":3,"customer":"a"}"#)
+        return (db, orders)
+    }
+
     /// A collection's query reads that collection when it has no FROM; FROM names others.
     @Test func collectionQueriesReadTheirCollection() async throws {
         try await Cluster.with { cluster in
-            let db = try await cluster.client.createDatabase("colls")
-            try await Self.seed(db)
-            let orders = try await db.createCollection("store.orders")
-            try await orders.put(id: "o1", json: #"{"total":3,"customer":"a"}"#)
+            let (db, orders) = try await Self.seedWithOrders(cluster, "colls")
             try await orders.put(id: "o2", json: #"{"total":5,"customer":"c"}"#)
             #expect(try await orders.query(n1ql: "SELECT META().id, total ORDER BY total").rows
                     == [[.string("o1"), .int(3)], [.string("o2"), .int(5)]])
@@ -225,10 +231,7 @@ extension QueryTests {
     /// A live query joining two collections gets a new result after a commit in either one.
     @Test func liveQueryFollowsEveryCollectionItReads() async throws {
         try await Cluster.with { cluster in
-            let db = try await cluster.client.createDatabase("livejoin")
-            try await Self.seed(db)
-            let orders = try await db.createCollection("store.orders")
-            try await orders.put(id: "o1", json: #"{"total":3,"customer":"a"}"#)
+            let (db, orders) = try await Self.seedWithOrders(cluster, "livejoin")
             let results = try await withDeadline(.seconds(30)) {
                 var seen: [[[JSON?]]] = []
                 let live = db.liveQuery(n1ql: """
