@@ -46,15 +46,15 @@ struct BenchReplicate: AsyncParsableCommand {
         let padding = String(repeating: "x", count: 300 - #"{"n":000000,"pad":""}"#.utf8.count)
         func body(_ n: Int) -> [UInt8] { Array(#"{"n":\#(n),"pad":"\#(padding)"}"#.utf8) }
 
-        // The write ceiling: a bulk import into one cluster.
-        let importStart = ContinuousClock.now
-        for start in stride(from: 0, to: docs, by: batch) {
-            let items = (start..<min(docs, start + batch)).map { BulkItem.put(id: "d\($0)", rev: "", body: body($0), deleted: false) }
-            for result in try await dbA.bulk(items) where result.error != nil {
-                throw SofaError(.unexpectedError, "import failed: \(result.error!.message)")
-            }
+        // The write ceiling: a bulk import into one cluster, as `sofa import` does it (batches of
+        // --batch, 4 in flight).
+        let importer = BulkImporter(store: dbA.collection(""), batchSize: batch, inFlight: 4)
+        let report = try await importer.run((0..<docs).map { ($0 + 1, body($0)) },
+                                            naming: ImportNaming(idField: nil, idPrefix: "d"))
+        guard report.failed == 0 else {
+            throw SofaError(.unexpectedError, "import failed: \(report.failures.first?.compactString ?? "")")
         }
-        let importRate = Double(docs) / seconds(ContinuousClock.now - importStart)
+        let importRate = Double(report.imported) / report.seconds
 
         // The one-shot push of the same docs.
         let pushStart = ContinuousClock.now

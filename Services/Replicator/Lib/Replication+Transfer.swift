@@ -13,9 +13,36 @@ extension Replication {
         var lastError: String?
     }
 
-    /// One batch of changes: revs-diff, fetch, blobs, write, conflicts.
+    /// One batch of changes, in parts of `partSize` transferred at once (each document is in
+    /// one part only: a changes batch lists a document once).
     func transfer(_ changes: [Change], source: Database, target: Database,
                   peers: PeerTranslation) async throws(SofaError) -> Written {
+        let parts = stride(from: 0, to: changes.count, by: Self.partSize).map {
+            Array(changes[$0..<min(changes.count, $0 + Self.partSize)])
+        }
+        guard parts.count > 1 else { return try await transferPart(changes, source: source, target: target, peers: peers) }
+        do {
+            return try await withThrowingTaskGroup(of: Written.self) { group in
+                for part in parts {
+                    group.addTask { try await self.transferPart(part, source: source, target: target, peers: peers) }
+                }
+                var total = Written()
+                for try await written in group {
+                    total.revisions += written.revisions
+                    total.resolved += written.resolved
+                    total.blobs += written.blobs
+                    total.lastError = written.lastError ?? total.lastError
+                }
+                return total
+            }
+        } catch {
+            throw (error as? SofaError) ?? SofaError(.unexpectedError, "transferring a batch failed: \(error)")
+        }
+    }
+
+    /// A part of a batch: revs-diff, fetch, blobs, write, conflicts.
+    func transferPart(_ changes: [Change], source: Database, target: Database,
+                      peers: PeerTranslation) async throws(SofaError) -> Written {
         var written = Written()
         let from = plan.store(source), into = plan.store(target)
         // Purged and expired documents (no revision) are not replicated. Revisions are asked in

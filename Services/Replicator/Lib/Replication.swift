@@ -52,9 +52,9 @@ public struct ReplicationPlan: Sendable, Equatable {
 /// (revs-diff); fetch those with their ancestry, cut at the first ancestor the target has (and at
 /// `maxHistory`); copy the blobs they reference that the target lacks (once each); write them
 /// with insert-with-history in bulk batches; resolve conflicts (`auto`); record the checkpoint on
-/// both sides (every `checkpointInterval` while busy, and on catching up). Up to `window` batches
-/// are transferred at once while the next batch of changes is read, so at most `window + 1`
-/// batches are in memory.
+/// both sides (every `checkpointInterval` while busy, and on catching up). A batch is transferred
+/// in parts at once while the next batch of changes is read, so at most two batches are in
+/// memory.
 ///
 /// Transient failures (a peer down or unreachable) are retried with exponential backoff; a
 /// replication that can never work (no such database, different versioning modes) fails.
@@ -64,10 +64,12 @@ final class Replication: Sendable {
     let registry: ReplicationRegistry
     let logger: Logger
 
-    /// Changes per batch, and batches transferred at once: what a failure can make the replicator
-    /// send twice is at most `batchSize * window` = 500 revisions.
-    static let batchSize = 250
-    static let window = 2
+    /// Changes per batch (one changes read, one checkpoint step), transferred in parts of
+    /// `partSize` at once; one batch is transferred at a time while the next is read, so what a
+    /// failure can make the replicator send twice is at most one batch.
+    static let batchSize = 2000
+    static let partSize = 500
+    static let window = 1
     static let checkpointInterval: Duration = .milliseconds(250)
     static let fetchWidth = 16
     static let maxHistory = 100
