@@ -38,6 +38,7 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c",
                        providers: [.apt(["libprotobuf-c-dev"])]),
+        .systemLibrary(name: "CPosix", path: "Shared/CPosix"),
 
         // Sofa's FTS5 tokenizer (Snowball stemming through libstemmer)
         .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
@@ -53,7 +54,7 @@ let package = Package(
                 path: "Shared/SofaBus", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),
-        .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
+        .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
 
         // Services
@@ -61,7 +62,7 @@ let package = Package(
                 path: "Services/Storage/Lib", swiftSettings: settings),
         .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
-        .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "COpenSSL", log],
+        .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "COpenSSL", "CPosix", log],
                 path: "Services/Blob/Lib", swiftSettings: settings),
         .target(name: "SofaReplicator", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", log],
                 path: "Services/Replicator/Lib", swiftSettings: settings),

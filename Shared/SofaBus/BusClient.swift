@@ -28,7 +28,7 @@ public final class BusClient: Sendable {
     private struct State {
         var nextID: UInt64 = 1
         var pending: [UInt64: Pending] = [:]
-        var outbox: [(UInt64, [UInt8])] = []
+        var outbox: [(UInt64, EncodedMessage)] = []
         var closed = false
         /// Whether a connection to the peer has completed its handshake (from the socket monitor).
         var connected = false
@@ -95,7 +95,7 @@ public final class BusClient: Sendable {
                     request.id = id
                     idBox.withLock { $0 = id }
                     state.pending[id] = Pending(continuation: continuation, deadline: localDeadline, startedMs: localDeadline - budget)
-                    state.outbox.append((id, request.encoded()))
+                    state.outbox.append((id, request.encodedMessage()))
                     return nil
                 }
                 if let rejected {
@@ -185,8 +185,8 @@ extension BusClient {
                 return (state.outbox, state.closed)
             }
             if closed { break }
-            for (id, bytes) in outgoing {
-                let accepted = (try? socket.send([bytes])) ?? false
+            for (id, message) in outgoing {
+                let accepted = (try? socket.send([], message)) ?? false
                 if accepted {
                     state.withLock { $0.pending[id]?.sent = true }
                 } else {
@@ -220,11 +220,14 @@ extension BusClient {
     }
 
     private func receiveAll(_ socket: ZMQSocket) {
-        while let received = try? socket.receive(limit: maxResponseBytes) {
-            guard case .message(let frames) = received, let payload = frames.last else { continue }
-            do {
-                resolve(try Response.decode(payload))
-            } catch {
+        // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
+        let decode = { (bytes: UnsafeRawBufferPointer) in Result { () throws(SofaError) in try Response.decode(bytes) } }
+        while let received = try? socket.receive(limit: maxResponseBytes, last: decode) {
+            guard case .message(_, let decoded) = received else { continue }
+            switch decoded {
+            case .success(let response):
+                resolve(response)
+            case .failure(let error):
                 let now = monotonicMs()
                 state.withLock { $0.lastMalformed = (now, error.message) }
             }

@@ -19,7 +19,7 @@ public final class BusServer: Sendable {
 
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
-    private let state = Mutex<(outbox: [[[UInt8]]], closed: Bool)>(([], false))
+    private let state = Mutex<(outbox: [([UInt8], EncodedMessage)], closed: Bool)>(([], false))
     private let wakeup: Wakeup
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     /// Handler tasks running, by the descriptor of the connection their request came in on.
@@ -78,7 +78,7 @@ public final class BusServer: Sendable {
     }
 
     private func reply(_ identity: [UInt8], _ response: Response) {
-        state.withLock { $0.outbox.append([identity, response.encoded()]) }
+        state.withLock { $0.outbox.append((identity, response.encodedMessage())) }
         wakeup.signal()
     }
 
@@ -134,12 +134,16 @@ public final class BusServer: Sendable {
                 defer { state.outbox.removeAll(keepingCapacity: true) }
                 return (state.outbox, state.closed)
             }
-            for frames in outgoing {
-                _ = try? socket.send(frames)
+            for (identity, message) in outgoing {
+                _ = try? socket.send([identity], message)
             }
             if closed { break }
             guard ready[0] else { continue }
-            while let received = try? socket.receive(limit: maxRequestBytes) {
+            // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
+            let decode = { (bytes: UnsafeRawBufferPointer) in
+                (count: bytes.count, head: Array(bytes.prefix(16)), request: Result { () throws(SofaError) in try Request.decode(bytes) })
+            }
+            while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
                 switch received {
                 case .tooLarge(let frames, let size):
                     guard let identity = frames.first else { continue }
@@ -147,21 +151,21 @@ public final class BusServer: Sendable {
                     let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
                     _ = try? socket.send([identity, Response.failure(id, SofaError(
                         .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")).encoded()])
-                case .message(let frames):
-                    guard frames.count == 2 else {
-                        if let identity = frames.first {
+                case .message(let head, let frame):
+                    guard head.count == 1, let identity = head.first else {
+                        if let identity = head.first {
                             _ = try? socket.send([identity, Response.failure(0, SofaError(
-                                .malformedMessage, "malformed message: expected one frame, got \(frames.count - 1)")).encoded()])
+                                .malformedMessage, "malformed message: expected one frame, got \(head.count)")).encoded()])
                         }
                         continue
                     }
-                    let identity = frames[0]
                     let request: Request
-                    do {
-                        request = try Request.decode(frames[1])
-                    } catch {
-                        logger.debug("rejected a malformed request", metadata: ["bytes": "\(frames[1].count)"])
-                        _ = try? socket.send([identity, Response.failure(Request.peekID(frames[1]) ?? 0, error).encoded()])
+                    switch frame.request {
+                    case .success(let decoded):
+                        request = decoded
+                    case .failure(let error):
+                        logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
+                        _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
                         continue
                     }
                     if request.deadline != 0 && request.deadline < wallClockMs() {

@@ -4,6 +4,7 @@ public import SofaCore
 #if canImport(Glibc)
 internal import Glibc
 #endif
+internal import SofaWire
 
 /// The process-wide ZeroMQ context (thread-safe by ZeroMQ's contract; sockets are not).
 enum ZMQContext {
@@ -81,12 +82,40 @@ final class ZMQSocket {
     /// Returns false when ZeroMQ cannot take it now (no peer connected, or the queue is full).
     func send(_ frames: [[UInt8]]) throws(SofaError) -> Bool {
         checkOwner()
+        return try send(frames, more: false)
+    }
+
+    /// Sends `head` then `message` as one multipart message without blocking; `message` is handed
+    /// to ZeroMQ without a copy (its memory is freed once it is on the wire). Returns false when
+    /// ZeroMQ cannot take it now (no peer connected, or the queue is full).
+    func send(_ head: [[UInt8]], _ message: EncodedMessage) throws(SofaError) -> Bool {
+        checkOwner()
+        if !head.isEmpty {
+            guard try send(head, more: true) else { return false }
+        }
+        var frame = zmq_msg_t()
+        guard let pointer = message.take() else { return try send([[]], more: false) }
+        // On success ZeroMQ frees the buffer when it is sent; on failure zmq_msg_close does.
+        guard zmq_msg_init_data(&frame, pointer, message.count, { data, _ in free(data) }, nil) == 0 else {
+            free(pointer)
+            throw zmqError("zmq_msg_init_data")
+        }
+        if zmq_msg_send(&frame, handle, ZMQ_DONTWAIT) < 0 {
+            let code = zmq_errno()
+            zmq_msg_close(&frame)
+            // A message is queued whole: only its first frame can fail with EAGAIN.
+            if code == EAGAIN && head.isEmpty { return false }
+            throw zmqError("zmq_send")
+        }
+        return true
+    }
+
+    private func send(_ frames: [[UInt8]], more: Bool) throws(SofaError) -> Bool {
         for (index, frame) in frames.enumerated() {
-            let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
+            let flags = ZMQ_DONTWAIT | (index < frames.count - 1 || more ? ZMQ_SNDMORE : 0)
             let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, frame.count, flags) }
             if rc < 0 {
                 let code = zmq_errno()
-                // Only the first frame can fail with EAGAIN: ZeroMQ queues whole messages.
                 if code == EAGAIN && index == 0 { return false }
                 throw zmqError("zmq_send")
             }
@@ -98,6 +127,16 @@ final class ZMQSocket {
     /// A message of more than `limit` bytes is drained and returned as `.tooLarge`, keeping only
     /// its first frame and the first bytes of the second (enough to read a request id).
     func receive(limit: Int = .max) throws(SofaError) -> Received? {
+        switch try receive(limit: limit, last: { Array($0.bindMemory(to: UInt8.self)) }) {
+        case nil: return nil
+        case .message(let head, let last)?: return .message(head + [last])
+        case .tooLarge(let frames, let size)?: return .tooLarge(frames, size)
+        }
+    }
+
+    /// Like `receive`, but the last frame is not copied: `last` reads it where ZeroMQ holds it
+    /// (the big frame of a message is decoded in place). The other frames come as arrays.
+    func receive<Last>(limit: Int, last: (UnsafeRawBufferPointer) -> Last) throws(SofaError) -> Parts<Last>? {
         checkOwner()
         var frames: [[UInt8]] = []
         var total = 0
@@ -112,18 +151,26 @@ final class ZMQSocket {
             }
             let size = zmq_msg_size(&message)
             total += size
-            let data = zmq_msg_data(&message)!.assumingMemoryBound(to: UInt8.self)
-            if total <= limit {
-                frames.append(Array(UnsafeBufferPointer(start: data, count: size)))
-            } else if frames.count < 2 {
-                frames.append(Array(UnsafeBufferPointer(start: data, count: min(size, 16))))
-            }
-            if zmq_msg_more(&message) == 0 {
+            let data = UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: size)
+            let more = zmq_msg_more(&message) != 0
+            if !more {
                 lastSourceFD = zmq_msg_get(&message, ZMQ_SRCFD)
-                break
+                if total <= limit { return .message(frames, last(data)) }
             }
+            if total <= limit {
+                frames.append(Array(data.bindMemory(to: UInt8.self)))
+            } else if frames.count < 2 {
+                frames.append(Array(data.prefix(16)))
+            }
+            if !more { return .tooLarge(frames, total) }
         }
-        return total > limit ? .tooLarge(frames, total) : .message(frames)
+    }
+
+    enum Parts<Last> {
+        /// The frames before the last one, and what `last` made of the last one.
+        case message([[UInt8]], Last)
+        /// The first frame, the head of the second, and the total size of the message.
+        case tooLarge([[UInt8]], Int)
     }
 
     enum Received {

@@ -1,6 +1,11 @@
 public import SofaCore
 public import SofaWire
 public import Foundation
+internal import CPosix
+internal import Synchronization
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// Blobs (attachments): content-addressed byte strings kept by sofa-blob in the database's
 /// `Attachments/` folder, keyed by `sha1-` + the base64 of their SHA-1.
@@ -9,7 +14,7 @@ public import Foundation
 /// file or a stream is never whole in memory; downloads are pulled range by range, so a reader
 /// that stops reading costs the service nothing.
 extension Database {
-    public static let blobChunkSize = 512 << 10
+    public static let blobChunkSize = 1 << 20
     public static let blobWindow = 6
 
     // MARK: Upload
@@ -55,6 +60,12 @@ extension Database {
                     inFlight += 1
                 }
                 for try await piece in chunks {
+                    if pending.isEmpty && piece.count == Self.blobChunkSize {
+                        // A whole chunk as it came (a file is read chunk by chunk): sent as is.
+                        pending = piece
+                        try await flush(&group)
+                        continue
+                    }
                     var start = piece.startIndex
                     while start < piece.endIndex {
                         let take = min(Self.blobChunkSize - pending.count, piece.endIndex - start)
@@ -119,11 +130,11 @@ extension Database {
             throw SofaError(.cantOpenFile, "cannot create \(url.path): \(error.localizedDescription)")
         }
         do {
-            // Ranged reads pipelined (a window of 8 of 1 MiB), written in order: memory stays
+            // Ranged reads pipelined (a window of 6 of 1 MiB), written in order: memory stays
             // bounded by the window, and the round trips overlap.
             let total = try await blobInfo(key).length
             let chunk: UInt64 = 1 << 20
-            let window = 8
+            let window = 6
             let digest = SHA1Stream()
             var nextToRequest: UInt64 = 0
             var nextToWrite: UInt64 = 0
@@ -253,14 +264,26 @@ final class FileChunkReader: Sendable {
 
     deinit { try? handle.close() }
 
-    /// The next `count` bytes, or nil at the end.
+    /// The next `count` bytes (fewer only at the end), or nil at the end; read straight into the
+    /// array that is returned.
     func next(_ count: Int) async throws -> [UInt8]? {
-        let handle = self.handle
+        let fd = handle.fileDescriptor
         let result: Result<[UInt8]?, any Error> = await withCheckedContinuation { continuation in
             queue.async {
                 continuation.resume(returning: Result {
-                    guard let data = try handle.read(upToCount: count), !data.isEmpty else { return nil }
-                    return [UInt8](data)
+                    let bytes = try [UInt8](unsafeUninitializedCapacity: count) { buffer, filled in
+                        filled = 0
+                        while filled < count {
+                            let n = read(fd, buffer.baseAddress! + filled, count - filled)
+                            if n < 0 {
+                                if errno == EINTR { continue }
+                                throw SofaError(.posix, errno, "read: \(String(cString: strerror(errno)))")
+                            }
+                            if n == 0 { break }
+                            filled += n
+                        }
+                    }
+                    return bytes.isEmpty ? nil : bytes
                 })
             }
         }
@@ -268,10 +291,14 @@ final class FileChunkReader: Sendable {
     }
 }
 
-/// Writes a file in chunks on its own serial queue (file writes block).
+/// Writes a file in chunks on its own serial queue (file writes block). The write-back of what
+/// is written is started every few MiB, so that the fsync of `close` has little left to do.
 final class FileChunkWriter: Sendable {
+    private static let writeBackStep = 8 << 20
     private let handle: FileHandle
     private let queue = DispatchQueue(label: "sofa.client.blob-write")
+    /// Bytes written, and how many of them are on their way to the disk (touched on `queue` only).
+    private let progress = Mutex<(written: Int, writeBackStarted: Int)>((0, 0))
 
     init(url: URL) throws {
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
@@ -280,7 +307,23 @@ final class FileChunkWriter: Sendable {
         handle = try FileHandle(forWritingTo: url)
     }
 
-    func write(_ bytes: [UInt8]) async throws { try await run { try $0.write(contentsOf: bytes) } }
+    func write(_ bytes: [UInt8]) async throws {
+        try await run { handle in
+            try handle.write(contentsOf: bytes)
+            let start = self.progress.withLock { progress -> (Int, Int)? in
+                progress.written += bytes.count
+                guard progress.written - progress.writeBackStarted >= Self.writeBackStep else { return nil }
+                defer { progress.writeBackStarted = progress.written }
+                return (progress.writeBackStarted, progress.written - progress.writeBackStarted)
+            }
+            if let (offset, length) = start {
+                let code = sofa_start_writeback(handle.fileDescriptor, off_t(offset), off_t(length))
+                guard code == 0 || code == EINVAL || code == ENOSYS || code == ESPIPE else {
+                    throw SofaError(.posix, code, "sync_file_range: \(String(cString: strerror(code)))")
+                }
+            }
+        }
+    }
 
     func close() async throws { try await run { try $0.synchronize(); try $0.close() } }
 

@@ -42,6 +42,9 @@ enum BlobFormat {
 /// Output is buffered and written in large chunks; nothing else of the content is kept.
 final class BlobEncoder {
     private static let outputCapacity = 64 * BlobFormat.blockSize
+    /// Every this many bytes written, their write-back to the disk is started, so that it runs
+    /// while the rest arrives and `finish`'s fsync is short.
+    private static let writeBackStep: UInt64 = 8 << 20
 
     let file: PosixFile
     private let sha = SHA1Context()
@@ -53,6 +56,9 @@ final class BlobEncoder {
     private var pendingCount = 0
     private var blockIndex: UInt64 = 0
     private(set) var length: UInt64 = 0
+    /// Bytes of the file written, and how many of them are already on their way to the disk.
+    private var fileLength: UInt64 = 0
+    private var writeBackStarted: UInt64 = 0
 
     init(file: PosixFile, key: EncryptionKey?) throws {
         self.file = file
@@ -96,7 +102,7 @@ final class BlobEncoder {
     private func writePlain(_ bytes: UnsafeRawBufferPointer) throws {
         if bytes.count >= Self.outputCapacity {
             try flush()
-            try file.write(bytes)
+            try writeFile(bytes)
         } else {
             try append(bytes)
         }
@@ -128,7 +134,16 @@ final class BlobEncoder {
 
     private func flush() throws {
         guard outputCount > 0 else { return }
-        try file.write(UnsafeRawBufferPointer(rebasing: output[0..<outputCount]))
+        try writeFile(UnsafeRawBufferPointer(rebasing: output[0..<outputCount]))
         outputCount = 0
+    }
+
+    private func writeFile(_ bytes: UnsafeRawBufferPointer) throws {
+        try file.write(bytes)
+        fileLength += UInt64(bytes.count)
+        if fileLength - writeBackStarted >= Self.writeBackStep {
+            try file.startWriteBack(offset: writeBackStarted, length: fileLength - writeBackStarted)
+            writeBackStarted = fileLength
+        }
     }
 }

@@ -92,6 +92,17 @@ func pack<T>(_ message: UnsafeMutablePointer<T>) -> [UInt8] {
     }
 }
 
+/// Packs any protobuf-c message into memory from `malloc`, owned by the returned value (for a
+/// transport that takes a buffer over without copying it, such as ZeroMQ).
+func packOwned<T>(_ message: UnsafeMutablePointer<T>) -> EncodedMessage {
+    message.withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { base in
+        let size = protobuf_c_message_get_packed_size(base)
+        let pointer = malloc(max(1, size))!
+        let written = protobuf_c_message_pack(base, pointer.assumingMemoryBound(to: UInt8.self))
+        return EncodedMessage(taking: pointer, count: written)
+    }
+}
+
 /// Unpacks bytes with a generated `__unpack` function, hands the C message to `body`, then frees
 /// it with the matching `__free_unpacked`. Malformed bytes become a `.malformedMessage` error.
 func unpack<T, R>(

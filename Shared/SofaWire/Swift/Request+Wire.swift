@@ -5,6 +5,15 @@ public import SofaCore
 extension Request {
     /// The request as protobuf bytes (`sofa.wire.Request`).
     public func encoded() -> [UInt8] {
+        withMessage { pack($0) }
+    }
+
+    /// The same bytes in memory from `malloc`, for a transport that sends them without a copy.
+    public func encodedMessage() -> EncodedMessage {
+        withMessage { packOwned($0) }
+    }
+
+    private func withMessage<R>(_ body: (UnsafeMutablePointer<Sofa__Wire__Request>) -> R) -> R {
         let arena = Arena()
         let message: UnsafeMutablePointer<Sofa__Wire__Request> = arena.message { sofa__wire__request__init($0) }
         message.pointee.id = id
@@ -12,7 +21,7 @@ extension Request {
         message.pointee.collection = arena.string(collection)
         message.pointee.deadline_ms = deadline
         operation.encode(into: message, arena)
-        return pack(message)
+        return body(message)
     }
 
     /// Decodes `sofa.wire.Request` bytes; anything else is a `.malformedMessage` error.

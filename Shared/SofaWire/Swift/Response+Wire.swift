@@ -5,6 +5,15 @@ public import SofaCore
 extension Response {
     /// The response as protobuf bytes (`sofa.wire.Response`).
     public func encoded() -> [UInt8] {
+        withMessage { pack($0) }
+    }
+
+    /// The same bytes in memory from `malloc`, for a transport that sends them without a copy.
+    public func encodedMessage() -> EncodedMessage {
+        withMessage { packOwned($0) }
+    }
+
+    private func withMessage<R>(_ body: (UnsafeMutablePointer<Sofa__Wire__Response>) -> R) -> R {
         let arena = Arena()
         let message: UnsafeMutablePointer<Sofa__Wire__Response> = arena.message { sofa__wire__response__init($0) }
         message.pointee.id = id
@@ -14,7 +23,7 @@ extension Response {
         case .success(let reply):
             reply.encode(into: message, arena)
         }
-        return pack(message)
+        return body(message)
     }
 
     /// Decodes `sofa.wire.Response` bytes; bytes that are no `Response` at all are a
