@@ -58,7 +58,7 @@ let package = Package(
                 path: "Shared/SofaClient", swiftSettings: settings),
 
         // Services
-        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", log],
+        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
         .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", log],
                 path: "Services/Query/Lib", swiftSettings: settings),

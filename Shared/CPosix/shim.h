@@ -1,8 +1,9 @@
-// Linux file calls that Swift's Glibc module does not declare (it is built without _GNU_SOURCE).
+// Linux calls that Swift's Glibc module does not declare (it is built without _GNU_SOURCE).
 #include <sys/types.h>
 #include <errno.h>
 
 int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
+void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
 
 /// Starts writing back the dirty pages of a file range without waiting (SYNC_FILE_RANGE_WRITE),
 /// so that a later fsync finds little left to do. Returns 0, or errno.

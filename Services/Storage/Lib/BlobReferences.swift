@@ -1,5 +1,6 @@
 public import SofaCore
 internal import Foundation
+internal import CPosix
 
 /// The blobs a document body references, as LiteCore recognises them:
 ///
@@ -67,23 +68,13 @@ public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
     /// Cheap pre-check on stored compact JSON: a body without the bytes `"digest"` references
     /// nothing, so it need not be parsed.
     static func mayReference(_ compactBody: [UInt8]) -> Bool {
-        let needle: [UInt8] = Array("\"digest\"".utf8)
-        return compactBody.withUnsafeBufferPointer { body in
-            guard body.count >= needle.count else { return false }
-            var i = 0
-            outer: while i <= body.count - needle.count {
-                if body[i] == needle[0] {
-                    for j in 1..<needle.count where body[i + j] != needle[j] {
-                        i += 1
-                        continue outer
-                    }
-                    return true
-                }
-                i += 1
-            }
-            return false
+        compactBody.withUnsafeBytes { body in
+            guard let base = body.baseAddress else { return false }
+            return digestNeedle.withUnsafeBytes { needle in memmem(base, body.count, needle.baseAddress!, needle.count) != nil }
         }
     }
+
+    private static let digestNeedle: [UInt8] = Array("\"digest\"".utf8)
 
     /// Whether any object in `value` has a "digest" key: a body without one references nothing
     /// (the walk allocates nothing, unlike collecting with paths).

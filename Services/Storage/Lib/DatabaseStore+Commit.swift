@@ -66,6 +66,11 @@ final class Transaction {
         return UInt64(last)
     }
 
+    /// Gives back the sequence `nextSequence` just handed out, when nothing was written with it.
+    func returnSequence(_ collection: CollectionName) {
+        sequences[collection.keyStore]? -= 1
+    }
+
     /// Records a change for the hook and the update sequence.
     func changed(_ collection: CollectionName, _ event: ChangeEvent, purge: Bool = false) {
         updates += 1

@@ -14,6 +14,9 @@ public struct DocumentWrite: Sendable {
     /// writer only hashes and stores: canonical (for the revID) and compact (what is stored).
     public let canonicalBody: [UInt8]
     public let compactBody: [UInt8]
+    /// The revID this write makes in a revision-tree database when `parent` (or nothing, for a new
+    /// document) is the current revision — worked out here too, off the writer.
+    let expectedRevID: RevID?
 
     /// `compactBody`, when given, must be `body.compactBytes()` (e.g. the bytes the body was
     /// parsed from, when `JSON.parseNotingCompact` found them compact): it is not written again.
@@ -24,6 +27,21 @@ public struct DocumentWrite: Sendable {
         self.deleted = deleted
         self.canonicalBody = body.canonicalBytes()
         self.compactBody = compactBody ?? body.compactBytes()
+        self.expectedRevID = Self.revID(parent: parent, deleted: deleted, canonicalBody: canonicalBody)
+    }
+
+    private static func revID(parent: DocumentVersion?, deleted: Bool, canonicalBody: [UInt8]) -> RevID? {
+        switch parent {
+        case nil: return RevID.generate(parent: nil, deleted: deleted, canonicalBody: canonicalBody)
+        case .revID(let p)? where p.canHaveChild: return RevID.generate(parent: p, deleted: deleted, canonicalBody: canonicalBody)
+        default: return nil
+        }
+    }
+
+    /// The revID of this write on top of `parent` (nil: a new document).
+    func revID(on parent: RevID?) -> RevID {
+        if let expectedRevID, parent == self.parent?.revIDValue { return expectedRevID }
+        return RevID.generate(parent: parent, deleted: deleted, canonicalBody: canonicalBody)
     }
 
     public init(id: String, parent: RevID?, body: JSON, deleted: Bool) {
@@ -72,6 +90,7 @@ extension Transaction {
     /// MVCC: a new document needs no parent; an existing live one must name its current revision;
     /// a deleted one may be re-created without a parent (the new revision follows the tombstone).
     func apply(_ write: DocumentWrite, in collection: CollectionName) throws(SofaError) -> Result<WriteResult, SofaError> {
+        if write.parent == nil, !write.deleted, let created = try create(write, in: collection) { return .success(created) }
         let row = try DocumentRow.load(db, collection, write.id)
         let content: DocumentContent?
         do throws(SofaError) {
@@ -120,9 +139,9 @@ extension Transaction {
             guard parent.canHaveChild else {
                 return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
             }
-            let revID = try tree.addRevision(parent: parent, canonicalBody: write.canonicalBody,
-                                             compactBody: write.compactBody, deleted: write.deleted,
-                                             hasAttachments: hasAttachments)
+            let revID = write.revID(on: parent)
+            try tree.insert(revID, parent: parent, body: write.compactBody, deleted: write.deleted,
+                            hasAttachments: hasAttachments)
             updated = .tree(tree)
             rev = .revID(revID)
         case .vector(var doc)?:
@@ -133,20 +152,46 @@ extension Transaction {
         case nil:
             switch store.versioning {
             case .revisionTrees:
-                var tree = RevTree()
-                let revID = try tree.addRevision(parent: nil, canonicalBody: write.canonicalBody,
-                                                 compactBody: write.compactBody, deleted: write.deleted,
-                                             hasAttachments: hasAttachments)
-                updated = .tree(tree)
-                rev = .revID(revID)
+                (updated, rev) = try Self.firstRevision(write, versioning: .revisionTrees, hasAttachments: hasAttachments)
             case .versionVectors:
-                let vector = try VersionVector([try Version(generation: 1, peer: Version.me)])
-                updated = .vector(VectorDocument(current: VectorRevision(vector: vector, deleted: write.deleted,
-                                                                         body: write.compactBody)))
-                rev = .vector(vector)
+                (updated, rev) = try Self.firstRevision(write, versioning: .versionVectors, hasAttachments: hasAttachments)
             }
         }
         let sequence = try save(&updated, id: write.id, in: collection)
         return .success(WriteResult(id: write.id, rev: rev, sequence: sequence))
+    }
+
+    /// A new document's first revision.
+    private static func firstRevision(_ write: DocumentWrite, versioning: Versioning,
+                                      hasAttachments: Bool) throws(SofaError) -> (DocumentContent, DocumentVersion) {
+        switch versioning {
+        case .revisionTrees:
+            var tree = RevTree()
+            let revID = write.revID(on: nil)
+            try tree.insert(revID, parent: nil, body: write.compactBody, deleted: write.deleted, hasAttachments: hasAttachments)
+            return (.tree(tree), .revID(revID))
+        case .versionVectors:
+            let vector = try VersionVector([try Version(generation: 1, peer: Version.me)])
+            return (.vector(VectorDocument(current: VectorRevision(vector: vector, deleted: write.deleted, body: write.compactBody))),
+                    .vector(vector))
+        }
+    }
+
+    /// The common case of a write without a parent — a document that does not exist yet — in one
+    /// statement instead of a read and a write. Returns nil, having changed nothing, when the
+    /// collection has a row under the ID (or the body's blob references are refused): `apply`'s
+    /// full path then decides, with its errors in their order.
+    private func create(_ write: DocumentWrite, in collection: CollectionName) throws(SofaError) -> WriteResult? {
+        guard case .success(let hasAttachments) = checkBlobReferences(write.body, id: write.id) else { return nil }
+        var (content, rev) = try Self.firstRevision(write, versioning: store.versioning, hasAttachments: hasAttachments)
+        guard let sequence = try saveIfAbsent(&content, id: write.id, in: collection) else { return nil }
+        return WriteResult(id: write.id, rev: rev, sequence: sequence)
+    }
+}
+
+extension DocumentVersion {
+    var revIDValue: RevID? {
+        if case .revID(let revID) = self { return revID }
+        return nil
     }
 }

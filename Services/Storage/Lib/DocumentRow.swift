@@ -36,7 +36,8 @@ struct DocumentRow {
 
     static func load(_ db: SQLiteConnection, _ collection: CollectionName, _ id: String) throws(SofaError) -> DocumentRow? {
         var result: DocumentRow?
-        try db.run("SELECT \(columns) FROM \(collection.table) WHERE key = ?", [.text(id)]) { row throws(SofaError) in
+        try db.run(StatementKey(kind: .loadDocument, table: collection.table),
+                   { "SELECT \(columns) FROM \(collection.table) WHERE key = ?" }, [.text(id)]) { row throws(SofaError) in
             result = try DocumentRow(row)
         }
         return result
@@ -179,10 +180,23 @@ extension Transaction {
     /// Writes the document's row at a new sequence (expiration unchanged) and reports the change.
     @discardableResult
     func save(_ content: inout DocumentContent, id: String, in collection: CollectionName) throws(SofaError) -> UInt64 {
+        try write(&content, id: id, in: collection, onlyIfAbsent: false)!
+    }
+
+    /// As `save`, for a document the caller believes new: the row is written only if the
+    /// collection has none under `id` (not even a purged one). Returns nil, having changed
+    /// nothing, when there is one.
+    func saveIfAbsent(_ content: inout DocumentContent, id: String, in collection: CollectionName) throws(SofaError) -> UInt64? {
+        try write(&content, id: id, in: collection, onlyIfAbsent: true)
+    }
+
+    private func write(_ content: inout DocumentContent, id: String, in collection: CollectionName,
+                       onlyIfAbsent: Bool) throws(SofaError) -> UInt64? {
         let sequence = try nextSequence(collection)
         var columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
         let rev: String
-        switch content {
+        var saved = content
+        switch saved {
         case .tree(var tree):
             tree.markSaved(sequence: sequence)
             guard let c = tree.recordColumns(), let current = tree.current else {
@@ -190,20 +204,39 @@ extension Transaction {
             }
             columns = c
             rev = current.revID.ascii
-            content = .tree(tree)
+            saved = .tree(tree)
         case .vector(let doc):
             columns = (doc.current.vector.binary, doc.current.body, doc.extra, doc.flags)
             rev = doc.current.rev
         }
         // The flag describes the current revision, whichever write made it current; its
         // references were checked when it was written.
-        if !BlobReference.tolerantFind(inStored: columns.body).isEmpty { columns.flags.insert(.hasAttachments) }
-        try db.run("""
-            INSERT INTO \(collection.table) (key, sequence, flags, version, body, extra) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,
-                version = excluded.version, body = excluded.body, extra = excluded.extra
-            """, [.text(id), .integer(Int64(sequence)), .integer(Int64(columns.flags.rawValue)), .blob(columns.version),
-                  .blob(columns.body), .blob(columns.extra)])
+        if !columns.flags.contains(.hasAttachments), !BlobReference.tolerantFind(inStored: columns.body).isEmpty {
+            columns.flags.insert(.hasAttachments)
+        }
+        let bindings: [SQLiteValue] = [.text(id), .integer(Int64(sequence)), .integer(Int64(columns.flags.rawValue)),
+                                       .blob(columns.version), .blob(columns.body), .blob(columns.extra)]
+        if onlyIfAbsent {
+            try db.run(StatementKey(kind: .insertNewDocument, table: collection.table), {
+                """
+                INSERT INTO \(collection.table) (key, sequence, flags, version, body, extra) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(key) DO NOTHING
+                """
+            }, bindings)
+            guard db.changes == 1 else {
+                returnSequence(collection)
+                return nil
+            }
+        } else {
+            try db.run(StatementKey(kind: .saveDocument, table: collection.table), {
+                """
+                INSERT INTO \(collection.table) (key, sequence, flags, version, body, extra) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET sequence = excluded.sequence, flags = excluded.flags,
+                    version = excluded.version, body = excluded.body, extra = excluded.extra
+                """
+            }, bindings)
+        }
+        content = saved
         changed(collection, ChangeEvent(sequence: sequence, id: id, rev: rev, deleted: columns.flags.contains(.deleted)))
         return sequence
     }

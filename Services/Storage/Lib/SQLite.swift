@@ -13,6 +13,7 @@ final class SQLiteConnection {
     let path: String
     private let queue: DispatchQueue
     private var statements: [String: OpaquePointer] = [:]
+    private var keyedStatements: [StatementKey: OpaquePointer] = [:]
 
     init(path: String, queue: DispatchQueue) throws(SofaError) {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -35,6 +36,7 @@ final class SQLiteConnection {
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
+        for statement in keyedStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -57,12 +59,36 @@ final class SQLiteConnection {
         if let cached = statements[sql] {
             statement = cached
         } else {
-            var prepared: OpaquePointer?
-            let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
-            guard rc == SQLITE_OK, let prepared else { throw error(rc, sql) }
-            statements[sql] = prepared
-            statement = prepared
+            statement = try prepare(sql)
+            statements[sql] = statement
         }
+        try run(statement, sql, bindings, row: row)
+    }
+
+    /// As `run(_:_:row:)` for a statement of the per-document hot path: cached under `key`, so its
+    /// text is only built (by `sql`) the first time.
+    func run(_ key: StatementKey, _ sql: () -> String, _ bindings: [SQLiteValue],
+             row: ((SQLiteRow) throws(SofaError) -> Void)? = nil) throws(SofaError) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if let cached = keyedStatements[key] {
+            try run(cached, sql(), bindings, row: row)
+            return
+        }
+        let text = sql()
+        let statement = try prepare(text)
+        keyedStatements[key] = statement
+        try run(statement, text, bindings, row: row)
+    }
+
+    private func prepare(_ sql: String) throws(SofaError) -> OpaquePointer {
+        var prepared: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard rc == SQLITE_OK, let prepared else { throw error(rc, sql) }
+        return prepared
+    }
+
+    private func run(_ statement: OpaquePointer, _ sql: @autoclosure () -> String, _ bindings: [SQLiteValue],
+                     row: ((SQLiteRow) throws(SofaError) -> Void)?) throws(SofaError) {
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -77,17 +103,26 @@ final class SQLiteConnection {
             case .blob(let v):
                 rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(v.count), transient) }
             }
-            guard rc == SQLITE_OK else { throw error(rc, sql) }
+            guard rc == SQLITE_OK else { throw error(rc, sql()) }
         }
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
-            guard rc == SQLITE_ROW else { throw error(rc, sql) }
+            guard rc == SQLITE_ROW else { throw error(rc, sql()) }
             try row?(SQLiteRow(statement: statement))
         }
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A hot-path statement on one table: which statement, and the table it names.
+struct StatementKey: Hashable {
+    enum Kind: UInt8 {
+        case loadDocument, saveDocument, insertNewDocument
+    }
+    var kind: Kind
+    var table: String
 }
 
 enum SQLiteValue {

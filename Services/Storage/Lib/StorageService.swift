@@ -23,11 +23,16 @@ public final class StorageService: Sendable {
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
         // Every commit is announced on the PUB socket (the gateway wakes its long polls with it).
         let publisher = try await Publisher.bind(settings.changesEndpoint, name: "changes")
+        // Encoded on a queue of their own, in commit order, so the single writer goes straight on
+        // to the next transaction.
+        let notices = DispatchQueue(label: "sofa.storage.commit-notices")
         let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory)) { committed in
-            let changes = committed.changes.map { Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted) }
-            let notice = CommitNotice(database: committed.database, collection: committed.collection,
-                                      batch: ChangesBatch(changes: changes, lastSequence: changes.map(\.sequence).max() ?? 0))
-            publisher.publish(topic: notice.topic, payload: notice.encoded())
+            notices.async {
+                let changes = committed.changes.map { Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted) }
+                let notice = CommitNotice(database: committed.database, collection: committed.collection,
+                                          batch: ChangesBatch(changes: changes, lastSequence: changes.map(\.sequence).max() ?? 0))
+                publisher.publish(topic: notice.topic, payload: notice.encoded())
+            }
         }
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
                                      logger: logger)
