@@ -19,10 +19,28 @@ public final class BusClient: Sendable {
     public let peerName: String
 
     private struct Pending {
-        var continuation: CheckedContinuation<Response, Never>
+        var delivery: Delivery
         var deadline: UInt64  // monotonic ms
         var startedMs: UInt64  // monotonic ms
         var sent = false
+
+        /// Who waits: a caller of `send` (the response decoded), or of `forward` (its bytes).
+        enum Delivery {
+            case decoded(CheckedContinuation<Response, Never>)
+            case encoded(CheckedContinuation<Result<[UInt8], SofaError>, Never>)
+        }
+
+        var wantsBytes: Bool {
+            if case .encoded = delivery { return true }
+            return false
+        }
+
+        func fail(_ id: UInt64, _ error: SofaError) {
+            switch delivery {
+            case .decoded(let continuation): continuation.resume(returning: .failure(id, error))
+            case .encoded(let continuation): continuation.resume(returning: .failure(error))
+            }
+        }
     }
 
     private struct State {
@@ -94,12 +112,45 @@ public final class BusClient: Sendable {
                     state.nextID += 1
                     request.id = id
                     idBox.withLock { $0 = id }
-                    state.pending[id] = Pending(continuation: continuation, deadline: localDeadline, startedMs: localDeadline - budget)
+                    state.pending[id] = Pending(delivery: .decoded(continuation), deadline: localDeadline, startedMs: localDeadline - budget)
                     state.outbox.append((id, request.encodedMessage()))
                     return nil
                 }
                 if let rejected {
                     continuation.resume(returning: rejected)
+                } else {
+                    wakeup.signal()
+                }
+            }
+        } onCancel: {
+            let id = idBox.withLock { $0 }
+            resolve(id, with: SofaError(.unavailable, "the call to \(peerName) was cancelled"))
+        }
+    }
+
+    /// Passes on a request received encoded (see `ForwardedRequest`) and returns the peer's
+    /// encoded response, or why there is none. Deadlines as `send`.
+    public func forward(_ request: ForwardedRequest, timeout: Duration) async -> Result<[UInt8], SofaError> {
+        let timeoutMs = UInt64(max(0, timeout.components.seconds)) * 1000
+            + UInt64(max(0, timeout.components.attoseconds / 1_000_000_000_000_000))
+        let now = wallClockMs()
+        let budget = request.deadline == 0 ? timeoutMs : min(timeoutMs, request.deadline &- min(now, request.deadline))
+        let localDeadline = monotonicMs() + budget
+        let idBox = Mutex<UInt64>(0)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], SofaError>, Never>) in
+                let rejected: SofaError? = state.withLock { state in
+                    if state.closed { return SofaError(.shuttingDown, "the connection to \(peerName) is closed") }
+                    let id = state.nextID
+                    state.nextID += 1
+                    idBox.withLock { $0 = id }
+                    state.pending[id] = Pending(delivery: .encoded(continuation), deadline: localDeadline,
+                                                startedMs: localDeadline - budget)
+                    state.outbox.append((id, request.encoded(id: id, deadline: now + budget)))
+                    return nil
+                }
+                if let rejected {
+                    continuation.resume(returning: .failure(rejected))
                 } else {
                     wakeup.signal()
                 }
@@ -141,12 +192,27 @@ public final class BusClient: Sendable {
 
     private func resolve(_ id: UInt64, with error: SofaError) {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
-        pending?.continuation.resume(returning: .failure(id, error))
+        pending?.fail(id, error)
     }
 
     private func resolve(_ response: Response) {
         let pending = state.withLock { $0.pending.removeValue(forKey: response.id) }
-        pending?.continuation.resume(returning: response)
+        switch pending?.delivery {
+        case .decoded(let continuation)?: continuation.resume(returning: response)
+        case .encoded(let continuation)?: continuation.resume(returning: .success(response.encoded()))
+        case nil: break
+        }
+    }
+
+    private func resolve(_ id: UInt64, bytes: [UInt8]) {
+        let pending = state.withLock { $0.pending.removeValue(forKey: id) }
+        switch pending?.delivery {
+        case .encoded(let continuation)?: continuation.resume(returning: .success(bytes))
+        case .decoded(let continuation)?:
+            continuation.resume(returning: (try? Response.decode(bytes)) ?? .failure(id, SofaError(
+                .malformedMessage, "\(peerName) at \(endpoint) sent a malformed response")))
+        case nil: break
+        }
     }
 }
 
@@ -215,18 +281,27 @@ extension BusClient {
         }
         for waiter in waiters { waiter.resume(returning: false) }
         for (id, pending) in remaining {
-            pending.continuation.resume(returning: .failure(id, SofaError(.shuttingDown, "the connection to \(peerName) was closed")))
+            pending.fail(id, SofaError(.shuttingDown, "the connection to \(peerName) was closed"))
         }
     }
 
     private func receiveAll(_ socket: ZMQSocket) {
         // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
-        let decode = { (bytes: UnsafeRawBufferPointer) in Result { () throws(SofaError) in try Response.decode(bytes) } }
+        // The answer to a `forward` is not decoded at all: its bytes go back as they came.
+        let decode = { (bytes: UnsafeRawBufferPointer) -> Result<Incoming, SofaError> in
+            if let id = ForwardedResponse.peekID(bytes), id != 0,
+               self.state.withLock({ $0.pending[id]?.wantsBytes ?? false }) {
+                return .success(.encoded(id, Array(bytes.bindMemory(to: UInt8.self))))
+            }
+            return Result { () throws(SofaError) in .decoded(try Response.decode(bytes)) }
+        }
         while let received = try? socket.receive(limit: maxResponseBytes, last: decode) {
             guard case .message(_, let decoded) = received else { continue }
             switch decoded {
-            case .success(let response):
+            case .success(.decoded(let response)):
                 resolve(response)
+            case .success(.encoded(let id, let bytes)):
+                resolve(id, bytes: bytes)
             case .failure(let error):
                 let now = monotonicMs()
                 state.withLock { $0.lastMalformed = (now, error.message) }
@@ -262,8 +337,8 @@ extension BusClient {
             return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
         }
         for (id, pending) in lost {
-            pending.continuation.resume(returning: .failure(id, .unavailable(
-                "lost the connection to \(peerName) at \(endpoint) with the call in flight; it may or may not have been applied")))
+            pending.fail(id, .unavailable(
+                "lost the connection to \(peerName) at \(endpoint) with the call in flight; it may or may not have been applied"))
         }
     }
 
@@ -280,7 +355,12 @@ extension BusClient {
             } else {
                 error = .timeout("\(peerName) did not answer before the deadline")
             }
-            pending.continuation.resume(returning: .failure(id, error))
+            pending.fail(id, error)
         }
+    }
+
+    private enum Incoming {
+        case decoded(Response)
+        case encoded(UInt64, [UInt8])
     }
 }

@@ -17,6 +17,19 @@ internal import Synchronization
 public final class BusServer: Sendable {
     public typealias Handler = @Sendable (Request) async -> Response
 
+    /// Requests a server passes on without decoding them: those whose operation field is one of
+    /// `operations` go to `handler` as `ForwardedRequest`s, which returns the encoded response
+    /// (with the request's id).
+    public struct Forwarding: Sendable {
+        public var operations: Set<UInt32>
+        public var handler: @Sendable (ForwardedRequest) async -> EncodedMessage
+
+        public init(operations: Set<UInt32>, handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
+            self.operations = operations
+            self.handler = handler
+        }
+    }
+
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
     private let state = Mutex<(outbox: [([UInt8], EncodedMessage)], closed: Bool)>(([], false))
@@ -32,7 +45,7 @@ public final class BusServer: Sendable {
 
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = 16 << 20, cancelOnDisconnect: Bool = false,
-        logger: Logger, handler: @escaping Handler
+        forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()
         let bound: Result<BusServer, SofaError> = await withCheckedContinuation { continuation in
@@ -52,7 +65,7 @@ public final class BusServer: Sendable {
                 let server = BusServer(endpoint: socket.lastEndpoint(), wakeup: wakeup)
                 continuation.resume(returning: .success(server))
                 server.run(socket, name: name, maxRequestBytes: maxRequestBytes, cancelOnDisconnect: cancelOnDisconnect,
-                           logger: logger, handler: handler)
+                           forwarding: forwarding, logger: logger, handler: handler)
             }
             thread.name = "bus-server-\(name)"
             thread.start()
@@ -78,7 +91,11 @@ public final class BusServer: Sendable {
     }
 
     private func reply(_ identity: [UInt8], _ response: Response) {
-        state.withLock { $0.outbox.append((identity, response.encodedMessage())) }
+        reply(identity, response.encodedMessage())
+    }
+
+    private func reply(_ identity: [UInt8], _ message: EncodedMessage) {
+        state.withLock { $0.outbox.append((identity, message)) }
         wakeup.signal()
     }
 
@@ -122,8 +139,8 @@ public final class BusServer: Sendable {
         }
     }
 
-    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, cancelOnDisconnect: Bool, logger: Logger,
-                     handler: @escaping Handler) {
+    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, cancelOnDisconnect: Bool,
+                     forwarding: Forwarding?, logger: Logger, handler: @escaping Handler) {
         let monitor = cancelOnDisconnect ? Self.monitor(socket) : nil
         while true {
             let sockets = monitor.map { [socket, $0] } ?? [socket]
@@ -141,7 +158,11 @@ public final class BusServer: Sendable {
             guard ready[0] else { continue }
             // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
             let decode = { (bytes: UnsafeRawBufferPointer) in
-                (count: bytes.count, head: Array(bytes.prefix(16)), request: Result { () throws(SofaError) in try Request.decode(bytes) })
+                if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations) {
+                    return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
+                }
+                return (count: bytes.count, head: Array(bytes.prefix(16)),
+                        request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes)) })
             }
             while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
                 switch received {
@@ -161,8 +182,18 @@ public final class BusServer: Sendable {
                     }
                     let request: Request
                     switch frame.request {
-                    case .success(let decoded):
+                    case .success(.decoded(let decoded)):
                         request = decoded
+                    case .success(.forwarded(let forwarded)):
+                        if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
+                            _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
+                                "the request's deadline passed before \(name) could start it")).encoded()])
+                        } else if let forwarding {
+                            track(fd: socket.lastSourceFD) {
+                                self.reply(identity, await forwarding.handler(forwarded))
+                            }
+                        }
+                        continue
                     case .failure(let error):
                         logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
                         _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
@@ -199,4 +230,9 @@ public final class BusServer: Sendable {
         _ = consume socket
         waiter?.resume()
     }
+}
+
+private enum Incoming {
+    case decoded(Request)
+    case forwarded(ForwardedRequest)
 }

@@ -37,9 +37,14 @@ public final class GatewayService: Sendable {
             waiters.notify(notice)
         }
         // A client that goes away cancels its requests still running (queries stop on their worker).
+        // Document reads and writes go on to storage as they came: neither they nor their
+        // answers are decoded here (for a bulk write, that is most of the gateway's work).
+        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys)) { request in
+            await gateway.forward(request)
+        }
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
-                                              logger: logger) { request in
+                                              forwarding: forwarding, logger: logger) { request in
             await gateway.handle(request)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
@@ -50,6 +55,26 @@ public final class GatewayService: Sendable {
             storage.close()
             blob.close()
             replicator.close()
+        }
+    }
+
+    /// The operations (by field number of `Request`) that storage answers and the gateway only
+    /// passes on, with their names for errors: put, get and delete of a document, insert with
+    /// history, bulk write, all-docs, revs-diff.
+    static let passedToStorage: [UInt32: String] = [
+        15: "putDocument", 16: "getDocument", 17: "deleteDocument", 23: "insertRevision", 24: "bulkWrite",
+        32: "allDocs", 60: "revsDiff",
+    ]
+
+    /// A request of `passedToStorage`: to storage and back, undecoded.
+    public func forward(_ request: ForwardedRequest) async -> EncodedMessage {
+        guard !request.database.isEmpty else {
+            let name = Self.passedToStorage[request.operationField] ?? "this operation"
+            return Response.failure(request.id, SofaError(.invalidParameter, "\(name) needs a database name")).encodedMessage()
+        }
+        switch await storage.forward(request, timeout: Self.forwardTimeout) {
+        case .success(let bytes): return ForwardedResponse.encoded(bytes, id: request.id)
+        case .failure(let error): return Response.failure(request.id, error).encodedMessage()
         }
     }
 

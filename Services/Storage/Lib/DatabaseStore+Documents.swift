@@ -8,7 +8,9 @@ public struct DocumentWrite: Sendable {
     /// The revision this one replaces (a RevID, or a vector's current version); nil for a new
     /// document (or a re-created deleted one).
     public var parent: DocumentVersion?
-    public let body: JSON
+    /// The parsed body; nil when the service took it from bytes already compact and found no
+    /// "digest" key in them, so that it references no blob and is never needed as a tree.
+    public let body: JSON?
     public var deleted: Bool
     /// The body written both ways when the write is made — by the request's task, so the single
     /// writer only hashes and stores: canonical (for the revID) and compact (what is stored).
@@ -27,6 +29,18 @@ public struct DocumentWrite: Sendable {
         self.deleted = deleted
         self.canonicalBody = body.canonicalBytes()
         self.compactBody = compactBody ?? body.compactBytes()
+        self.expectedRevID = Self.revID(parent: parent, deleted: deleted, canonicalBody: canonicalBody)
+    }
+
+    /// A write whose body arrived as compact JSON (`compactBody`) that references no blob, with its
+    /// canonical form worked out from the bytes (`JSON.scanCompactObject`).
+    init(id: String, parent: DocumentVersion?, compactBody: [UInt8], canonicalBody: [UInt8], deleted: Bool) {
+        self.id = id
+        self.parent = parent
+        self.body = nil
+        self.deleted = deleted
+        self.canonicalBody = canonicalBody
+        self.compactBody = compactBody
         self.expectedRevID = Self.revID(parent: parent, deleted: deleted, canonicalBody: canonicalBody)
     }
 

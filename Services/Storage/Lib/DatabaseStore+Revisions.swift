@@ -7,13 +7,23 @@ public import SofaCore
 public struct RevisionInsertion: Sendable {
     public var id: String
     public var history: [String]
-    public var body: JSON
     public var deleted: Bool
+    let content: Content
+
+    /// The body: parsed, or compact JSON bytes found to reference no blob (the service's fast path).
+    enum Content: Sendable {
+        case parsed(JSON)
+        case compact([UInt8])
+    }
 
     public init(id: String, history: [String], body: JSON, deleted: Bool = false) {
+        self.init(id: id, history: history, content: .parsed(body), deleted: deleted)
+    }
+
+    init(id: String, history: [String], content: Content, deleted: Bool) {
         self.id = id
         self.history = history
-        self.body = body
+        self.content = content
         self.deleted = deleted
     }
 }
@@ -127,11 +137,17 @@ extension Transaction {
         }
         guard let first = insertion.history.first else { return .failure(.invalid("document '\(id)': the history is empty")) }
         let hasAttachments: Bool
-        switch checkBlobReferences(insertion.body, id: id) {
-        case .success(let found): hasAttachments = found
-        case .failure(let error): return .failure(error)
+        let body: [UInt8]
+        switch insertion.content {
+        case .parsed(let json):
+            switch checkBlobReferences(json, id: id) {
+            case .success(let found): hasAttachments = found
+            case .failure(let error): return .failure(error)
+            }
+            body = DatabaseStore.bodyBytes(json)
+        case .compact(let bytes):
+            (hasAttachments, body) = (false, bytes)
         }
-        let body = DatabaseStore.bodyBytes(insertion.body)
         let (row, content): (DocumentRow?, DocumentContent?)
         do throws(SofaError) { (row, content) = try loadContent(id, collection) } catch { return .failure(error) }
         switch store.versioning {

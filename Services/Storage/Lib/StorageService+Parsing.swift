@@ -55,7 +55,15 @@ extension StorageService {
     }
 
     static func documentWrite(id: String, rev: String, body: [UInt8], deleted: Bool) throws(SofaError) -> DocumentWrite {
-        try documentWrite(try documentFields(id: id, rev: rev, body: body, deleted: deleted))
+        // The common case without a tree: a compact object with nothing to take out of it (no
+        // top-level `_` key) and no "digest" key (so no blob to check).
+        if let scan = JSON.scanCompactObject(body), !scan.hasUnderscoreTopLevelKey, !scan.hasDigestKey {
+            let docID = id.isEmpty ? DocumentID.generate() : id
+            try DocumentID.validate(docID)
+            return DocumentWrite(id: docID, parent: rev.isEmpty ? nil : try DocumentVersion.parse(ascii: rev),
+                                 compactBody: body, canonicalBody: scan.canonical, deleted: deleted)
+        }
+        return try documentWrite(try documentFields(id: id, rev: rev, body: body, deleted: deleted))
     }
 
     /// A body sent raw (insert with history, merged bodies): a JSON object without `_id`, `_rev`
@@ -74,6 +82,9 @@ extension StorageService {
     static func insertion(_ insert: RevisionInsert) throws(SofaError) -> RevisionInsertion {
         try DocumentID.validate(insert.id)
         guard !insert.history.isEmpty else { throw .invalid("document '\(insert.id)': the history is empty") }
+        if let scan = JSON.scanCompactObject(insert.body), !scan.hasUnderscoreTopLevelKey, !scan.hasDigestKey {
+            return RevisionInsertion(id: insert.id, history: insert.history, content: .compact(insert.body), deleted: insert.deleted)
+        }
         return RevisionInsertion(id: insert.id, history: insert.history, body: .object(try strictBody(insert.body, id: insert.id)),
                                  deleted: insert.deleted)
     }

@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// A request passed on by a process that only routes it (the gateway): the envelope fields it
+/// routes by, read from the encoded `Request` without decoding the operation, and the encoded
+/// bytes, which go on as they came with only the id and the deadline replaced.
+///
+/// Reading walks the top-level protobuf fields (a tag varint `field << 3 | wire type`, then a
+/// varint, 8 or 4 bytes, or a length and that many bytes). `Request` numbers: id 1, database 2,
+/// deadline 3, the operation from 10 on. E.g. `08 07 12 02 64 62 c2 01 00` is id 7, database
+/// "db", an empty `bulk_write` (field 24).
+public struct ForwardedRequest: Sendable, Equatable {
+    public let id: UInt64
+    public let database: String
+    public let deadline: UInt64
+    /// The field number of the operation (e.g. 24 for `bulk_write`); 0 when there is none.
+    public let operationField: UInt32
+    /// Every top-level field but the id and the deadline, encoded as received.
+    let rest: [UInt8]
+
+    /// The envelope of `bytes`, if they are a well-formed protobuf message whose operation is one
+    /// of `operations`; nil otherwise (the caller then decodes the request as usual, which names
+    /// any problem).
+    public static func peek(_ bytes: UnsafeRawBufferPointer, operations: Set<UInt32>) -> ForwardedRequest? {
+        var id: UInt64 = 0
+        var deadline: UInt64 = 0
+        var database = ""
+        var operation: UInt32 = 0
+        var rest: [UInt8] = []
+        rest.reserveCapacity(bytes.count)
+        let walked = WireFields.walk(bytes) { field, value, span in
+            switch field.number {
+            case 1 where field.wireType == 0: id = value
+            case 3 where field.wireType == 0: deadline = value
+            case 1, 3: return false
+            case 2 where field.wireType == 2:
+                guard let text = String(validating: span.payload, as: UTF8.self) else { return false }
+                database = text
+                rest.append(contentsOf: span.whole)
+            case 10...:
+                guard operation == 0 || operation == field.number else { return false }
+                operation = field.number
+                rest.append(contentsOf: span.whole)
+            default:
+                rest.append(contentsOf: span.whole)
+            }
+            return true
+        }
+        guard walked, operations.contains(operation) else { return nil }
+        return ForwardedRequest(id: id, database: database, deadline: deadline, operationField: operation, rest: rest)
+    }
+
+    /// The request as received, with `id` and `deadline` in place of its own.
+    public func encoded(id: UInt64, deadline: UInt64) -> EncodedMessage {
+        var head: [UInt8] = []
+        head.reserveCapacity(24)
+        WireFields.appendVarintField(1, id, to: &head)
+        WireFields.appendVarintField(3, deadline, to: &head)
+        return EncodedMessage.concatenating(head, rest)
+    }
+}
+
+/// The same for a `Response` passed back: its id (field 1) read and replaced, the rest untouched.
+public enum ForwardedResponse {
+    /// The id of an encoded response; nil when the bytes are not a well-formed message.
+    public static func peekID(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
+        var id: UInt64 = 0
+        let walked = WireFields.walk(bytes) { field, value, _ in
+            if field.number == 1 {
+                guard field.wireType == 0 else { return false }
+                id = value
+            }
+            return true
+        }
+        return walked ? id : nil
+    }
+
+    /// `bytes` (a well-formed encoded response) with `id` as its id.
+    public static func encoded(_ bytes: [UInt8], id: UInt64) -> EncodedMessage {
+        var rest: [UInt8] = []
+        rest.reserveCapacity(bytes.count)
+        bytes.withUnsafeBytes { buffer in
+            _ = WireFields.walk(buffer) { field, _, span in
+                if field.number != 1 { rest.append(contentsOf: span.whole) }
+                return true
+            }
+        }
+        var head: [UInt8] = []
+        WireFields.appendVarintField(1, id, to: &head)
+        return EncodedMessage.concatenating(head, rest)
+    }
+}
+
+enum WireFields {
+    struct Field {
+        var number: UInt32
+        var wireType: UInt8
+    }
+
+    struct Span {
+        /// The whole field: tag, length and payload.
+        var whole: UnsafeRawBufferPointer
+        /// A length-delimited field's payload (empty for other wire types).
+        var payload: UnsafeRawBufferPointer
+    }
+
+    /// Calls `visit` with each top-level field (its varint value for wire type 0); stops and
+    /// returns false when `visit` does or the bytes are not a well-formed message.
+    static func walk(_ bytes: UnsafeRawBufferPointer,
+                     _ visit: (Field, UInt64, Span) -> Bool) -> Bool {
+        var position = 0
+        while position < bytes.count {
+            let start = position
+            guard let tag = varint(bytes, &position), tag >> 3 > 0, tag >> 3 <= 536_870_911 else { return false }
+            let field = Field(number: UInt32(tag >> 3), wireType: UInt8(tag & 7))
+            var value: UInt64 = 0
+            var payload = UnsafeRawBufferPointer(start: nil, count: 0)
+            switch field.wireType {
+            case 0:
+                guard let v = varint(bytes, &position) else { return false }
+                value = v
+            case 1, 5:
+                let size = field.wireType == 1 ? 8 : 4
+                guard bytes.count - position >= size else { return false }
+                position += size
+            case 2:
+                guard let length = varint(bytes, &position), length <= UInt64(bytes.count - position) else { return false }
+                payload = UnsafeRawBufferPointer(rebasing: bytes[position..<position + Int(length)])
+                position += Int(length)
+            default:
+                return false
+            }
+            let whole = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
+            guard visit(field, value, Span(whole: whole, payload: payload)) else { return false }
+        }
+        return true
+    }
+
+    static func varint(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count, shift < 64 {
+            let byte = bytes[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// Appends field `number` with `value` as a varint; a zero is left out, as proto3 does.
+    static func appendVarintField(_ number: UInt32, _ value: UInt64, to out: inout [UInt8]) {
+        guard value != 0 else { return }
+        appendVarint(UInt64(number) << 3, to: &out)
+        appendVarint(value, to: &out)
+    }
+
+    static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+}
+
+extension EncodedMessage {
+    /// A message of `head` then `tail`, in memory from `malloc`.
+    static func concatenating(_ head: [UInt8], _ tail: [UInt8]) -> EncodedMessage {
+        let count = head.count + tail.count
+        let pointer = malloc(max(count, 1))!
+        head.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(pointer), byteCount: $0.count) }
+        tail.withUnsafeBytes { (pointer + head.count).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(pointer), byteCount: $0.count) }
+        return EncodedMessage(taking: pointer, count: count)
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import SofaBus
+import SofaClient
+import SofaCore
+import SofaWire
+import Testing
+
+/// Document reads and writes pass through the gateway undecoded (`GatewayService.passedToStorage`):
+/// each answer still reaches the call that asked, with that call's id, when many are in flight on
+/// one connection; and a request the gateway cannot route is refused there.
+@Suite(.serialized) struct GatewayForwardingTests {
+    @Test func manyForwardedCallsInFlightEachGetTheirOwnAnswer() async throws {
+        try await Cluster.with { cluster in
+            _ = try await cluster.client.createDatabase("fwd")
+            let bus = try await BusClient.connect(cluster.supervisor.gatewayEndpoint, peerName: "gateway")
+            defer { bus.close() }
+            let connected = ContinuousClock.now + .seconds(10)
+            while true {
+                try #require(await bus.waitUntilConnected(timeout: connected - ContinuousClock.now), "no connection to the gateway")
+                do { _ = try await bus.call(.health(service: "")); break } catch let error as SofaError where error.is(.unavailable) && ContinuousClock.now < connected {
+                    await Task.yield()
+                }
+            }
+            // One bulk write of 300 documents, then 300 reads at once, plus writes that conflict.
+            let items = (0..<300).map { BulkItem.put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
+            guard case .bulk(let written) = try await bus.call(.bulkWrite(items), database: "fwd") else {
+                Issue.record("no bulk result"); return
+            }
+            #expect(written.count == 300 && written.allSatisfy { $0.error == nil })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<300 {
+                    group.addTask {
+                        guard case .document(let doc) = try await bus.call(.getDocument(id: "d\(n)", rev: "", history: false), database: "fwd") else {
+                            Issue.record("d\(n): not a document"); return
+                        }
+                        #expect(doc.id == "d\(n)" && doc.body == Array(#"{"n":\#(n)}"#.utf8) && doc.rev == written[n].rev)
+                    }
+                    group.addTask {
+                        // Already exists, no rev given: a conflict, answered to this call.
+                        await #expect(throws: SofaError.self) {
+                            _ = try await bus.call(.putDocument(id: "d\(n)", rev: "", body: Array("{}".utf8), deleted: false), database: "fwd")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let missing = await #expect(throws: SofaError.self) {
+                _ = try await bus.call(.getDocument(id: "nope", rev: "", history: false), database: "fwd")
+            }
+            #expect(missing?.is(.notFound) == true, "\(String(describing: missing))")
+            let unnamed = await #expect(throws: SofaError.self) { _ = try await bus.call(.bulkWrite(items), database: "") }
+            #expect(unnamed?.is(.invalidParameter) == true && unnamed?.message.contains("bulkWrite needs a database name") == true,
+                    "\(String(describing: unnamed))")
+        }
+    }
+}
