@@ -127,6 +127,32 @@ extension RevTree {
         return (current.revID.binary, current.body ?? [], encoded(currentBodyInRecord: true), flags)
     }
 
+    /// What `recordColumns()` gives for a tree whose only revision is `revID` (a root with
+    /// `body`), saved at `sequence` — without building the tree (a new document, on the writer's
+    /// path). E.g. `1-ab`, seq 5, body `{}`: extra `01 00 00 05 02 02 01ab 00`.
+    public static func firstRevisionColumns(_ revID: RevID, body: [UInt8], deleted: Bool, hasAttachments: Bool,
+                                            sequence: UInt64) -> (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags) {
+        let version = revID.binary
+        var revisionFlags: Revision.Flags = []
+        var flags: DocumentFlags = []
+        if deleted {
+            revisionFlags.insert(.deleted)
+            flags.insert(.deleted)
+        }
+        if hasAttachments {
+            revisionFlags.insert(.hasAttachments)
+            flags.insert(.hasAttachments)
+        }
+        var extra: [UInt8] = [1, 0, revisionFlags.rawValue]
+        extra.reserveCapacity(16 + version.count)
+        Varint.append(sequence, to: &extra)
+        extra.append(2)  // the body is the record's
+        Varint.append(UInt64(version.count), to: &extra)
+        extra.append(contentsOf: version)
+        extra.append(0)  // no remotes
+        return (version, body, extra, flags)
+    }
+
     /// The tree stored in a record by `recordColumns()`.
     public init(record: Record) throws(SofaError) {
         try self.init(encoded: record.extra, currentBody: record.body)

@@ -48,7 +48,16 @@ public struct RevID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var asciiBytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(11 + 2 * digest.count)
-        out.append(contentsOf: String(generation).utf8)
+        var digits = 1
+        var rest = generation / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        var value = generation
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        for i in stride(from: start + digits - 1, through: start, by: -1) {
+            out[i] = UInt8(ascii: "0") + UInt8(value % 10)
+            value /= 10
+        }
         out.append(UInt8(ascii: "-"))
         Hex.append(digest, to: &out)
         return out

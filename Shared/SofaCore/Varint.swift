@@ -48,14 +48,27 @@ enum Varint {
 
 /// Lowercase hexadecimal.
 enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
     static func append(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0F))
         }
     }
+
+    /// The same for an array, in one reserved step (a revID's digest, on every write's path).
+    static func append(_ bytes: [UInt8], to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 2 * bytes.count)
+        bytes.withUnsafeBufferPointer { buffer in
+            for b in buffer {
+                out.append(digit(b >> 4))
+                out.append(digit(b & 0x0F))
+            }
+        }
+    }
+
+    /// The lowercase hex digit of a value below 16.
+    @inline(__always)
+    static func digit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
 
     static func string(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []

@@ -149,3 +149,30 @@ import Testing
         #expect(JSON.withMetadata([:], id: "d", rev: nil).compactString == "{\"_id\":\"d\"}")
     }
 }
+
+@Suite struct FirstRevisionColumnsTests {
+    /// The shortcut for a new document writes exactly the columns of the one-revision tree.
+    @Test(arguments: [(false, false, UInt64(1)), (true, false, 300), (false, true, 1 << 40), (true, true, 127)])
+    func sameAsTheTree(_ deleted: Bool, _ hasAttachments: Bool, _ sequence: UInt64) throws {
+        let body = Array(#"{"a":1}"#.utf8)
+        let revID = RevID.generate(parent: nil, deleted: deleted, canonicalBody: body)
+        var tree = RevTree()
+        try tree.insert(revID, parent: nil, body: body, deleted: deleted, hasAttachments: hasAttachments)
+        tree.markSaved(sequence: sequence)
+        let expected = try #require(tree.recordColumns())
+        let direct = RevTree.firstRevisionColumns(revID, body: body, deleted: deleted, hasAttachments: hasAttachments,
+                                                  sequence: sequence)
+        #expect(direct.version == expected.version)
+        #expect(direct.body == expected.body)
+        #expect(direct.extra == expected.extra)
+        #expect(direct.flags == expected.flags)
+        // And it reads back as that tree.
+        #expect(try RevTree(encoded: direct.extra, currentBody: direct.body) == tree)
+    }
+
+    @Test func documentedExample() throws {
+        let columns = RevTree.firstRevisionColumns(try RevID.parse("1-ab"), body: Array("{}".utf8), deleted: false,
+                                                   hasAttachments: false, sequence: 5)
+        #expect(columns.extra == [0x01, 0x00, 0x00, 0x05, 0x02, 0x02, 0x01, 0xAB, 0x00])
+    }
+}

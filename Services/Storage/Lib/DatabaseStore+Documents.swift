@@ -197,6 +197,15 @@ extension Transaction {
     /// full path then decides, with its errors in their order.
     private func create(_ write: DocumentWrite, in collection: CollectionName) throws(SofaError) -> WriteResult? {
         guard case .success(let hasAttachments) = checkBlobReferences(write.body, id: write.id) else { return nil }
+        if store.versioning == .revisionTrees {
+            let revID = write.revID(on: nil)
+            let sequence = try nextSequence(collection)
+            let columns = RevTree.firstRevisionColumns(revID, body: write.compactBody, deleted: write.deleted,
+                                                       hasAttachments: hasAttachments, sequence: sequence)
+            guard try self.store(columns, rev: revID.ascii, sequence: sequence, id: write.id, in: collection,
+                                 onlyIfAbsent: true) else { return nil }
+            return WriteResult(id: write.id, rev: .revID(revID), sequence: sequence)
+        }
         var (content, rev) = try Self.firstRevision(write, versioning: store.versioning, hasAttachments: hasAttachments)
         guard let sequence = try saveIfAbsent(&content, id: write.id, in: collection) else { return nil }
         return WriteResult(id: write.id, rev: rev, sequence: sequence)

@@ -193,7 +193,7 @@ extension Transaction {
     private func write(_ content: inout DocumentContent, id: String, in collection: CollectionName,
                        onlyIfAbsent: Bool) throws(SofaError) -> UInt64? {
         let sequence = try nextSequence(collection)
-        var columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
+        let columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags)
         let rev: String
         var saved = content
         switch saved {
@@ -209,6 +209,18 @@ extension Transaction {
             columns = (doc.current.vector.binary, doc.current.body, doc.extra, doc.flags)
             rev = doc.current.rev
         }
+        guard try store(columns, rev: rev, sequence: sequence, id: id, in: collection, onlyIfAbsent: onlyIfAbsent) else {
+            return nil
+        }
+        content = saved
+        return sequence
+    }
+
+    /// Writes a row's columns at `sequence` (handed out by `nextSequence`, and given back when
+    /// `onlyIfAbsent` finds a row: false is returned) and reports the change.
+    func store(_ columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags), rev: String,
+               sequence: UInt64, id: String, in collection: CollectionName, onlyIfAbsent: Bool) throws(SofaError) -> Bool {
+        var columns = columns
         // The flag describes the current revision, whichever write made it current; its
         // references were checked when it was written.
         if !columns.flags.contains(.hasAttachments), !BlobReference.tolerantFind(inStored: columns.body).isEmpty {
@@ -225,7 +237,7 @@ extension Transaction {
             }, bindings)
             guard db.changes == 1 else {
                 returnSequence(collection)
-                return nil
+                return false
             }
         } else {
             try db.run(StatementKey(kind: .saveDocument, table: collection.table), {
@@ -236,9 +248,8 @@ extension Transaction {
                 """
             }, bindings)
         }
-        content = saved
         changed(collection, ChangeEvent(sequence: sequence, id: id, rev: rev, deleted: columns.flags.contains(.deleted)))
-        return sequence
+        return true
     }
 
     /// Replaces the document by a purged row at a new sequence (reported with an empty rev).
