@@ -22,10 +22,15 @@ public final class BusServer: Sendable {
     /// (with the request's id).
     public struct Forwarding: Sendable {
         public var operations: Set<UInt32>
+        /// Whether a request of one of `operations` goes on undecoded, given the operation's
+        /// encoded payload (all do without it).
+        public var accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)?
         public var handler: @Sendable (ForwardedRequest) async -> EncodedMessage
 
-        public init(operations: Set<UInt32>, handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
+        public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
+                    handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
             self.operations = operations
+            self.accepts = accepts
             self.handler = handler
         }
     }
@@ -158,7 +163,8 @@ public final class BusServer: Sendable {
             guard ready[0] else { continue }
             // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
             let decode = { (bytes: UnsafeRawBufferPointer) in
-                if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations) {
+                if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
+                                                                                      accepts: forwarding.accepts) {
                     return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
                 }
                 return (count: bytes.count, head: Array(bytes.prefix(16)),

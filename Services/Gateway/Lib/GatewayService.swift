@@ -39,7 +39,10 @@ public final class GatewayService: Sendable {
         // A client that goes away cancels its requests still running (queries stop on their worker).
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
-        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys)) { request in
+        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys), accepts: { operation, payload in
+            // A changes request that may wait (a long poll) is the gateway's own.
+            operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
+        }) { request in
             await gateway.forward(request)
         }
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
@@ -60,11 +63,14 @@ public final class GatewayService: Sendable {
 
     /// The operations (by field number of `Request`) that storage answers and the gateway only
     /// passes on, with their names for errors: put, get and delete of a document, insert with
-    /// history, bulk write, all-docs, revs-diff.
+    /// history, bulk write, changes that do not wait, all-docs, revs-diff.
     static let passedToStorage: [UInt32: String] = [
         15: "putDocument", 16: "getDocument", 17: "deleteDocument", 23: "insertRevision", 24: "bulkWrite",
-        32: "allDocs", 60: "revsDiff",
+        changesField: "changes", 32: "allDocs", 60: "revsDiff",
     ]
+    /// `Request.changes`, and `ChangesRequest.wait_ms`.
+    static let changesField: UInt32 = 31
+    static let changesWaitField: UInt32 = 8
 
     /// A request of `passedToStorage`: to storage and back, undecoded.
     public func forward(_ request: ForwardedRequest) async -> EncodedMessage {

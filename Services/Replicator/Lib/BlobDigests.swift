@@ -5,6 +5,9 @@ public import SofaCore
 /// `_attachments` object. Malformed references are left to the target to refuse.
 public enum BlobDigests {
     public static func find(in body: [UInt8]) -> Set<String> {
+        // Most bodies (compact, as storage keeps them) are answered by one pass over the bytes:
+        // a reference needs a "digest" key.
+        if let scan = JSON.scanCompactObject(body), !scan.hasDigestKey { return [] }
         guard let json = JSON.tryParse(body) else { return [] }
         var found = Set<String>()
         walk(json, &found)

@@ -203,7 +203,7 @@ extension Transaction {
             let columns = RevTree.firstRevisionColumns(revID, body: write.compactBody, deleted: write.deleted,
                                                        hasAttachments: hasAttachments, sequence: sequence)
             guard try self.store(columns, rev: revID.ascii, sequence: sequence, id: write.id, in: collection,
-                                 onlyIfAbsent: true) else { return nil }
+                                 onlyIfAbsent: true, referencesKnown: true) else { return nil }
             return WriteResult(id: write.id, rev: .revID(revID), sequence: sequence)
         }
         var (content, rev) = try Self.firstRevision(write, versioning: store.versioning, hasAttachments: hasAttachments)

@@ -148,8 +148,6 @@ extension Transaction {
         case .compact(let bytes):
             (hasAttachments, body) = (false, bytes)
         }
-        let (row, content): (DocumentRow?, DocumentContent?)
-        do throws(SofaError) { (row, content) = try loadContent(id, collection) } catch { return .failure(error) }
         switch store.versioning {
         case .revisionTrees:
             var history: [RevID] = []
@@ -163,6 +161,19 @@ extension Transaction {
                 return .failure(SofaError(.badRevisionID,
                     "document '\(id)': the history does not descend by one generation (\(history[k - 1]) → \(history[k]))"))
             }
+            // A document the target does not have yet (the common case of a first replication)
+            // is one INSERT of the tree its history makes, without reading first.
+            var fresh = RevTree()
+            if let result = try? fresh.insert(history: history, body: body, deleted: insertion.deleted,
+                                              hasAttachments: hasAttachments, remote: DatabaseStore.replicationRemote,
+                                              allowConflict: true) {
+                var created = DocumentContent.tree(fresh)
+                if let sequence = try saveIfAbsent(&created, id: id, in: collection) {
+                    return .success(InsertOutcome(id: id, rev: first, sequence: sequence, added: result.added, conflict: false))
+                }
+            }
+            let (row, content): (DocumentRow?, DocumentContent?)
+            do throws(SofaError) { (row, content) = try loadContent(id, collection) } catch { return .failure(error) }
             var tree: RevTree
             if case .tree(let existing)? = content { tree = existing } else { tree = RevTree() }
             let result: RevTree.InsertResult
@@ -180,6 +191,8 @@ extension Transaction {
             }
             return .success(InsertOutcome(id: id, rev: first, sequence: sequence, added: result.added, conflict: conflict))
         case .versionVectors:
+            let (row, content): (DocumentRow?, DocumentContent?)
+            do throws(SofaError) { (row, content) = try loadContent(id, collection) } catch { return .failure(error) }
             guard let vector = VersionVector.tryParse(first), !vector.isEmpty else {
                 return .failure(SofaError(.badRevisionID, "document '\(id)': invalid version vector '\(first)'"))
             }

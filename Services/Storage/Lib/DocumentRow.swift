@@ -218,12 +218,15 @@ extension Transaction {
 
     /// Writes a row's columns at `sequence` (handed out by `nextSequence`, and given back when
     /// `onlyIfAbsent` finds a row: false is returned) and reports the change.
+    /// `referencesKnown`: the caller has just checked the body's references, so the flag is exact.
     func store(_ columns: (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags), rev: String,
-               sequence: UInt64, id: String, in collection: CollectionName, onlyIfAbsent: Bool) throws(SofaError) -> Bool {
+               sequence: UInt64, id: String, in collection: CollectionName, onlyIfAbsent: Bool,
+               referencesKnown: Bool = false) throws(SofaError) -> Bool {
         var columns = columns
         // The flag describes the current revision, whichever write made it current; its
         // references were checked when it was written.
-        if !columns.flags.contains(.hasAttachments), !BlobReference.tolerantFind(inStored: columns.body).isEmpty {
+        if !referencesKnown, !columns.flags.contains(.hasAttachments),
+           !BlobReference.tolerantFind(inStored: columns.body).isEmpty {
             columns.flags.insert(.hasAttachments)
         }
         let bindings: [SQLiteValue] = [.text(id), .integer(Int64(sequence)), .integer(Int64(columns.flags.rawValue)),

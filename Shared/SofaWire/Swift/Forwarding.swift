@@ -22,7 +22,8 @@ public struct ForwardedRequest: Sendable, Equatable {
     /// The envelope of `bytes`, if they are a well-formed protobuf message whose operation is one
     /// of `operations`; nil otherwise (the caller then decodes the request as usual, which names
     /// any problem).
-    public static func peek(_ bytes: UnsafeRawBufferPointer, operations: Set<UInt32>) -> ForwardedRequest? {
+    public static func peek(_ bytes: UnsafeRawBufferPointer, operations: Set<UInt32>,
+                            accepts: ((UInt32, UnsafeRawBufferPointer) -> Bool)? = nil) -> ForwardedRequest? {
         var id: UInt64 = 0
         var deadline: UInt64 = 0
         var database = ""
@@ -39,8 +40,9 @@ public struct ForwardedRequest: Sendable, Equatable {
                 database = text
                 rest.append(contentsOf: span.whole)
             case 10...:
-                guard operation == 0 || operation == field.number else { return false }
+                guard operation == 0 || operation == field.number, field.wireType == 2 else { return false }
                 operation = field.number
+                if let accepts, operations.contains(operation), !accepts(operation, span.payload) { return false }
                 rest.append(contentsOf: span.whole)
             default:
                 rest.append(contentsOf: span.whole)
@@ -49,6 +51,17 @@ public struct ForwardedRequest: Sendable, Equatable {
         }
         guard walked, operations.contains(operation) else { return nil }
         return ForwardedRequest(id: id, database: database, deadline: deadline, operationField: operation, rest: rest)
+    }
+
+    /// The varint field `number` of an encoded message (e.g. an operation's payload, as `accepts`
+    /// gets it); nil when absent (proto3: zero) or when the bytes are not well formed.
+    public static func varint(field number: UInt32, in message: UnsafeRawBufferPointer) -> UInt64? {
+        var found: UInt64?
+        let walked = WireFields.walk(message) { field, value, _ in
+            if field.number == number, field.wireType == 0 { found = value }
+            return true
+        }
+        return walked ? found : nil
     }
 
     /// The request as received, with `id` and `deadline` in place of its own.
