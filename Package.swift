@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "SofaWireC", dependencies: ["CProtobufC"], path: "Shared/SofaWire/Generated"),
         .target(name: "SofaWire", dependencies: ["SofaCore", "SofaWireC", "CProtobufC"],
                 path: "Shared/SofaWire/Swift", swiftSettings: settings),
-        .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", log, lifecycle],
+        .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", "CPosix", log, lifecycle],
                 path: "Shared/SofaBus", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),

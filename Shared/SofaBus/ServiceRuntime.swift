@@ -4,6 +4,7 @@ public import SofaWire
 internal import Foundation
 internal import ServiceLifecycle
 internal import UnixSignals
+internal import CPosix
 
 /// What every Sofa process shares: logging set up from `SOFA_LOG_LEVEL`, its settings, a
 /// health answer, and a run loop that starts the process's parts and stops them gracefully on
@@ -16,6 +17,7 @@ public enum ServiceRuntime {
         service: String,
         start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
     ) async {
+        tuneAllocator()
         let settings = Settings()
         let level = Logger.Level(rawValue: settings.string("LOG_LEVEL", default: "info").lowercased()) ?? .info
         LoggingSystem.bootstrap { label in
@@ -38,6 +40,12 @@ public enum ServiceRuntime {
             logger.critical("failed", metadata: ["error": "\(error)"])
             exit(1)
         }
+    }
+
+    /// Sets the C allocator up for Sofa's mix of many small blocks and large message buffers
+    /// (see `sofa_tune_malloc`); every Sofa process calls it first.
+    public static func tuneAllocator() {
+        sofa_tune_malloc()
     }
 
     /// The health answer of this process.

@@ -93,6 +93,14 @@ extension Bench {
 }
 
 /// Microseconds at a percentile of nanosecond samples.
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
+func median(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
 func percentile(_ samples: [UInt64], _ p: Double) -> Double {
     let sorted = samples.sorted()
     let index = min(sorted.count - 1, Int(Double(sorted.count) * p))

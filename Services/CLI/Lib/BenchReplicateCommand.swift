@@ -13,6 +13,7 @@ struct BenchReplicate: AsyncParsableCommand {
     @Option(help: "Documents (about 300 bytes each).") var docs: Int = 100_000
     @Option(help: "Documents per bulk write of the import.") var batch: Int = 1_000
     @Option(help: "Writes timed for the continuous latency.") var samples: Int = 200
+    @Option(help: "Import and push trials (interleaved); the figures are their medians.") var trials: Int = 3
 
     func run() async throws {
         try await reporting {
@@ -46,24 +47,32 @@ struct BenchReplicate: AsyncParsableCommand {
         let padding = String(repeating: "x", count: 300 - #"{"n":000000,"pad":""}"#.utf8.count)
         func body(_ n: Int) -> [UInt8] { Array(#"{"n":\#(n),"pad":"\#(padding)"}"#.utf8) }
 
-        // The write ceiling: a bulk import into one cluster, as `sofa import` does it (batches of
-        // --batch, 4 in flight).
-        let importer = BulkImporter(store: dbA.collection(""), batchSize: batch, inFlight: 4)
-        let report = try await importer.run((0..<docs).map { ($0 + 1, body($0)) },
-                                            naming: ImportNaming(idField: nil, idPrefix: "d"))
-        guard report.failed == 0 else {
-            throw SofaError(.unexpectedError, "import failed: \(report.failures.first?.compactString ?? "")")
+        // Each trial: the write ceiling, a bulk import into a new database of one cluster as
+        // `sofa import` does it (batches of --batch, 4 in flight); then the one-shot push of the
+        // same docs to a new database of the other. Medians of the trials are reported (this
+        // machine's disk and CPU vary from second to second).
+        var importRates: [Double] = []
+        var pushRates: [Double] = []
+        for trial in 0..<max(1, trials) {
+            let source = trial == 0 ? dbA : try await clientA.createDatabase("bench-\(trial)")
+            let importer = BulkImporter(store: source.collection(""), batchSize: batch, inFlight: 4)
+            let report = try await importer.run((0..<docs).map { ($0 + 1, body($0)) },
+                                                naming: ImportNaming(idField: nil, idPrefix: "d"))
+            guard report.failed == 0 else {
+                throw SofaError(.unexpectedError, "import failed: \(report.failures.first?.compactString ?? "")")
+            }
+            importRates.append(Double(report.imported) / report.seconds)
+            let target = trial == 0 ? "bench" : "push-\(trial)"
+            if trial > 0 { _ = try await clientB.createDatabase(target) }
+            let pushStart = ContinuousClock.now
+            let push = try await clientA.replicate(from: source.name, to: "\(b.gatewayEndpoint)/\(target)")
+            let done = try await push.wait(timeout: .seconds(3600))
+            pushRates.append(Double(docs) / seconds(ContinuousClock.now - pushStart))
+            guard done.first?.state == .completed, done.first?.docsWritten == UInt64(docs) else {
+                throw SofaError(.unexpectedError, "the push did not complete: \(done)")
+            }
         }
-        let importRate = Double(report.imported) / report.seconds
-
-        // The one-shot push of the same docs.
-        let pushStart = ContinuousClock.now
-        let push = try await clientA.replicate(from: "bench", to: "\(b.gatewayEndpoint)/bench")
-        let done = try await push.wait(timeout: .seconds(3600))
-        let pushRate = Double(docs) / seconds(ContinuousClock.now - pushStart)
-        guard done.first?.state == .completed, done.first?.docsWritten == UInt64(docs) else {
-            throw SofaError(.unexpectedError, "the push did not complete: \(done)")
-        }
+        let importRate = median(importRates), pushRate = median(pushRates)
 
         // Continuous: from a write on A to its arrival on B.
         let live = try await clientA.replicate(from: "bench", to: "\(b.gatewayEndpoint)/bench", mode: .continuous,
@@ -92,6 +101,8 @@ struct BenchReplicate: AsyncParsableCommand {
             ("import_docs_per_s", .double((importRate * 10).rounded() / 10)),
             ("push_docs_per_s", .double((pushRate * 10).rounded() / 10)),
             ("push_to_import_ratio", .double((pushRate / importRate * 1000).rounded() / 1000)),
+            ("import_trials_docs_per_s", .array(importRates.map { .int(Int64($0)) })),
+            ("push_trials_docs_per_s", .array(pushRates.map { .int(Int64($0)) })),
             ("continuous_latency_p50_ms", .double((p50 * 100).rounded() / 100)),
             ("continuous_latency_p99_ms", .double((p99 * 100).rounded() / 100)),
             ("targets", .string("push ≥ 50% of import; p50 < 20 ms")),

@@ -13,9 +13,11 @@ extension Bench {
             discussion: """
                 Writes --docs documents of about 300 bytes through the gateway in bulk batches of \\
                 --batch (--in-flight batches outstanding), then the same documents into a SQLite \\
-                table of storage's schema (WAL, synchronous=FULL, one transaction per batch) twice: \\
-                rows prepared beforehand (pure SQLite inserts: the baseline of the ratio), and with \\
-                each revision ID computed as storage does (parse, canonical JSON, SHA-1); then \\
+                table of storage's schema (WAL, synchronous=FULL, one transaction per batch) with \\
+                the rows prepared beforehand (pure SQLite inserts: the baseline of the ratio), \\
+                --trials times each, interleaved (their medians are the figures); then the direct \\
+                writes once more with each revision ID computed as storage does (parse, canonical \\
+                JSON, SHA-1), and the storage engine in this process; then \\
                 single-document put round trips with 1 and 16 concurrent clients. Uses the cluster \\
                 at --gateway if one answers there; otherwise starts a temporary one.
                 """)
@@ -25,6 +27,7 @@ extension Bench {
         @Option(name: .customLong("in-flight"), help: "Bulk batches outstanding.") var inFlight: Int = 4
         @Option(help: "Single-document puts per round-trip measurement.") var puts: Int = 2000
         @Option(help: "Concurrent clients of the second round-trip measurement.") var clients: Int = 16
+        @Option(help: "Bulk-import and direct-SQLite trials (interleaved); the figures are their medians.") var trials: Int = 3
 
         func run() async throws {
             try await reporting {
@@ -106,21 +109,30 @@ extension Bench {
 
         private func measure(_ client: SofaClient, _ db: Database, endpoint: String, scratch: URL) async throws -> JSON {
             let documents = BenchDocuments.make(count: docs)
-            // Through the gateway.
-            let importer = BulkImporter(store: db.collection(""), batchSize: batch, inFlight: inFlight)
-            let report = try await importer.run(documents.enumerated().map { ($0.offset + 1, $0.element) },
-                                                naming: ImportNaming(idField: nil, idPrefix: "bench-"))
-            guard report.failed == 0 else {
-                throw SofaError(.unexpectedError, "\(report.failed) bulk writes failed: \(report.failures.first?.compactString ?? "")")
-            }
-            let gatewayRate = Double(report.imported) / report.seconds
-            // Straight into SQLite, on a thread of its own (blocking I/O stays off the cooperative pool).
             let path = scratch.appendingPathComponent("direct.sqlite3").path
             let batchSize = batch
-            let directSeconds = try await onThread {
-                try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: false)
+            // Trials of both, interleaved, so that both see the machine as it is at the time;
+            // the medians are reported.
+            var gatewayRates: [Double] = []
+            var directRates: [Double] = []
+            for trial in 0..<max(1, trials) {
+                // Through the gateway, into a new database each time.
+                let store = trial == 0 ? db : try await client.createDatabase("\(db.name)-\(trial)")
+                let importer = BulkImporter(store: store.collection(""), batchSize: batch, inFlight: inFlight)
+                let report = try await importer.run(documents.enumerated().map { ($0.offset + 1, $0.element) },
+                                                    naming: ImportNaming(idField: nil, idPrefix: "bench-"))
+                if trial > 0 { try? await client.deleteDatabase(store.name) }
+                guard report.failed == 0 else {
+                    throw SofaError(.unexpectedError, "\(report.failed) bulk writes failed: \(report.failures.first?.compactString ?? "")")
+                }
+                gatewayRates.append(Double(report.imported) / report.seconds)
+                // Straight into SQLite, on a thread of its own (blocking I/O stays off the cooperative pool).
+                let directSeconds = try await onThread {
+                    try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: false)
+                }
+                directRates.append(Double(documents.count) / directSeconds)
             }
-            let directRate = Double(documents.count) / directSeconds
+            let gatewayRate = median(gatewayRates), directRate = median(directRates)
             let withRevIDsSeconds = try await onThread {
                 try DirectSQLiteWriter.write(documents, to: path, batchSize: batchSize, computeRevIDs: true)
             }
@@ -137,6 +149,8 @@ extension Bench {
                 ("gateway_bulk_docs_per_s", .int(Int64(gatewayRate))),
                 ("sqlite_direct_docs_per_s", .int(Int64(directRate))),
                 ("ratio", .double((gatewayRate / directRate * 100).rounded() / 100)),
+                ("gateway_bulk_trials_docs_per_s", .array(gatewayRates.map { .int(Int64($0)) })),
+                ("sqlite_direct_trials_docs_per_s", .array(directRates.map { .int(Int64($0)) })),
                 ("sqlite_direct_with_revids_docs_per_s", .int(Int64(withRevIDsRate))),
                 ("ratio_with_revids", .double((gatewayRate / withRevIDsRate * 100).rounded() / 100)),
                 ("storage_engine_in_process_docs_per_s", .int(Int64(engineRate))),

@@ -1,5 +1,6 @@
 public import ArgumentParser
 internal import SofaClient
+internal import SofaBus
 internal import Foundation
 
 /// `sofa`: the admin and data tool. JSON on stdout; errors on stderr with a non-zero exit.
@@ -15,6 +16,7 @@ public struct SofaCommand: AsyncParsableCommand {
 
     /// The entry point of the `sofa` executable.
     public static func runMain() async {
+        ServiceRuntime.tuneAllocator()
         do {
             var command = try parseAsRoot(nil)
             if var asyncCommand = command as? any AsyncParsableCommand {
