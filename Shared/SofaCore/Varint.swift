@@ -3,8 +3,8 @@
 ///
 /// Decoding accepts only the minimal encoding (no trailing `80 … 00` padding), so a decoded value
 /// always re-encodes to the same bytes.
-enum Varint {
-    static func append(_ value: UInt64, to out: inout [UInt8]) {
+public enum Varint {
+    public static func append(_ value: UInt64, to out: inout [UInt8]) {
         var v = value
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)

@@ -123,16 +123,8 @@ import Testing
     @Test func reorderedDuplicateAndShortUploads() async throws {
         try await Cluster.with { cluster in
             _ = try await cluster.client.createDatabase("blobs")
-            let bus = try await BusClient.connect(cluster.supervisor.gatewayEndpoint, peerName: "gateway")
+            let bus = try await connectedBus(cluster.supervisor.gatewayEndpoint)
             defer { bus.close() }
-            // ZeroMQ connects in the background: wait (with a deadline) for the handshake.
-            let connected = ContinuousClock.now + .seconds(10)
-            while true {
-                try #require(await bus.waitUntilConnected(timeout: connected - ContinuousClock.now), "no connection to the gateway")
-                do { _ = try await bus.call(.health(service: "")); break } catch let error as SofaError where error.is(.unavailable) && ContinuousClock.now < connected {
-                    await Task.yield()
-                }
-            }
             let content = pseudoRandomBytes(10_000, seed: 3)
             guard case .blobWriteStarted(let id) = try await bus.call(.blobWriteBegin(expectedKey: ""), database: "blobs") else {
                 Issue.record("no write id"); return

@@ -1,7 +1,9 @@
 import CZeroMQ
 import Foundation
 import SofaCLI
+import SofaBus
 import SofaClient
+import SofaCore
 import SofaWire
 import Testing
 
@@ -150,4 +152,22 @@ private final class ErrorsBox: @unchecked Sendable {  // safe: every access goes
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+}
+
+/// A bus client connected to `endpoint` and answering (ZeroMQ connects in the background: waits
+/// for the handshake and a health answer, with a deadline).
+func connectedBus(_ endpoint: String, peerName: String = "gateway") async throws -> BusClient {
+    let bus = try await BusClient.connect(endpoint, peerName: peerName)
+    let connected = ContinuousClock.now + .seconds(10)
+    while true {
+        try #require(await bus.waitUntilConnected(timeout: connected - ContinuousClock.now), "no connection to \(peerName)")
+        do {
+            _ = try await bus.call(.health(service: ""))
+            break
+        } catch {
+            guard error.is(.unavailable), ContinuousClock.now < connected else { bus.close(); throw error }
+            await Task.yield()
+        }
+    }
+    return bus
 }

@@ -12,15 +12,8 @@ import Testing
     @Test func manyForwardedCallsInFlightEachGetTheirOwnAnswer() async throws {
         try await Cluster.with { cluster in
             _ = try await cluster.client.createDatabase("fwd")
-            let bus = try await BusClient.connect(cluster.supervisor.gatewayEndpoint, peerName: "gateway")
+            let bus = try await connectedBus(cluster.supervisor.gatewayEndpoint)
             defer { bus.close() }
-            let connected = ContinuousClock.now + .seconds(10)
-            while true {
-                try #require(await bus.waitUntilConnected(timeout: connected - ContinuousClock.now), "no connection to the gateway")
-                do { _ = try await bus.call(.health(service: "")); break } catch let error as SofaError where error.is(.unavailable) && ContinuousClock.now < connected {
-                    await Task.yield()
-                }
-            }
             // One bulk write of 300 documents, then 300 reads at once, plus writes that conflict.
             let items = (0..<300).map { BulkItem.put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
             guard case .bulk(let written) = try await bus.call(.bulkWrite(items), database: "fwd") else {

@@ -1,3 +1,4 @@
+internal import SofaCore
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -166,17 +167,8 @@ enum WireFields {
     /// Appends field `number` with `value` as a varint; a zero is left out, as proto3 does.
     static func appendVarintField(_ number: UInt32, _ value: UInt64, to out: inout [UInt8]) {
         guard value != 0 else { return }
-        appendVarint(UInt64(number) << 3, to: &out)
-        appendVarint(value, to: &out)
-    }
-
-    static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
+        Varint.append(UInt64(number) << 3, to: &out)
+        Varint.append(value, to: &out)
     }
 }
 
