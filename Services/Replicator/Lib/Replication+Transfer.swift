@@ -3,41 +3,14 @@ internal import SofaWire
 internal import SofaClient
 internal import Logging
 
-/// One batch of a replication: revs-diff, fetch with bounded history, blobs, bulk write,
-/// conflicts (see `Replication`).
+/// One part of a batch of a replication: revs-diff, fetch with bounded history, blobs, bulk
+/// write, conflicts (see `Replication`).
 extension Replication {
     struct Written {
         var revisions = 0
         var resolved = 0
         var blobs = 0
         var lastError: String?
-    }
-
-    /// One batch of changes, in parts of `partSize` transferred at once (each document is in
-    /// one part only: a changes batch lists a document once).
-    func transfer(_ changes: [Change], source: Database, target: Database,
-                  peers: PeerTranslation) async throws(SofaError) -> Written {
-        let parts = stride(from: 0, to: changes.count, by: Self.partSize).map {
-            Array(changes[$0..<min(changes.count, $0 + Self.partSize)])
-        }
-        guard parts.count > 1 else { return try await transferPart(changes, source: source, target: target, peers: peers) }
-        do {
-            return try await withThrowingTaskGroup(of: Written.self) { group in
-                for part in parts {
-                    group.addTask { try await self.transferPart(part, source: source, target: target, peers: peers) }
-                }
-                var total = Written()
-                for try await written in group {
-                    total.revisions += written.revisions
-                    total.resolved += written.resolved
-                    total.blobs += written.blobs
-                    total.lastError = written.lastError ?? total.lastError
-                }
-                return total
-            }
-        } catch {
-            throw (error as? SofaError) ?? SofaError(.unexpectedError, "transferring a batch failed: \(error)")
-        }
     }
 
     /// A part of a batch: revs-diff, fetch, blobs, write, conflicts.
@@ -60,33 +33,45 @@ extension Replication {
             }
             kept = kept.filter { $0.deleted || matching.contains($0.id) }
         }
+        // Revision trees need no translation: the revs asked are the source's own.
         let asked = kept.map { change in
-            let revs = (change.leaves.isEmpty ? [change.rev] : change.leaves).map { rev in
+            let revs = change.leaves.isEmpty ? [change.rev] : change.leaves
+            guard peers.active else { return RevsDiffEntry(id: change.id, revs: revs) }
+            return RevsDiffEntry(id: change.id, revs: revs.map { rev in
                 let translated = peers.toTarget(rev)
                 original[change.id, default: [:]][translated] = rev
                 return translated
-            }
-            return RevsDiffEntry(id: change.id, revs: revs)
+            })
         }
         guard !asked.isEmpty else { return written }
-        let missing = try await into.revsDiff(asked).map { entry in
-            RevsDiffEntry(id: entry.id, revs: entry.revs.map { original[entry.id]?[$0] ?? $0 },
-                          possibleAncestors: entry.possibleAncestors)
+        var missing = try await into.revsDiff(asked)
+        if peers.active {
+            missing = missing.map { entry in
+                RevsDiffEntry(id: entry.id, revs: entry.revs.map { original[entry.id]?[$0] ?? $0 },
+                              possibleAncestors: entry.possibleAncestors)
+            }
         }
         guard !missing.isEmpty else { return written }
         // A first revision (generation 1, current) needs no read: its history is itself and the
         // changes batch carries its body.
         var revisions: [RevisionInsert] = []
+        revisions.reserveCapacity(missing.count)
         var toFetch: [RevsDiffEntry] = []
-        let byID = Dictionary(changes.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        var position: [String: Int] = [:]
+        position.reserveCapacity(changes.count)
+        for (index, change) in changes.enumerated() { position[change.id] = index }
         for entry in missing {
-            var rest = entry
-            if !peers.active, let change = byID[entry.id], !change.deleted, !change.body.isEmpty,
-               entry.revs.contains(change.rev), RevID.tryParse(change.rev)?.generation == 1 {
+            if !peers.active, let index = position[entry.id], case let change = changes[index], !change.deleted,
+               !change.body.isEmpty, change.rev.utf8.starts(with: "1-".utf8), entry.revs.contains(change.rev) {
                 revisions.append(RevisionInsert(id: entry.id, history: [change.rev], body: change.body))
-                rest.revs.removeAll { $0 == change.rev }
+                if entry.revs.count > 1 {
+                    var rest = entry
+                    rest.revs.removeAll { $0 == change.rev }
+                    toFetch.append(rest)
+                }
+            } else {
+                toFetch.append(entry)
             }
-            if !rest.revs.isEmpty { toFetch.append(rest) }
         }
         revisions += try await fetch(toFetch, from: from, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)

@@ -53,8 +53,8 @@ public struct ReplicationPlan: Sendable, Equatable {
 /// `maxHistory`); copy the blobs they reference that the target lacks (once each); write them
 /// with insert-with-history in bulk batches; resolve conflicts (`auto`); record the checkpoint on
 /// both sides (every `checkpointInterval` while busy, and on catching up). A batch is transferred
-/// in parts at once while the next batch of changes is read, so at most two batches are in
-/// memory.
+/// in parts, a few at once, while the next batch of changes is read, so at most two batches are
+/// in memory.
 ///
 /// Transient failures (a peer down or unreachable) are retried with exponential backoff; a
 /// replication that can never work (no such database, different versioning modes) fails.
@@ -64,12 +64,12 @@ final class Replication: Sendable {
     let registry: ReplicationRegistry
     let logger: Logger
 
-    /// Changes per batch (one changes read, one checkpoint step), transferred in parts of
-    /// `partSize` at once; one batch is transferred at a time while the next is read, so what a
-    /// failure can make the replicator send twice is at most one batch.
+    /// Changes per read (the next is read while parts of this one are transferred), in parts of
+    /// `partSize`, `partsInFlight` at a time: what a failure can make the replicator send twice
+    /// is at most what is in flight, one batch's worth.
     static let batchSize = 2000
     static let partSize = 500
-    static let window = 1
+    static let partsInFlight = 4
     static let checkpointInterval: Duration = .milliseconds(250)
     static let fetchWidth = 16
     static let maxHistory = 100
@@ -172,48 +172,72 @@ final class Replication: Sendable {
             lastSave = ContinuousClock.now
             await registry.update(plan.id) { $0.checkpoint = sequence }
         }
-        // Batches being transferred, oldest first: up to `window` at once, finished in order so
-        // the checkpoint only ever covers batches that are wholly written.
-        var inFlight: [(last: UInt64, checked: Int, task: Task<Result<Written, SofaError>, Never>)] = []
-        defer { for batch in inFlight { batch.task.cancel() } }
+        // Parts being transferred, oldest first: up to `partsInFlight` at once, finished in
+        // order so the checkpoint only ever covers parts wholly written. As the oldest finishes
+        // the next starts (from the next changes batch, read meanwhile), so storage on both sides
+        // always has work: no pause between batches.
+        var inFlight: [(last: UInt64, checked: Int, ids: [String], task: Task<Result<Written, SofaError>, Never>)] = []
+        var inFlightIDs: [String: Int] = [:]
+        defer { for part in inFlight { part.task.cancel() } }
         func finishOldest() async throws(SofaError) {
-            let batch = inFlight.removeFirst()
-            let written = try await batch.task.value.get()
-            unsaved = batch.last
+            let part = inFlight.removeFirst()
+            for id in part.ids {
+                if let count = inFlightIDs[id], count > 1 { inFlightIDs[id] = count - 1 } else { inFlightIDs[id] = nil }
+            }
+            let written = try await part.task.value.get()
+            unsaved = part.last
             await registry.update(plan.id) {
-                $0.docsChecked += UInt64(batch.checked)
+                $0.docsChecked += UInt64(part.checked)
                 $0.docsWritten += UInt64(written.revisions)
                 $0.conflictsResolved += UInt64(written.resolved)
                 $0.blobsTransferred += UInt64(written.blobs)
                 if let error = written.lastError { $0.lastError = error }
             }
-            if ContinuousClock.now - lastSave >= Self.checkpointInterval { try await saveCheckpoint(batch.last) }
+            if ContinuousClock.now - lastSave >= Self.checkpointInterval { try await saveCheckpoint(part.last) }
         }
         var since = checkpoint.sequence
         var next = prefetch(source, since: since, wait: false)
+        var queued: [[Change]] = []
         while true {
-            let batch = try await next.value.get()
-            try Task.checkCancellation(or: .shuttingDown)
-            guard let last = batch.changes.map(\.sequence).max() else {
-                while !inFlight.isEmpty { try await finishOldest() }
-                if let sequence = unsaved { try await saveCheckpoint(sequence) }
-                guard plan.continuous else { return }
-                await registry.update(plan.id) { $0.state = .idle }
-                next = prefetch(source, since: since, wait: true)
-                continue
+            if queued.isEmpty {
+                let batch = try await next.value.get()
+                try Task.checkCancellation(or: .shuttingDown)
+                guard let last = batch.changes.map(\.sequence).max() else {
+                    while !inFlight.isEmpty { try await finishOldest() }
+                    if let sequence = unsaved { try await saveCheckpoint(sequence) }
+                    guard plan.continuous else { return }
+                    await registry.update(plan.id) { $0.state = .idle }
+                    next = prefetch(source, since: since, wait: true)
+                    continue
+                }
+                since = last
+                next = prefetch(source, since: last, wait: false)
+                await registry.update(plan.id) { $0.state = .running }
+                // A batch lists each document once, in sequence order: each part ends at a
+                // sequence below which everything is in it or in an earlier part.
+                var changes = batch.changes
+                if !zip(changes, changes.dropFirst()).allSatisfy({ $0.sequence < $1.sequence }) {
+                    changes.sort { $0.sequence < $1.sequence }
+                }
+                queued = stride(from: 0, to: changes.count, by: Self.partSize).map {
+                    Array(changes[$0..<min(changes.count, $0 + Self.partSize)])
+                }
             }
-            since = last
-            next = prefetch(source, since: last, wait: false)
-            await registry.update(plan.id) { $0.state = .running }
-            let changes = batch.changes
-            inFlight.append((last, changes.count, Task {
+            let part = queued.removeFirst()
+            let ids = part.map(\.id)
+            // A document changed again since an earlier batch may be in a part still in
+            // flight: that part finishes first, so one document's revisions are never written
+            // (and its conflicts resolved) by two parts at once.
+            while ids.contains(where: { inFlightIDs[$0] != nil }) { try await finishOldest() }
+            for id in ids { inFlightIDs[id, default: 0] += 1 }
+            inFlight.append((part.last?.sequence ?? since, part.count, ids, Task {
                 do throws(SofaError) {
-                    return .success(try await self.transfer(changes, source: source, target: target, peers: peers))
+                    return .success(try await self.transferPart(part, source: source, target: target, peers: peers))
                 } catch {
                     return .failure(error)
                 }
             }))
-            if inFlight.count >= Self.window { try await finishOldest() }
+            if inFlight.count >= Self.partsInFlight { try await finishOldest() }
         }
     }
 

@@ -15,8 +15,7 @@ extension CommitNotice {
 
     public static func decode(_ bytes: [UInt8]) throws(SofaError) -> CommitNotice {
         try withBytes(bytes) { (buffer) throws(SofaError) -> CommitNotice in
-            try unpack(buffer, "commit notice", unpacker: { sofa__wire__commit_notice__unpack(nil, $0, $1) },
-                       free: { sofa__wire__commit_notice__free_unpacked($0, nil) }) { (message) throws(SofaError) -> CommitNotice in
+            try unpack(buffer, "commit notice", unpacker: { sofa__wire__commit_notice__unpack($0, $1, $2) }) { (message) throws(SofaError) -> CommitNotice in
                 let m = message.pointee
                 let batch = try m.batch.map { (b) throws(SofaError) in try Reply.decodeChangesBatch(b.pointee) }
                 return CommitNotice(database: try decodeString(m.database, "notice.database"),

@@ -26,8 +26,7 @@ extension Request {
 
     /// Decodes `sofa.wire.Request` bytes; anything else is a `.malformedMessage` error.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> Request {
-        try unpack(bytes, "request", unpacker: { sofa__wire__request__unpack(nil, $0, $1) },
-                   free: { sofa__wire__request__free_unpacked($0, nil) }) { (message) throws(SofaError) -> Request in
+        try unpack(bytes, "request", unpacker: { sofa__wire__request__unpack($0, $1, $2) }) { (message) throws(SofaError) -> Request in
             let m = message.pointee
             return Request(id: m.id, database: try decodeString(m.database, "database"),
                            collection: try decodeString(m.collection, "collection"),

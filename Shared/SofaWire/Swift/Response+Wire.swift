@@ -30,8 +30,7 @@ extension Response {
     /// `.malformedMessage` error. A `Response` whose id reads but whose content does not make
     /// sense decodes as that call's `.malformedMessage` failure, so the caller hears of it at once.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> Response {
-        try unpack(bytes, "response", unpacker: { sofa__wire__response__unpack(nil, $0, $1) },
-                   free: { sofa__wire__response__free_unpacked($0, nil) }) { (message) throws(SofaError) -> Response in
+        try unpack(bytes, "response", unpacker: { sofa__wire__response__unpack($0, $1, $2) }) { (message) throws(SofaError) -> Response in
             let m = message.pointee
             do throws(SofaError) {
                 if let error = m.error?.pointee {

@@ -20,8 +20,7 @@ extension WorkerFrame {
     }
 
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> WorkerFrame {
-        try unpack(bytes, "worker frame", unpacker: { sofa__wire__worker_frame__unpack(nil, $0, $1) },
-                   free: { sofa__wire__worker_frame__free_unpacked($0, nil) }) { (message) throws(SofaError) -> WorkerFrame in
+        try unpack(bytes, "worker frame", unpacker: { sofa__wire__worker_frame__unpack($0, $1, $2) }) { (message) throws(SofaError) -> WorkerFrame in
             let m = message.pointee
             guard let kind = Kind(rawValue: Int32(bitPattern: m.kind.rawValue)) else {
                 throw SofaError(.malformedMessage, "malformed worker frame: unknown kind \(m.kind.rawValue)")
