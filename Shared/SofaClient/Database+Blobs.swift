@@ -157,8 +157,10 @@ extension Database {
                 while let (offset, bytes) = try await group.next() {
                     arrived[offset] = bytes
                     while let ready = arrived.removeValue(forKey: nextToWrite) {
+                        // Hashed here while the writer's thread copies it into the file.
+                        async let written: Void = writer.write(ready)
                         digest.update(ready)
-                        try await writer.write(ready)
+                        try await written
                         nextToWrite += UInt64(ready.count)
                     }
                     request()

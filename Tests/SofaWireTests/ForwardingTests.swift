@@ -62,4 +62,23 @@ import Testing
     func copy(_ message: EncodedMessage) -> [UInt8] {
         withExtendedLifetime(message) { Array(message.bytes) }
     }
+
+    @Test func aCommitNoticeSummaryHasItsPlaceAndHighestSequence() throws {
+        let changes = [Change(sequence: 41, id: "a", rev: "1-aa"), Change(sequence: 43, id: "b", rev: "2-bb", deleted: true),
+                       Change(sequence: 42, id: "c", rev: "")]
+        let notice = CommitNotice(database: "app", collection: "s.c", batch: ChangesBatch(changes: changes, lastSequence: 43))
+        #expect(CommitNotice.summary(notice.encoded()) == .init(database: "app", collection: "s.c", lastSequence: 43))
+        // Without a last sequence, the highest change's; an empty batch and default names are zeros and "".
+        let unset = CommitNotice(database: "app", collection: "", batch: ChangesBatch(changes: changes, lastSequence: 0))
+        #expect(CommitNotice.summary(unset.encoded()) == .init(database: "app", collection: "", lastSequence: 43))
+        let empty = CommitNotice(database: "", collection: "", batch: ChangesBatch(changes: [], lastSequence: 0))
+        #expect(CommitNotice.summary(empty.encoded()) == .init(database: "", collection: "", lastSequence: 0))
+        // What decoding refuses, the summary refuses.
+        let bytes = notice.encoded()
+        for bad in [Array(bytes.dropLast()), [0xFF, 0xFF], [0x0A, 0x05, 0x61]] {
+            #expect(CommitNotice.summary(bad) == nil)
+            #expect(throws: SofaError.self) { try CommitNotice.decode(bad) }
+        }
+        #expect(CommitNotice.summary([0x0A, 0x02, 0xC3, 0x28]) == nil, "a database name that is not UTF-8")
+    }
 }

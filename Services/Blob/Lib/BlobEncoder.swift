@@ -1,4 +1,6 @@
 import SofaCore
+internal import Dispatch
+internal import Synchronization
 
 /// The layout of a blob file, as Couchbase Lite / LiteCore writes it.
 ///
@@ -73,8 +75,32 @@ final class BlobEncoder {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
-        sha.update(bytes)
         length += UInt64(bytes.count)
+        guard bytes.count >= Self.parallelThreshold else {
+            sha.update(bytes)
+            return try store(bytes)
+        }
+        // A large piece is hashed on one thread while it is encrypted and written on another:
+        // the SHA-1 and the copy into the page cache each take about as long as the other.
+        // The two halves touch disjoint state (the SHA-1 context; the cipher, buffers and file)
+        // and both end before this call returns, while `bytes` is valid.
+        nonisolated(unsafe) let encoder = self, piece = bytes
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
+            if part == 0 {
+                encoder.sha.update(piece)
+            } else {
+                do { try encoder.store(piece) } catch { failure.withLock { $0 = error } }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// Pieces at least this big are hashed and stored at once.
+    private static let parallelThreshold = 128 << 10
+
+    /// The bytes in the store's form, on their way to the file.
+    private func store(_ bytes: UnsafeRawBufferPointer) throws {
         guard let cipher else { return try writePlain(bytes) }
         var rest = bytes[...]
         while !rest.isEmpty {

@@ -29,8 +29,13 @@ public final class ChangeWaiters: Sendable {
     }
 
     public func notify(_ notice: CommitNotice) {
+        notify(CommitNotice.Summary(database: notice.database, collection: notice.collection,
+                                    lastSequence: max(notice.batch.lastSequence, notice.batch.changes.map(\.sequence).max() ?? 0)))
+    }
+
+    public func notify(_ notice: CommitNotice.Summary) {
         let key = Key(database: notice.database, collection: Self.normalize(collection: notice.collection))
-        let sequence = max(notice.batch.lastSequence, notice.batch.changes.map(\.sequence).max() ?? 0)
+        let sequence = notice.lastSequence
         let woken: [CheckedContinuation<Void, Never>] = state.withLock { state in
             state.lastSequence[key] = max(state.lastSequence[key] ?? 0, sequence)
             guard var waiting = state.waiters[key] else { return [] }

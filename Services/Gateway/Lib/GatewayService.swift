@@ -33,13 +33,13 @@ public final class GatewayService: Sendable {
                                      instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"), logger: logger)
         let waiters = gateway.changeWaiters
         let subscriber = try await Subscriber.connect(settings.changesEndpoint, name: "changes", logger: logger) { frames in
-            guard let payload = frames.last, let notice = try? CommitNotice.decode(payload) else { return }
+            guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
             waiters.notify(notice)
         }
         // A client that goes away cancels its requests still running (queries stop on their worker).
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
-        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys), accepts: { operation, payload in
+        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys).union(Self.passedToBlob.keys), accepts: { operation, payload in
             // A changes request that may wait (a long poll) is the gateway's own.
             operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
         }) { request in
@@ -68,17 +68,23 @@ public final class GatewayService: Sendable {
         15: "putDocument", 16: "getDocument", 17: "deleteDocument", 23: "insertRevision", 24: "bulkWrite",
         changesField: "changes", 32: "allDocs", 60: "revsDiff",
     ]
+    /// The same for sofa-blob: blob uploads in chunks, reads and stats (the chunks are most of
+    /// what a transfer moves).
+    static let passedToBlob: [UInt32: String] = [
+        37: "blobWriteBegin", 38: "blobWriteChunk", 39: "blobWriteEnd", 40: "blobWriteAbort", 41: "blobRead", 42: "blobStat",
+    ]
     /// `Request.changes`, and `ChangesRequest.wait_ms`.
     static let changesField: UInt32 = 31
     static let changesWaitField: UInt32 = 8
 
-    /// A request of `passedToStorage`: to storage and back, undecoded.
+    /// A request of `passedToStorage` or `passedToBlob`: to its service and back, undecoded.
     public func forward(_ request: ForwardedRequest) async -> EncodedMessage {
+        let toBlob = Self.passedToBlob[request.operationField] != nil
         guard !request.database.isEmpty else {
-            let name = Self.passedToStorage[request.operationField] ?? "this operation"
+            let name = Self.passedToStorage[request.operationField] ?? Self.passedToBlob[request.operationField] ?? "this operation"
             return Response.failure(request.id, SofaError(.invalidParameter, "\(name) needs a database name")).encodedMessage()
         }
-        switch await storage.forward(request, timeout: Self.forwardTimeout) {
+        switch await (toBlob ? blob : storage).forward(request, timeout: Self.forwardTimeout) {
         case .success(let bytes): return ForwardedResponse.encoded(bytes, id: request.id)
         case .failure(let error): return Response.failure(request.id, error).encodedMessage()
         }

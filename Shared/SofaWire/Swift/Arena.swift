@@ -16,10 +16,10 @@ final class Arena {
     private var remaining = 0
     private var nextBlockSize: Int
 
-    /// Blocks grow from `capacity` bytes (doubling, up to `largestBlock`); an allocation bigger
-    /// than the next block gets a block of its own size.
+    /// The first block has `capacity` bytes; later ones grow (doubling, up to `largestBlock`),
+    /// and an allocation bigger than the next block gets a block of its own size.
     init(capacity: Int = 4096) {
-        nextBlockSize = min(max(capacity, 256), Self.largestBlock)
+        nextBlockSize = max(capacity, 256)
     }
 
     static let largestBlock = 1 << 20
@@ -37,7 +37,7 @@ final class Arena {
             blocks.append(block)
             cursor = block
             remaining = blockSize
-            nextBlockSize = min(nextBlockSize * 2, Self.largestBlock)
+            nextBlockSize = min(max(blockSize, nextBlockSize) * 2, Self.largestBlock)
         }
         let pointer = cursor!
         cursor = pointer + size
@@ -168,7 +168,7 @@ func unpack<T, R>(
     _ body: (UnsafeMutablePointer<T>) throws(SofaError) -> R
 ) throws(SofaError) -> R {
     // The unpacked tree is about the size of the bytes plus its structs.
-    let arena = Arena(capacity: bytes.count + bytes.count / 2 + 1024)
+    let arena = Arena(capacity: bytes.count + bytes.count / 4 + 512)
     var allocator = arena.allocator()
     return try withExtendedLifetime(arena) { () throws(SofaError) -> R in
         guard let message = unpacker(&allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {

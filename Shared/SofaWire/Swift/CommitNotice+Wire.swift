@@ -25,3 +25,55 @@ extension CommitNotice {
         }
     }
 }
+
+extension CommitNotice {
+    /// What a notice is about and the highest sequence it carries, read from its bytes without
+    /// decoding the changes (all a process that only wakes waiters needs).
+    public struct Summary: Sendable, Equatable {
+        public var database: String
+        public var collection: String
+        public var lastSequence: UInt64
+
+        public init(database: String, collection: String, lastSequence: UInt64) {
+            self.database = database
+            self.collection = collection
+            self.lastSequence = lastSequence
+        }
+    }
+
+    /// The summary of encoded notice bytes; nil when they are not a well-formed notice. The last
+    /// sequence is the batch's `last_sequence` or, if higher, its highest change sequence.
+    public static func summary(_ bytes: [UInt8]) -> Summary? {
+        bytes.withUnsafeBytes { buffer -> Summary? in
+            var summary = Summary(database: "", collection: "", lastSequence: 0)
+            let walked = WireFields.walk(buffer) { field, _, span in
+                switch (field.number, field.wireType) {
+                case (1, 2), (2, 2):
+                    guard let text = String(validating: span.payload, as: UTF8.self) else { return false }
+                    if field.number == 1 { summary.database = text } else { summary.collection = text }
+                    return true
+                case (3, 2):
+                    return WireFields.walk(span.payload) { batchField, value, batchSpan in
+                        switch (batchField.number, batchField.wireType) {
+                        case (2, 0):
+                            summary.lastSequence = max(summary.lastSequence, value)
+                            return true
+                        case (1, 2):
+                            return WireFields.walk(batchSpan.payload) { changeField, sequence, _ in
+                                if changeField.number == 1, changeField.wireType == 0 {
+                                    summary.lastSequence = max(summary.lastSequence, sequence)
+                                }
+                                return true
+                            }
+                        default:
+                            return true
+                        }
+                    }
+                default:
+                    return true
+                }
+            }
+            return walked ? summary : nil
+        }
+    }
+}
