@@ -44,6 +44,19 @@ import Testing
             let unnamed = await #expect(throws: SofaError.self) { _ = try await bus.call(.bulkWrite(items), database: "") }
             #expect(unnamed?.is(.invalidParameter) == true && unnamed?.message.contains("bulkWrite needs a database name") == true,
                     "\(String(describing: unnamed))")
+            // Blob requests go on to sofa-blob the same way, and come back with its answers.
+            let stat = await #expect(throws: SofaError.self) {
+                _ = try await bus.call(.blobStat(key: "sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E="), database: "fwd")
+            }
+            #expect(stat?.is(.notFound) == true, "\(String(describing: stat))")
+            let noBlobDatabase = await #expect(throws: SofaError.self) {
+                _ = try await bus.call(.blobWriteBegin(expectedKey: ""), database: "")
+            }
+            #expect(noBlobDatabase?.message.contains("blobWriteBegin needs a database name") == true, "\(String(describing: noBlobDatabase))")
+            let badKey = await #expect(throws: SofaError.self) {
+                _ = try await bus.call(.blobRead(key: "sha1-../../etc/passwd", offset: 0, length: 10), database: "fwd")
+            }
+            #expect(badKey?.is(.invalidParameter) == true, "\(String(describing: badKey))")
         }
     }
 }
