@@ -129,11 +129,14 @@ extension RevTree {
 
     /// What `recordColumns()` gives for a tree whose only revision is `revID` (a root with
     /// `body`), saved at `sequence` — without building the tree (a new document, on the writer's
-    /// path). E.g. `1-ab`, seq 5, body `{}`: extra `01 00 00 05 02 02 01ab 00`.
+    /// path). E.g. `1-ab`, seq 5, body `{}`: extra `01 00 00 05 02 02 01ab 00`. With `remote`, the
+    /// revision came from that remote (inserted with history): it is foreign and the remote's
+    /// current revision, e.g. remote 1: extra `01 00 80 05 02 02 01ab 01 01 00`.
     public static func firstRevisionColumns(_ revID: RevID, body: [UInt8], deleted: Bool, hasAttachments: Bool,
-                                            sequence: UInt64) -> (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags) {
+                                            sequence: UInt64, remote: RemoteID? = nil)
+        -> (version: [UInt8], body: [UInt8], extra: [UInt8], flags: DocumentFlags) {
         let version = revID.binary
-        var revisionFlags: Revision.Flags = []
+        var revisionFlags: Revision.Flags = remote == nil ? [] : [.foreign]
         var flags: DocumentFlags = []
         if deleted {
             revisionFlags.insert(.deleted)
@@ -149,7 +152,13 @@ extension RevTree {
         extra.append(2)  // the body is the record's
         Varint.append(UInt64(version.count), to: &extra)
         extra.append(contentsOf: version)
-        extra.append(0)  // no remotes
+        if let remote {
+            extra.append(1)  // one remote, at revision 0
+            Varint.append(UInt64(remote), to: &extra)
+            extra.append(0)
+        } else {
+            extra.append(0)  // no remotes
+        }
         return (version, body, extra, flags)
     }
 

@@ -11,6 +11,26 @@ import Testing
         return tree
     }
 
+    /// The same for a first revision inserted from a remote (replication into an empty target).
+    @Test(arguments: [(false, false, UInt64(1), RevTree.RemoteID(1)), (true, true, 300, 2), (false, true, 1 << 40, 200)])
+    func sameAsTheTreeFromARemote(_ deleted: Bool, _ hasAttachments: Bool, _ sequence: UInt64, _ remote: RevTree.RemoteID) throws {
+        let body = Array(#"{"a":1}"#.utf8)
+        let revID = RevID.generate(parent: nil, deleted: deleted, canonicalBody: body)
+        var tree = RevTree()
+        try tree.insert(history: [revID], body: body, deleted: deleted, hasAttachments: hasAttachments, remote: remote)
+        tree.markSaved(sequence: sequence)
+        let expected = try #require(tree.recordColumns())
+        let direct = RevTree.firstRevisionColumns(revID, body: body, deleted: deleted, hasAttachments: hasAttachments,
+                                                  sequence: sequence, remote: remote)
+        #expect(direct.version == expected.version)
+        #expect(direct.body == expected.body)
+        #expect(direct.extra == expected.extra)
+        #expect(direct.flags == expected.flags)
+        let decoded = try RevTree(encoded: direct.extra, currentBody: direct.body)
+        #expect(decoded == tree)
+        #expect(decoded.remoteRevisions[remote] == 0)
+    }
+
     @Test func documentedExample() throws {
         var tree = try exampleTree()
         // The remote insert flagged 2-cd foreign; the documented example has no flags.
@@ -170,9 +190,32 @@ import Testing
         #expect(try RevTree(encoded: direct.extra, currentBody: direct.body) == tree)
     }
 
+    /// The same for a first revision inserted from a remote (replication into an empty target).
+    @Test(arguments: [(false, false, UInt64(1), RevTree.RemoteID(1)), (true, true, 300, 2), (false, true, 1 << 40, 200)])
+    func sameAsTheTreeFromARemote(_ deleted: Bool, _ hasAttachments: Bool, _ sequence: UInt64, _ remote: RevTree.RemoteID) throws {
+        let body = Array(#"{"a":1}"#.utf8)
+        let revID = RevID.generate(parent: nil, deleted: deleted, canonicalBody: body)
+        var tree = RevTree()
+        try tree.insert(history: [revID], body: body, deleted: deleted, hasAttachments: hasAttachments, remote: remote)
+        tree.markSaved(sequence: sequence)
+        let expected = try #require(tree.recordColumns())
+        let direct = RevTree.firstRevisionColumns(revID, body: body, deleted: deleted, hasAttachments: hasAttachments,
+                                                  sequence: sequence, remote: remote)
+        #expect(direct.version == expected.version)
+        #expect(direct.body == expected.body)
+        #expect(direct.extra == expected.extra)
+        #expect(direct.flags == expected.flags)
+        let decoded = try RevTree(encoded: direct.extra, currentBody: direct.body)
+        #expect(decoded == tree)
+        #expect(decoded.remoteRevisions[remote] == 0)
+    }
+
     @Test func documentedExample() throws {
         let columns = RevTree.firstRevisionColumns(try RevID.parse("1-ab"), body: Array("{}".utf8), deleted: false,
                                                    hasAttachments: false, sequence: 5)
         #expect(columns.extra == [0x01, 0x00, 0x00, 0x05, 0x02, 0x02, 0x01, 0xAB, 0x00])
+        let remote = RevTree.firstRevisionColumns(try RevID.parse("1-ab"), body: Array("{}".utf8), deleted: false,
+                                                  hasAttachments: false, sequence: 5, remote: 1)
+        #expect(remote.extra == [0x01, 0x00, 0x80, 0x05, 0x02, 0x02, 0x01, 0xAB, 0x01, 0x01, 0x00])
     }
 }

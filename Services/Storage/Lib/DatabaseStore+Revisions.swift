@@ -162,9 +162,20 @@ extension Transaction {
                     "document '\(id)': the history does not descend by one generation (\(history[k - 1]) → \(history[k]))"))
             }
             // A document the target does not have yet (the common case of a first replication)
-            // is one INSERT of the tree its history makes, without reading first.
+            // is one INSERT of the tree its history makes, without reading first; a lone first
+            // revision's columns are written straight.
+            if history.count == 1 {
+                let sequence = try nextSequence(collection)
+                let columns = RevTree.firstRevisionColumns(history[0], body: body, deleted: insertion.deleted,
+                                                           hasAttachments: hasAttachments, sequence: sequence,
+                                                           remote: DatabaseStore.replicationRemote)
+                if try store(columns, rev: history[0].ascii, sequence: sequence, id: id, in: collection, onlyIfAbsent: true,
+                             referencesKnown: true) {
+                    return .success(InsertOutcome(id: id, rev: first, sequence: sequence, added: 1, conflict: false))
+                }
+            }
             var fresh = RevTree()
-            if let result = try? fresh.insert(history: history, body: body, deleted: insertion.deleted,
+            if history.count > 1, let result = try? fresh.insert(history: history, body: body, deleted: insertion.deleted,
                                               hasAttachments: hasAttachments, remote: DatabaseStore.replicationRemote,
                                               allowConflict: true) {
                 var created = DocumentContent.tree(fresh)
