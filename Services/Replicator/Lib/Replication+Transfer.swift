@@ -14,14 +14,15 @@ extension Replication {
     }
 
     /// A part of a batch: revs-diff, fetch, blobs, write, conflicts.
-    func transferPart(_ changes: [Change], source: Database, target: Database,
+    func transferPart(_ changes: ArraySlice<Change>, source: Database, target: Database,
                       peers: PeerTranslation) async throws(SofaError) -> Written {
         var written = Written()
         let from = plan.store(source), into = plan.store(target)
         // Purged and expired documents (no revision) are not replicated. Revisions are asked in
         // the target's terms; `original` maps them back to the source's.
         var original: [String: [String: String]] = [:]
-        var kept = changes.filter { !$0.rev.isEmpty }
+        // (Changes are read by index and not copied: each holds four reference-counted parts.)
+        var kept = changes.contains(where: { $0.rev.isEmpty }) ? ArraySlice(changes.filter { !$0.rev.isEmpty }) : changes
         if let query = plan.filterQuery {
             // Deletions pass (a target that never had the document gets a tombstone); live
             // documents pass when their current revision matches.
@@ -31,7 +32,7 @@ extension Replication {
                 let result = try await from.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
                 for row in result.rows { if case .string(let id)?? = row.first { matching.insert(id) } }
             }
-            kept = kept.filter { $0.deleted || matching.contains($0.id) }
+            kept = ArraySlice(kept.filter { $0.deleted || matching.contains($0.id) })
         }
         // Revision trees need no translation: the revs asked are the source's own.
         let asked = kept.map { change in
@@ -59,14 +60,14 @@ extension Replication {
         var toFetch: [RevsDiffEntry] = []
         var position: [String: Int] = [:]
         position.reserveCapacity(changes.count)
-        for (index, change) in changes.enumerated() { position[change.id] = index }
+        for index in changes.indices { position[changes[index].id] = index }
         for entry in missing {
-            if !peers.active, let index = position[entry.id], case let change = changes[index], !change.deleted,
-               !change.body.isEmpty, change.rev.utf8.starts(with: "1-".utf8), entry.revs.contains(change.rev) {
-                revisions.append(RevisionInsert(id: entry.id, history: [change.rev], body: change.body))
+            if !peers.active, let index = position[entry.id], !changes[index].deleted, !changes[index].body.isEmpty,
+               changes[index].rev.utf8.starts(with: "1-".utf8), entry.revs.contains(changes[index].rev) {
+                revisions.append(RevisionInsert(id: entry.id, history: [changes[index].rev], body: changes[index].body))
                 if entry.revs.count > 1 {
                     var rest = entry
-                    rest.revs.removeAll { $0 == change.rev }
+                    rest.revs.removeAll { $0 == changes[index].rev }
                     toFetch.append(rest)
                 }
             } else {
@@ -99,8 +100,9 @@ extension Replication {
             // the target still has are closed, and so are its other deleted leaves (no new
             // revision for those), so both sides show the same current tombstone.
             let brought = Set(missing.map(\.id))
-            for change in changes where change.deleted && !change.rev.isEmpty && brought.contains(change.id) {
-                written.resolved += try await deletionWins(change.id, deletion: change.rev, on: into)
+            for index in changes.indices where changes[index].deleted && !changes[index].rev.isEmpty
+                && brought.contains(changes[index].id) {
+                written.resolved += try await deletionWins(changes[index].id, deletion: changes[index].rev, on: into)
             }
         }
         return written

@@ -197,7 +197,7 @@ final class Replication: Sendable {
         }
         var since = checkpoint.sequence
         var next = prefetch(source, since: since, wait: false)
-        var queued: [[Change]] = []
+        var queued: [ArraySlice<Change>] = []
         while true {
             if queued.isEmpty {
                 let batch = try await next.value.get()
@@ -216,11 +216,11 @@ final class Replication: Sendable {
                 // A batch lists each document once, in sequence order: each part ends at a
                 // sequence below which everything is in it or in an earlier part.
                 var changes = batch.changes
-                if !zip(changes, changes.dropFirst()).allSatisfy({ $0.sequence < $1.sequence }) {
+                if !changes.indices.dropFirst().allSatisfy({ changes[$0 - 1].sequence < changes[$0].sequence }) {
                     changes.sort { $0.sequence < $1.sequence }
                 }
                 queued = stride(from: 0, to: changes.count, by: Self.partSize).map {
-                    Array(changes[$0..<min(changes.count, $0 + Self.partSize)])
+                    changes[$0..<min(changes.count, $0 + Self.partSize)]
                 }
             }
             let part = queued.removeFirst()

@@ -94,7 +94,11 @@ extension DatabaseStore {
         }
         let rev = try DocumentVersion(binary: row.version).ascii
         var leaves: [String] = []
-        if options.allLeaves, let content = try row.content(versioning) {
+        if options.allLeaves, versioning == .revisionTrees, row.extra.first == 1 {
+            // A tree of one revision (its encoding starts with the count): the current one is
+            // the only leaf, no need to decode it.
+            leaves = [rev]
+        } else if options.allLeaves, let content = try row.content(versioning) {
             switch content {
             case .tree(let tree):
                 leaves = [rev] + tree.leaves.map(\.revID.ascii).filter { $0 != rev }.sorted().reversed()

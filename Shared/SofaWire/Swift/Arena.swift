@@ -179,10 +179,10 @@ func unpack<T, R>(
 }
 
 /// A C string from a decoded message, which must be valid UTF-8.
-func decodeString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String) throws(SofaError) -> String {
+func decodeString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) throws(SofaError) -> String {
     guard let pointer else { return "" }
     guard let value = String(validatingCString: pointer) else {
-        throw SofaError(.malformedMessage, "malformed message: field \(field) is not valid UTF-8")
+        throw SofaError(.malformedMessage, "malformed message: field \(field()) is not valid UTF-8")
     }
     return value
 }
@@ -194,10 +194,10 @@ func decodeBytes(_ data: ProtobufCBinaryData) -> [UInt8] {
 }
 
 /// A byte field that carries text (document IDs travel as bytes so an embedded NUL is seen).
-func decodeText(_ data: ProtobufCBinaryData, _ field: String) throws(SofaError) -> String {
-    let bytes = decodeBytes(data)
-    guard let value = String(validating: bytes, as: UTF8.self) else {
-        throw SofaError(.malformedMessage, "malformed message: field \(field) is not valid UTF-8")
+func decodeText(_ data: ProtobufCBinaryData, _ field: @autoclosure () -> String) throws(SofaError) -> String {
+    guard data.len > 0, let pointer = data.data else { return "" }
+    guard let value = String(validating: UnsafeBufferPointer(start: pointer, count: data.len), as: UTF8.self) else {
+        throw SofaError(.malformedMessage, "malformed message: field \(field()) is not valid UTF-8")
     }
     return value
 }
@@ -211,25 +211,27 @@ func withBytes<R>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(Sofa
 }
 
 /// Repeated string fields of a decoded message.
-func decodeStrings(_ count: Int, _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ field: String) throws(SofaError) -> [String] {
+func decodeStrings(_ count: Int, _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                   _ field: @autoclosure () -> String) throws(SofaError) -> [String] {
     guard let pointer else { return [] }
     var values: [String] = []
     values.reserveCapacity(count)
-    for index in 0..<count { values.append(try decodeString(pointer[index], field)) }
+    for index in 0..<count { values.append(try decodeString(pointer[index], field())) }
     return values
 }
 
 /// Repeated byte fields that carry text.
-func decodeTexts(_ count: Int, _ pointer: UnsafeMutablePointer<ProtobufCBinaryData>?, _ field: String) throws(SofaError) -> [String] {
+func decodeTexts(_ count: Int, _ pointer: UnsafeMutablePointer<ProtobufCBinaryData>?,
+                 _ field: @autoclosure () -> String) throws(SofaError) -> [String] {
     guard let pointer else { return [] }
     var values: [String] = []
     values.reserveCapacity(count)
-    for index in 0..<count { values.append(try decodeText(pointer[index], field)) }
+    for index in 0..<count { values.append(try decodeText(pointer[index], field())) }
     return values
 }
 
 /// A sub-message pointer of a decoded message, or an error naming the missing part.
-func required<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws(SofaError) -> T {
-    guard let pointer else { throw SofaError(.malformedMessage, "malformed message: \(what) has no body") }
+func required<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: @autoclosure () -> String) throws(SofaError) -> T {
+    guard let pointer else { throw SofaError(.malformedMessage, "malformed message: \(what()) has no body") }
     return pointer.pointee
 }
