@@ -24,21 +24,32 @@ public final class BusClient: Sendable {
         var startedMs: UInt64  // monotonic ms
         var sent = false
 
-        /// Who waits: a caller of `send` (the response decoded), or of `forward` (its bytes).
+        /// Who waits: a caller of `send` (the response decoded), or of `forward` (its bytes,
+        /// to a task or to a function called on the socket thread).
         enum Delivery {
             case decoded(CheckedContinuation<Response, Never>)
             case encoded(CheckedContinuation<Result<[UInt8], SofaError>, Never>)
+            case handler(@Sendable (Result<[UInt8], SofaError>) -> Void)
+
+            func deliver(_ result: Result<[UInt8], SofaError>) {
+                switch self {
+                case .decoded: break
+                case .encoded(let continuation): continuation.resume(returning: result)
+                case .handler(let handler): handler(result)
+                }
+            }
         }
 
         var wantsBytes: Bool {
-            if case .encoded = delivery { return true }
-            return false
+            if case .decoded = delivery { return false }
+            return true
         }
 
         func fail(_ id: UInt64, _ error: SofaError) {
-            switch delivery {
-            case .decoded(let continuation): continuation.resume(returning: .failure(id, error))
-            case .encoded(let continuation): continuation.resume(returning: .failure(error))
+            if case .decoded(let continuation) = delivery {
+                continuation.resume(returning: .failure(id, error))
+            } else {
+                delivery.deliver(.failure(error))
             }
         }
     }
@@ -131,34 +142,47 @@ public final class BusClient: Sendable {
     /// Passes on a request received encoded (see `ForwardedRequest`) and returns the peer's
     /// encoded response, or why there is none. Deadlines as `send`.
     public func forward(_ request: ForwardedRequest, timeout: Duration) async -> Result<[UInt8], SofaError> {
-        let timeoutMs = UInt64(max(0, timeout.components.seconds)) * 1000
-            + UInt64(max(0, timeout.components.attoseconds / 1_000_000_000_000_000))
-        let now = wallClockMs()
-        let budget = request.deadline == 0 ? timeoutMs : min(timeoutMs, request.deadline &- min(now, request.deadline))
-        let localDeadline = monotonicMs() + budget
         let idBox = Mutex<UInt64>(0)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], SofaError>, Never>) in
-                let rejected: SofaError? = state.withLock { state in
-                    if state.closed { return SofaError(.shuttingDown, "the connection to \(peerName) is closed") }
-                    let id = state.nextID
-                    state.nextID += 1
-                    idBox.withLock { $0 = id }
-                    state.pending[id] = Pending(delivery: .encoded(continuation), deadline: localDeadline,
-                                                startedMs: localDeadline - budget)
-                    state.outbox.append((id, request.encoded(id: id, deadline: now + budget)))
-                    return nil
-                }
-                if let rejected {
-                    continuation.resume(returning: .failure(rejected))
-                } else {
-                    wakeup.signal()
-                }
+                if let id = enqueue(request, timeout: timeout, .encoded(continuation)) { idBox.withLock { $0 = id } }
             }
         } onCancel: {
             let id = idBox.withLock { $0 }
             resolve(id, with: SofaError(.unavailable, "the call to \(peerName) was cancelled"))
         }
+    }
+
+    /// The same without a task: `completion` gets the answer's bytes (or why there are none) on
+    /// this client's socket thread, so it must be quick. A router that passes messages between
+    /// two sockets this way wakes no other thread.
+    public func forward(_ request: ForwardedRequest, timeout: Duration,
+                        then completion: @escaping @Sendable (Result<[UInt8], SofaError>) -> Void) {
+        _ = enqueue(request, timeout: timeout, .handler(completion))
+    }
+
+    /// Queues a forwarded request for the socket thread; its id, or nil when the client is
+    /// closed (`delivery` has then been told so).
+    private func enqueue(_ request: ForwardedRequest, timeout: Duration, _ delivery: Pending.Delivery) -> UInt64? {
+        let timeoutMs = UInt64(max(0, timeout.components.seconds)) * 1000
+            + UInt64(max(0, timeout.components.attoseconds / 1_000_000_000_000_000))
+        let now = wallClockMs()
+        let budget = request.deadline == 0 ? timeoutMs : min(timeoutMs, request.deadline &- min(now, request.deadline))
+        let localDeadline = monotonicMs() + budget
+        let id: UInt64? = state.withLock { state in
+            if state.closed { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.pending[id] = Pending(delivery: delivery, deadline: localDeadline, startedMs: localDeadline - budget)
+            state.outbox.append((id, request.encoded(id: id, deadline: now + budget)))
+            return id
+        }
+        guard let id else {
+            delivery.deliver(.failure(SofaError(.shuttingDown, "the connection to \(peerName) is closed")))
+            return nil
+        }
+        wakeup.signal()
+        return id
     }
 
     /// Waits until a connection to the peer has completed its handshake (ZeroMQ connects in the
@@ -199,7 +223,7 @@ public final class BusClient: Sendable {
         let pending = state.withLock { $0.pending.removeValue(forKey: response.id) }
         switch pending?.delivery {
         case .decoded(let continuation)?: continuation.resume(returning: response)
-        case .encoded(let continuation)?: continuation.resume(returning: .success(response.encoded()))
+        case let delivery?: delivery.deliver(.success(response.encoded()))
         case nil: break
         }
     }
@@ -208,6 +232,7 @@ public final class BusClient: Sendable {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
         switch pending?.delivery {
         case .encoded(let continuation)?: continuation.resume(returning: .success(bytes))
+        case .handler(let handler)?: handler(.success(bytes))
         case .decoded(let continuation)?:
             continuation.resume(returning: (try? Response.decode(bytes)) ?? .failure(id, SofaError(
                 .malformedMessage, "\(peerName) at \(endpoint) sent a malformed response")))

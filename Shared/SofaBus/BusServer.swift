@@ -26,11 +26,16 @@ public final class BusServer: Sendable {
         /// encoded payload (all do without it).
         public var accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)?
         public var handler: @Sendable (ForwardedRequest) async -> EncodedMessage
+        /// When set, used instead of `handler`, without a task: called on the socket thread with
+        /// the request and how to answer it (from any thread, once). It must not block.
+        public var direct: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage) -> Void) -> Void)?
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
+                    direct: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage) -> Void) -> Void)? = nil,
                     handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
             self.operations = operations
             self.accepts = accepts
+            self.direct = direct
             self.handler = handler
         }
     }
@@ -194,6 +199,8 @@ public final class BusServer: Sendable {
                         if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
                             _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                                 "the request's deadline passed before \(name) could start it")).encoded()])
+                        } else if let direct = forwarding?.direct {
+                            direct(forwarded) { self.reply(identity, $0) }
                         } else if let forwarding {
                             track(fd: socket.lastSourceFD) {
                                 self.reply(identity, await forwarding.handler(forwarded))

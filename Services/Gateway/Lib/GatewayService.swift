@@ -42,6 +42,9 @@ public final class GatewayService: Sendable {
         let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys).union(Self.passedToBlob.keys), accepts: { operation, payload in
             // A changes request that may wait (a long poll) is the gateway's own.
             operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
+        }, direct: { request, reply in
+            // From the server's socket thread to the service's and back: no task in between.
+            gateway.forward(request, then: reply)
         }) { request in
             await gateway.forward(request)
         }
@@ -79,14 +82,23 @@ public final class GatewayService: Sendable {
 
     /// A request of `passedToStorage` or `passedToBlob`: to its service and back, undecoded.
     public func forward(_ request: ForwardedRequest) async -> EncodedMessage {
-        let toBlob = Self.passedToBlob[request.operationField] != nil
+        await withCheckedContinuation { continuation in
+            forward(request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The same, answering through `reply` (on the service client's socket thread).
+    public func forward(_ request: ForwardedRequest, then reply: @escaping @Sendable (EncodedMessage) -> Void) {
         guard !request.database.isEmpty else {
             let name = Self.passedToStorage[request.operationField] ?? Self.passedToBlob[request.operationField] ?? "this operation"
-            return Response.failure(request.id, SofaError(.invalidParameter, "\(name) needs a database name")).encodedMessage()
+            return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(name) needs a database name")).encodedMessage())
         }
-        switch await (toBlob ? blob : storage).forward(request, timeout: Self.forwardTimeout) {
-        case .success(let bytes): return ForwardedResponse.encoded(bytes, id: request.id)
-        case .failure(let error): return Response.failure(request.id, error).encodedMessage()
+        let service = Self.passedToBlob[request.operationField] != nil ? blob : storage
+        service.forward(request, timeout: Self.forwardTimeout) { result in
+            switch result {
+            case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))
+            case .failure(let error): reply(Response.failure(request.id, error).encodedMessage())
+            }
         }
     }
 
