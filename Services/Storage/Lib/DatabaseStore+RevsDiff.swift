@@ -92,6 +92,7 @@ extension DatabaseStore {
     }
 
     private static func unique(_ revs: [String]) -> [String] {
+        if revs.count < 2 { return revs }
         var seen = Set<String>()
         return revs.filter { seen.insert($0).inserted }
     }
