@@ -70,13 +70,13 @@ import Testing
     }
 
     /// Every document written once, and what was sent again after the failure at most one batch
-    /// (the replicator's batches are 3,000 changes, as much as it has in flight).
+    /// (the replicator's batches are 6,000 changes, as much as it has in flight).
     func expectAtMostOneBatchTwice(_ status: ReplicationStatus?, _ total: Int,
                                    sourceLocation: SourceLocation = #_sourceLocation) {
         guard let status else { Issue.record("no status", sourceLocation: sourceLocation); return }
         #expect(status.docsWritten <= UInt64(total), "\(status)", sourceLocation: sourceLocation)
         #expect(status.revisionsSent >= UInt64(total), "\(status)", sourceLocation: sourceLocation)
-        #expect(status.revisionsSent - UInt64(total) <= 3_000, "sent twice: \(status.revisionsSent - UInt64(total))",
+        #expect(status.revisionsSent - UInt64(total) <= 6_000, "sent twice: \(status.revisionsSent - UInt64(total))",
                 sourceLocation: sourceLocation)
     }
 }

@@ -66,10 +66,12 @@ final class Replication: Sendable {
 
     /// Changes per read (the next is read while parts of this one are transferred), in parts of
     /// `partSize`, `partsInFlight` at a time: what a failure can make the replicator send twice
-    /// is at most what is in flight, one batch's worth.
-    static let batchSize = 3000
+    /// is at most what is in flight, one batch's worth. Many parts in flight keep the target's
+    /// writer fed: it commits whatever has arrived as one transaction, so more waiting parts make
+    /// fewer, larger commits (one fsync each).
+    static let batchSize = 6000
     static let partSize = 500
-    static let partsInFlight = 6
+    static let partsInFlight = 12
     static let checkpointInterval: Duration = .milliseconds(250)
     static let fetchWidth = 16
     static let maxHistory = 100
