@@ -29,13 +29,18 @@ public final class BusClient: Sendable {
         enum Delivery {
             case decoded(CheckedContinuation<Response, Never>)
             case encoded(CheckedContinuation<Result<[UInt8], SofaError>, Never>)
-            case handler(@Sendable (Result<[UInt8], SofaError>) -> Void)
+            /// Called with the answer's bytes where ZeroMQ holds them (valid during the call only).
+            case handler(@Sendable (Result<UnsafeRawBufferPointer, SofaError>) -> Void)
 
             func deliver(_ result: Result<[UInt8], SofaError>) {
                 switch self {
                 case .decoded: break
                 case .encoded(let continuation): continuation.resume(returning: result)
-                case .handler(let handler): handler(result)
+                case .handler(let handler):
+                    switch result {
+                    case .success(let bytes): bytes.withUnsafeBytes { handler(.success($0)) }
+                    case .failure(let error): handler(.failure(error))
+                    }
                 }
             }
         }
@@ -154,10 +159,11 @@ public final class BusClient: Sendable {
     }
 
     /// The same without a task: `completion` gets the answer's bytes (or why there are none) on
-    /// this client's socket thread, so it must be quick. A router that passes messages between
-    /// two sockets this way wakes no other thread.
+    /// this client's socket thread, where ZeroMQ holds them: they are valid during the call only,
+    /// which must be quick. A router that passes messages between two sockets this way wakes no
+    /// other thread and copies each answer once.
     public func forward(_ request: ForwardedRequest, timeout: Duration,
-                        then completion: @escaping @Sendable (Result<[UInt8], SofaError>) -> Void) {
+                        then completion: @escaping @Sendable (Result<UnsafeRawBufferPointer, SofaError>) -> Void) {
         _ = enqueue(request, timeout: timeout, .handler(completion))
     }
 
@@ -232,7 +238,7 @@ public final class BusClient: Sendable {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
         switch pending?.delivery {
         case .encoded(let continuation)?: continuation.resume(returning: .success(bytes))
-        case .handler(let handler)?: handler(.success(bytes))
+        case .handler(let handler)?: bytes.withUnsafeBytes { handler(.success($0)) }
         case .decoded(let continuation)?:
             continuation.resume(returning: (try? Response.decode(bytes)) ?? .failure(id, SofaError(
                 .malformedMessage, "\(peerName) at \(endpoint) sent a malformed response")))
@@ -314,9 +320,17 @@ extension BusClient {
         // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
         // The answer to a `forward` is not decoded at all: its bytes go back as they came.
         let decode = { (bytes: UnsafeRawBufferPointer) -> Result<Incoming, SofaError> in
-            if let id = ForwardedResponse.peekID(bytes), id != 0,
-               self.state.withLock({ $0.pending[id]?.wantsBytes ?? false }) {
-                return .success(.encoded(id, Array(bytes.bindMemory(to: UInt8.self))))
+            if let id = ForwardedResponse.peekID(bytes), id != 0 {
+                let wanted = self.state.withLock { state -> (bytes: Bool, handler: Pending.Delivery?) in
+                    guard let pending = state.pending[id], pending.wantsBytes else { return (false, nil) }
+                    guard case .handler = pending.delivery else { return (true, nil) }
+                    return (true, state.pending.removeValue(forKey: id)?.delivery)
+                }
+                if case .handler(let handler)? = wanted.handler {
+                    handler(.success(bytes))
+                    return .success(.delivered)
+                }
+                if wanted.bytes { return .success(.encoded(id, Array(bytes.bindMemory(to: UInt8.self)))) }
             }
             return Result { () throws(SofaError) in .decoded(try Response.decode(bytes)) }
         }
@@ -327,6 +341,8 @@ extension BusClient {
                 resolve(response)
             case .success(.encoded(let id, let bytes)):
                 resolve(id, bytes: bytes)
+            case .success(.delivered):
+                break
             case .failure(let error):
                 let now = monotonicMs()
                 state.withLock { $0.lastMalformed = (now, error.message) }
@@ -387,5 +403,7 @@ extension BusClient {
     private enum Incoming {
         case decoded(Response)
         case encoded(UInt64, [UInt8])
+        /// Handed to a `forward` handler where it was received.
+        case delivered
     }
 }

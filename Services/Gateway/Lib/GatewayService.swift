@@ -96,7 +96,7 @@ public final class GatewayService: Sendable {
         let service = Self.passedToBlob[request.operationField] != nil ? blob : storage
         service.forward(request, timeout: Self.forwardTimeout) { result in
             switch result {
-            case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))
+            case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))  // copied here, once
             case .failure(let error): reply(Response.failure(request.id, error).encodedMessage())
             }
         }

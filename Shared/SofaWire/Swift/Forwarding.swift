@@ -92,17 +92,30 @@ public enum ForwardedResponse {
 
     /// `bytes` (a well-formed encoded response) with `id` as its id.
     public static func encoded(_ bytes: [UInt8], id: UInt64) -> EncodedMessage {
-        var rest: [UInt8] = []
-        rest.reserveCapacity(bytes.count)
-        bytes.withUnsafeBytes { buffer in
-            _ = WireFields.walk(buffer) { field, _, span in
-                if field.number != 1 { rest.append(contentsOf: span.whole) }
-                return true
-            }
-        }
+        bytes.withUnsafeBytes { encoded($0, id: id) }
+    }
+
+    /// The same from bytes in place, copied once: into the new message.
+    public static func encoded(_ bytes: UnsafeRawBufferPointer, id: UInt64) -> EncodedMessage {
         var head: [UInt8] = []
         WireFields.appendVarintField(1, id, to: &head)
-        return EncodedMessage.concatenating(head, rest)
+        var idBytes = 0
+        _ = WireFields.walk(bytes) { field, _, span in
+            if field.number == 1 { idBytes += span.whole.count }
+            return true
+        }
+        let count = head.count + bytes.count - idBytes
+        let pointer = malloc(max(count, 1))!
+        head.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(pointer), byteCount: $0.count) }
+        var offset = head.count
+        _ = WireFields.walk(bytes) { field, _, span in
+            if field.number != 1, span.whole.count > 0 {
+                (pointer + offset).copyMemory(from: span.whole.baseAddress!, byteCount: span.whole.count)
+                offset += span.whole.count
+            }
+            return true
+        }
+        return EncodedMessage(taking: pointer, count: offset)
     }
 }
 
