@@ -9,13 +9,13 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Upload/download MB/s of a large blob through the gateway vs. cp, and each process's peak RSS.",
             discussion: """
-                Starts a temporary cluster (so that it can read every process's peak resident memory, \\
-                VmHWM), writes a --megabytes file, times `cp` of it on the same disk (and `cp` then \\
-                `sync`, since an upload is durable when it ends), then uploads it \\
-                with the SDK from the file and downloads it back to a file, into a plain database and \\
-                into one encrypted with a password (AES-256, LiteCore's format). Peak RSS is each \\
-                process's VmHWM, reset (/proc/PID/clear_refs) before each of the two transfers. \\
-                Every timed step starts after a `sync`, so no step pays for the write-back of the one \\
+                Starts a temporary cluster (so that it can read every process's peak resident memory, \
+                VmHWM), writes a --megabytes file, times `cp` of it on the same disk (and `cp` then \
+                `sync`, since an upload is durable when it ends), then uploads it \
+                with the SDK from the file and downloads it back to a file, into a plain database and \
+                into one encrypted with a password (AES-256, LiteCore's format). Peak RSS is each \
+                process's VmHWM, reset (/proc/PID/clear_refs) before each of the two transfers. \
+                Every timed step starts after a `sync`, so no step pays for the write-back of the one \
                 before.
                 """)
         @Option(help: "Size of the blob in MiB.") var megabytes: Int = 1024

@@ -12,12 +12,12 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Indexed point-lookup queries/s and unindexed scan time, 1 and 2 workers, vs. SQLite directly.",
             discussion: """
-                Imports --docs documents of about 300 bytes into a temporary cluster, creates a value \\
-                index on `n`, then measures: point lookups `SELECT name FROM _ WHERE n = $n` (random \\
-                n, --in-flight outstanding) as queries/s; and an unindexed scan `SELECT COUNT(*) FROM _ \\
-                WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \\
-                worker, then with the cluster restarted on the same data with 2. The benchmark then \\
-                compiles the same queries and runs them on a read-only connection to the database \\
+                Imports --docs documents of about 300 bytes into a temporary cluster, creates a value \
+                index on `n`, then measures: point lookups `SELECT name FROM _ WHERE n = $n` (random \
+                n, --in-flight outstanding) as queries/s; and an unindexed scan `SELECT COUNT(*) FROM _ \
+                WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \
+                worker, then with the cluster restarted on the same data with 2. The benchmark then \
+                compiles the same queries and runs them on a read-only connection to the database \
                 file in this process: the SQLite baseline of the ratios.
                 """)
         @Option(help: "Documents to import.") var docs: Int = 100_000

@@ -11,14 +11,14 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Bulk import docs/s through the gateway vs. straight into SQLite, and put round-trip p50/p99.",
             discussion: """
-                Writes --docs documents of about 300 bytes through the gateway in bulk batches of \\
-                --batch (--in-flight batches outstanding), then the same documents into a SQLite \\
-                table of storage's schema (WAL, synchronous=FULL, one transaction per batch) with \\
-                the rows prepared beforehand (pure SQLite inserts: the baseline of the ratio), \\
-                --trials times each, interleaved (their medians are the figures); then the direct \\
-                writes once more with each revision ID computed as storage does (parse, canonical \\
-                JSON, SHA-1), and the storage engine in this process; then \\
-                single-document put round trips with 1 and 16 concurrent clients. Uses the cluster \\
+                Writes --docs documents of about 300 bytes through the gateway in bulk batches of \
+                --batch (--in-flight batches outstanding), then the same documents into a SQLite \
+                table of storage's schema (WAL, synchronous=FULL, one transaction per batch) with \
+                the rows prepared beforehand (pure SQLite inserts: the baseline of the ratio), \
+                --trials times each, interleaved (their medians are the figures); then the direct \
+                writes once more with each revision ID computed as storage does (parse, canonical \
+                JSON, SHA-1), and the storage engine in this process; then \
+                single-document put round trips with 1 and 16 concurrent clients. Uses the cluster \
                 at --gateway if one answers there; otherwise starts a temporary one.
                 """)
         @OptionGroup var options: GatewayOptions

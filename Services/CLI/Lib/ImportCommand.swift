@@ -8,9 +8,9 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import documents from JSON lines or a JSON array; prints {\"imported\",\"failed\",\"seconds\",\"docs_per_s\"}.",
         discussion: """
-            IDs are the 1-based line (or element) number zero-padded to 7 digits (0000001, …), \\
-            unless --id-field takes them from a field of each document or --id-prefix puts a \\
-            prefix before the number. Each failed document is reported on stderr; the exit status \\
+            IDs are the 1-based line (or element) number zero-padded to 7 digits (0000001, …), \
+            unless --id-field takes them from a field of each document or --id-prefix puts a \
+            prefix before the number. Each failed document is reported on stderr; the exit status \
             is 1 when any failed.
             """)
     @Argument var db: String
