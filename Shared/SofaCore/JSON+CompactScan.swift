@@ -48,7 +48,7 @@ public struct CompactObjectScan: Sendable {
     public var hasUnderscoreTopLevelKey: Bool
 }
 
-private enum Byte {
+enum CompactByte {
     static let quote = UInt8(ascii: "\"")
     static let backslash = UInt8(ascii: "\\")
     static let zero = UInt8(ascii: "0")
@@ -65,7 +65,7 @@ private enum Byte {
 /// The scan's state. Objects are numbered in the order they open, so the objects inside any span
 /// of the input are a contiguous range of numbers; an object's members are recorded only when the
 /// canonical form must reorder something inside it.
-private struct CompactScanner {
+struct CompactScanner {
     /// An object: `start` is its `{`, `end` just after its `}`, `subtreeEnd` the number after its
     /// last nested object. When it is not canonical, `firstMember` and `memberCount` locate its
     /// members, sorted by key, in `members` (in `pending` for the top-level object).
@@ -109,20 +109,20 @@ private struct CompactScanner {
     }
 
     mutating func scanDocument() -> Bool {
-        guard bytes.count >= 2, bytes[0] == Byte.openBrace, scanObject() else { return false }
+        guard bytes.count >= 2, bytes[0] == CompactByte.openBrace, scanObject() else { return false }
         return pos == bytes.count
     }
 
     private mutating func scanValue() -> Bool {
         guard pos < bytes.count else { return false }
         switch bytes[pos] {
-        case Byte.openBrace: return scanObject()
-        case Byte.openBracket: return scanArray()
-        case Byte.quote: return scanString(isKey: false)
+        case CompactByte.openBrace: return scanObject()
+        case CompactByte.openBracket: return scanArray()
+        case CompactByte.quote: return scanString(isKey: false)
         case UInt8(ascii: "t"): return scanLiteral("true")
         case UInt8(ascii: "f"): return scanLiteral("false")
         case UInt8(ascii: "n"): return scanLiteral("null")
-        case Byte.minus, Byte.zero...Byte.nine: return scanNumber()
+        case CompactByte.minus, CompactByte.zero...CompactByte.nine: return scanNumber()
         default: return false
         }
     }
@@ -139,7 +139,7 @@ private struct CompactScanner {
         depth += 1
         guard depth <= JSON.maxDepth else { return false }
         pos += 1
-        if pos < bytes.count, bytes[pos] == Byte.closeBracket {
+        if pos < bytes.count, bytes[pos] == CompactByte.closeBracket {
             pos += 1
             depth -= 1
             return true
@@ -148,8 +148,8 @@ private struct CompactScanner {
             guard scanValue(), pos < bytes.count else { return false }
             let c = bytes[pos]
             pos += 1
-            if c == Byte.comma { continue }
-            if c == Byte.closeBracket { break }
+            if c == CompactByte.comma { continue }
+            if c == CompactByte.closeBracket { break }
             return false
         }
         depth -= 1
@@ -166,14 +166,14 @@ private struct CompactScanner {
         var sorted = true
         var allKeysASCII = true
         pos += 1
-        if pos < bytes.count, bytes[pos] == Byte.closeBrace {
+        if pos < bytes.count, bytes[pos] == CompactByte.closeBrace {
             pos += 1
         } else {
             while true {
                 let keyStart = pos
-                guard pos < bytes.count, bytes[pos] == Byte.quote, scanString(isKey: true) else { return false }
+                guard pos < bytes.count, bytes[pos] == CompactByte.quote, scanString(isKey: true) else { return false }
                 let keyEnd = pos - 1
-                guard pos < bytes.count, bytes[pos] == Byte.colon else { return false }
+                guard pos < bytes.count, bytes[pos] == CompactByte.colon else { return false }
                 pos += 1
                 allKeysASCII = allKeysASCII && lastStringIsASCII
                 noteKey(keyStart + 1, keyEnd)
@@ -191,8 +191,8 @@ private struct CompactScanner {
                 guard pos < bytes.count else { return false }
                 let c = bytes[pos]
                 pos += 1
-                if c == Byte.comma { continue }
-                if c == Byte.closeBrace { break }
+                if c == CompactByte.comma { continue }
+                if c == CompactByte.closeBrace { break }
                 return false
             }
         }
@@ -286,155 +286,6 @@ private struct CompactScanner {
         return true
     }
 
-    // MARK: Strings
-
-    /// A string from its opening quote, written as the writer writes it: raw UTF-8 (strictly
-    /// valid), escapes only where the writer puts them, none at all in a key.
-    private mutating func scanString(isKey: Bool) -> Bool {
-        pos += 1
-        var ascii = true
-        while true {
-            skipPlainASCII()
-            guard pos < bytes.count else { return false }
-            let c = bytes[pos]
-            if c == Byte.quote {
-                pos += 1
-                lastStringIsASCII = ascii
-                return true
-            }
-            if c < 0x20 { return false }
-            if c < 0x80 {
-                if c == Byte.backslash {
-                    guard !isKey, scanEscape() else { return false }
-                } else {
-                    pos += 1
-                }
-                continue
-            }
-            ascii = false
-            guard scanMultibyte(c) else { return false }
-        }
-    }
-
-    /// Skips eight bytes at a time while none of them is a quote, a backslash, a control
-    /// character or non-ASCII (each test below is nonzero exactly when some byte matches).
-    private mutating func skipPlainASCII() {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let base = UnsafeRawPointer(bytes.baseAddress!)
-        while bytes.count - pos >= 8 {
-            let word = (base + pos).loadUnaligned(as: UInt64.self)
-            let quote = word ^ (ones &* UInt64(Byte.quote))
-            let backslash = word ^ (ones &* UInt64(Byte.backslash))
-            let special = (word &- ones &* 0x20) & ~word     // a byte below 0x20
-                | (quote &- ones) & ~quote                     // a zero byte: a quote
-                | (backslash &- ones) & ~backslash             // a zero byte: a backslash
-                | word                                         // a byte from 0x80
-            if special & highs != 0 { return }
-            pos += 8
-        }
-    }
-
-    /// `\"`, `\\`, `\b \f \n \r \t`, or `\u00XX` in lowercase hex for another control character.
-    private mutating func scanEscape() -> Bool {
-        guard pos + 1 < bytes.count else { return false }
-        switch bytes[pos + 1] {
-        case Byte.quote, Byte.backslash, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
-             UInt8(ascii: "r"), UInt8(ascii: "t"):
-            pos += 2
-            return true
-        case UInt8(ascii: "u"):
-            guard bytes.count - pos >= 6, bytes[pos + 2] == Byte.zero, bytes[pos + 3] == Byte.zero else { return false }
-            let high = bytes[pos + 4], low = bytes[pos + 5]
-            guard high == Byte.zero || high == Byte.zero + 1 else { return false }
-            let lowValue: UInt8
-            switch low {
-            case Byte.zero...Byte.nine: lowValue = low - Byte.zero
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): lowValue = low - UInt8(ascii: "a") + 10
-            default: return false
-            }
-            switch (high - Byte.zero) << 4 | lowValue {
-            case 0x08, 0x09, 0x0A, 0x0C, 0x0D: return false  // written as \b \t \n \f \r
-            default:
-                pos += 6
-                return true
-            }
-        default:
-            return false
-        }
-    }
-
-    /// A UTF-8 sequence from its lead byte `lead` ≥ 0x80: no overlong form, no surrogate, nothing
-    /// beyond U+10FFFF.
-    private mutating func scanMultibyte(_ lead: UInt8) -> Bool {
-        let length: Int
-        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
-        case 0xED: length = 3; secondRange = 0x80...0x9F
-        case 0xE1...0xEF: length = 3
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F
-        default: return false
-        }
-        guard bytes.count - pos >= length, secondRange.contains(bytes[pos + 1]) else { return false }
-        for i in 2..<length where bytes[pos + i] & 0xC0 != 0x80 { return false }
-        pos += length
-        return true
-    }
-
-    // MARK: Numbers
-
-    private func isDigit(_ i: Int) -> Bool {
-        i < bytes.count && bytes[i] >= Byte.zero && bytes[i] <= Byte.nine
-    }
-
-    /// A number as the writer writes it: an integer that fits `Int64` (not `-0`), or a double
-    /// that the writer does not write as an integer, in Swift's shortest form.
-    private mutating func scanNumber() -> Bool {
-        let start = pos
-        let negative = bytes[pos] == Byte.minus
-        if negative { pos += 1 }
-        let digitsStart = pos
-        guard isDigit(pos) else { return false }
-        if bytes[pos] == Byte.zero {
-            pos += 1
-            if isDigit(pos) { return false }  // a leading zero: not JSON
-        } else {
-            while isDigit(pos) { pos += 1 }
-        }
-        let digitCount = pos - digitsStart
-        var integral = true
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: ".") {
-            integral = false
-            pos += 1
-            guard isDigit(pos) else { return false }
-            while isDigit(pos) { pos += 1 }
-        }
-        if pos < bytes.count, bytes[pos] | 0x20 == UInt8(ascii: "e") {
-            integral = false
-            pos += 1
-            if pos < bytes.count, bytes[pos] == UInt8(ascii: "+") || bytes[pos] == Byte.minus { pos += 1 }
-            guard isDigit(pos) else { return false }
-            while isDigit(pos) { pos += 1 }
-        }
-        if integral {
-            if negative && digitCount == 1 && bytes[digitsStart] == Byte.zero { return false }  // "-0" is written "0"
-            if digitCount < 19 { return true }
-            if digitCount > 19 { return false }  // beyond Int64: a double, written otherwise
-            var magnitude: UInt64 = 0  // 19 digits cannot overflow UInt64
-            for i in digitsStart..<pos { magnitude = magnitude * 10 + UInt64(bytes[i] - Byte.zero) }
-            return magnitude <= UInt64(Int64.max) + (negative ? 1 : 0)
-        }
-        let token = UnsafeBufferPointer(rebasing: bytes[start..<pos])
-        guard let value = Double(String(decoding: token, as: UTF8.self)), value.isFinite else { return false }
-        // The writer writes an integral double within ±2^63 as an integer.
-        if value.rounded(.towardZero) == value, value > -0x1p63, value < 0x1p63 { return false }
-        return value.description.utf8.elementsEqual(token)
-    }
-
     // MARK: Canonical form
 
     /// The canonical form: as long as the input, each object's members in key order.
@@ -472,13 +323,13 @@ private struct CompactScanner {
         mutating func writeObject(_ number: Int) {
             let object = objects[number]
             if object.isCanonical { return copy(object.start..<object.end) }
-            byte(Byte.openBrace)
+            byte(CompactByte.openBrace)
             for i in 0..<object.memberCount {
-                if i > 0 { byte(Byte.comma) }
+                if i > 0 { byte(CompactByte.comma) }
                 let member = number == 0 ? topMembers[i] : members[object.firstMember + i]
                 writeSpan(member.keyStart..<member.end, objects: member.objects)
             }
-            byte(Byte.closeBrace)
+            byte(CompactByte.closeBrace)
         }
 
         /// Input bytes as they are, except the objects inside, written canonically.

@@ -9,6 +9,7 @@ internal import Glibc
 /// Unchecked Sendable because the buffer is only ever read, and `take()` is called once, by the
 /// one thread that sends the message (the socket's owner).
 public final class EncodedMessage: @unchecked Sendable {
+    // @unchecked: the buffer is only read, and `take()` is called once, by the thread that sends it.
     private var pointer: UnsafeMutableRawPointer?
     public let count: Int
 
