@@ -29,6 +29,12 @@ import Testing
                 // Random ranges, and the edges: empty, last byte, past the end, more than there is.
                 var ranges: [(UInt64, Int)] = [(0, 0), (0, size + 10), (UInt64(size), 10), (UInt64(size) + 5, 1)]
                 if size > 0 { ranges.append((UInt64(size - 1), 1)) }
+                if size > 1 << 20 {
+                    // Long ranges (read with direct I/O where the file system allows it), aligned
+                    // or not, ending inside the blob, at its end, or beyond it.
+                    ranges += [(0, 1 << 20), (1, 1_500_000), (4095, 2 << 20), (4096, 300_000),
+                               (UInt64(size - 300_001), 300_000), (UInt64(size - 300_000), 400_000), (12_345, size)]
+                }
                 for _ in 0..<40 {
                     let offset = random.next(below: UInt64(size) + 1)
                     ranges.append((offset, Int(random.next(below: min(UInt64(size) - offset, 20_000) + 1))))

@@ -41,9 +41,11 @@ enum BlobFormat {
 }
 
 /// Streams content into a file in the store's form (plain or encrypted) while keeping its SHA-1.
-/// Output is buffered and written in large chunks; nothing else of the content is kept.
+/// Output is buffered and written in chunks of 1 MiB; nothing else of the content is kept.
+/// Where the file system allows it, the chunks are written with direct I/O (past the page
+/// cache, from a block-aligned buffer), and only the tail of the file goes through the cache.
 final class BlobEncoder {
-    private static let outputCapacity = 64 * BlobFormat.blockSize
+    private static let outputCapacity = 256 * BlobFormat.blockSize
     /// Every this many bytes written, their write-back to the disk is started, so that it runs
     /// while the rest arrives and `finish`'s fsync is short.
     private static let writeBackStep: UInt64 = 8 << 20
@@ -65,8 +67,9 @@ final class BlobEncoder {
     init(file: PosixFile, key: EncryptionKey?) throws {
         self.file = file
         cipher = try key.map { try AESCBC(key: $0, encrypt: true) }
-        output = .allocate(byteCount: Self.outputCapacity, alignment: 16)
+        output = .allocate(byteCount: Self.outputCapacity, alignment: PosixFile.directAlignment)
         pending = .allocate(byteCount: BlobFormat.blockSize, alignment: 16)
+        file.setDirect(true)
     }
 
     deinit {
@@ -126,7 +129,7 @@ final class BlobEncoder {
     }
 
     private func writePlain(_ bytes: UnsafeRawBufferPointer) throws {
-        if bytes.count >= Self.outputCapacity {
+        if bytes.count >= Self.outputCapacity && !file.isDirect {
             try flush()
             try writeFile(bytes)
         } else {
@@ -134,10 +137,18 @@ final class BlobEncoder {
         }
     }
 
+    /// Copies `bytes` into the output buffer, writing it out each time it is full (so every
+    /// write but the last is a whole, aligned buffer).
     private func append(_ bytes: UnsafeRawBufferPointer) throws {
-        if outputCount + bytes.count > Self.outputCapacity { try flush() }
-        UnsafeMutableRawBufferPointer(rebasing: output[outputCount..<outputCount + bytes.count]).copyMemory(from: bytes)
-        outputCount += bytes.count
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let n = min(rest.count, Self.outputCapacity - outputCount)
+            UnsafeMutableRawBufferPointer(rebasing: output[outputCount..<outputCount + n])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
+            outputCount += n
+            rest = rest.dropFirst(n)
+            if outputCount == Self.outputCapacity { try flush() }
+        }
     }
 
     private func encryptPending(_ cipher: AESCBC, padded: Bool) throws {
@@ -160,6 +171,8 @@ final class BlobEncoder {
 
     private func flush() throws {
         guard outputCount > 0 else { return }
+        // The tail of the file (not a whole number of blocks) goes through the page cache.
+        if outputCount % PosixFile.directAlignment != 0 { file.setDirect(false) }
         try writeFile(UnsafeRawBufferPointer(rebasing: output[0..<outputCount]))
         outputCount = 0
     }
@@ -167,7 +180,7 @@ final class BlobEncoder {
     private func writeFile(_ bytes: UnsafeRawBufferPointer) throws {
         try file.write(bytes)
         fileLength += UInt64(bytes.count)
-        if fileLength - writeBackStarted >= Self.writeBackStep {
+        if !file.isDirect && fileLength - writeBackStarted >= Self.writeBackStep {
             try file.startWriteBack(offset: writeBackStarted, length: fileLength - writeBackStarted)
             writeBackStarted = fileLength
         }

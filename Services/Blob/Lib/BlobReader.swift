@@ -16,7 +16,10 @@ public final class BlobReader {
     private let file: PosixFile
     private let cipher: AESCBC?
     private let cipherLength: UInt64
-    private static let batchBlocks = 64
+    /// Blocks read at once (1 MiB), with direct I/O where the file system allows it.
+    private static let batchBlocks = 256
+    /// Plain reads at least this long read the file with direct I/O (past the page cache).
+    private static let directThreshold = 256 << 10
     private let scratch: UnsafeMutableRawBufferPointer
     private let block: UnsafeMutableRawBufferPointer
     private var cachedBlock: UInt64?
@@ -45,7 +48,7 @@ public final class BlobReader {
             cipher = nil
             cipherLength = fileSize
         }
-        scratch = .allocate(byteCount: Self.batchBlocks * BlobFormat.blockSize, alignment: 16)
+        scratch = .allocate(byteCount: Self.batchBlocks * BlobFormat.blockSize, alignment: PosixFile.directAlignment)
         block = .allocate(byteCount: BlobFormat.blockSize, alignment: 16)
         if let cipher {
             size = cipherLength - UInt64(try Self.padLength(file: file, cipher: cipher, cipherLength: cipherLength, name: name))
@@ -65,7 +68,9 @@ public final class BlobReader {
         guard offset < size, buffer.count > 0 else { return 0 }
         let count = Int(min(UInt64(buffer.count), size - offset))
         guard let cipher else {
-            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+            if count >= Self.directThreshold, try readDirect(into: target, at: offset) { return count }
+            let n = try file.read(into: target, at: offset)
             guard n == count else { throw SofaError(.corruptData, "blob file \(file.path) shrank while being read") }
             return n
         }
@@ -91,7 +96,13 @@ public final class BlobReader {
             let last = min(lastNeeded, first + UInt64(Self.batchBlocks) - 1)
             let start = first * blockSize
             let end = min(cipherLength, (last + 1) * blockSize)
-            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<Int(end - start)]), at: start)
+            let n: Int
+            if last > first, let direct = try file.readDirect(into: UnsafeMutableRawBufferPointer(
+                rebasing: scratch[0..<Self.alignedUp(Int(end - start))]), at: start) {
+                n = min(direct, Int(end - start))  // past the ciphertext: the nonce
+            } else {
+                n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<Int(end - start)]), at: start)
+            }
             guard n == Int(end - start) else { throw SofaError(.corruptData, "blob file \(file.path) shrank while being read") }
             for index in first...last {
                 let from = Int((index - first) * blockSize)
@@ -105,6 +116,40 @@ public final class BlobReader {
             }
         }
         return count
+    }
+
+    /// Fills `target` (all of it lies within the plain file) from `offset` with direct reads of
+    /// whole aligned blocks into `scratch`, each copied out; false (nothing read) where the file
+    /// system does not allow direct I/O. A large read of a blob seldom finds it in the page cache
+    /// (it was written direct) and does not fill the cache with it either.
+    private func readDirect(into target: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Bool {
+        let alignment = UInt64(PosixFile.directAlignment)
+        var done = 0
+        while done < target.count {
+            let position = offset + UInt64(done)
+            let start = position / alignment * alignment
+            let skip = Int(position - start)
+            let want = min(scratch.count, Self.alignedUp(skip + target.count - done))
+            guard let n = try file.readDirect(into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<want]), at: start) else {
+                if done == 0 { return false }
+                // Refused midway: the rest through the page cache.
+                let rest = UnsafeMutableRawBufferPointer(rebasing: target[done...])
+                guard try file.read(into: rest, at: position) == rest.count else {
+                    throw SofaError(.corruptData, "blob file \(file.path) shrank while being read")
+                }
+                return true
+            }
+            let usable = min(n - skip, target.count - done)
+            guard usable > 0 else { throw SofaError(.corruptData, "blob file \(file.path) shrank while being read") }
+            UnsafeMutableRawBufferPointer(rebasing: target[done..<done + usable])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[skip..<skip + usable]))
+            done += usable
+        }
+        return true
+    }
+
+    private static func alignedUp(_ count: Int) -> Int {
+        (count + PosixFile.directAlignment - 1) / PosixFile.directAlignment * PosixFile.directAlignment
     }
 
     /// `length` bytes at `offset` (fewer at the end of the blob).

@@ -58,6 +58,24 @@ final class PosixFile {
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        setDirect(false)
+        return try readAt(buffer, offset)
+    }
+
+    /// The same with direct I/O (`buffer`, its size and `offset` aligned as `directAlignment`
+    /// says); nil where the file system does not allow it (read through the page cache then).
+    func readDirect(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int? {
+        guard setDirect(true) else { return nil }
+        do {
+            return try readAt(buffer, offset)
+        } catch {
+            guard let error = error as? SofaError, error.domain == .posix, error.code == EINVAL else { throw error }
+            setDirect(false)
+            return nil
+        }
+    }
+
+    private func readAt(_ buffer: UnsafeMutableRawBufferPointer, _ offset: UInt64) throws -> Int {
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
@@ -71,17 +89,38 @@ final class PosixFile {
         return done
     }
 
-    /// Writes all of `bytes` at the current position.
+    /// Writes all of `bytes` at the current position. With direct I/O on, `bytes` must be
+    /// aligned as `directAlignment` says; where the file system refuses a direct write anyway
+    /// (EINVAL), direct I/O is turned off and the rest is written through the page cache.
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
         while done < bytes.count {
             let n = systemWrite(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EINVAL && isDirect && setDirect(false) { continue }
                 throw posixError("write", path)
             }
             done += n
         }
+    }
+
+    /// Buffers, file offsets and lengths of direct transfers are multiples of this (the largest
+    /// logical block size of Linux block devices, so any device takes them).
+    static let directAlignment = 4096
+
+    /// Whether transfers bypass the page cache (O_DIRECT).
+    private(set) var isDirect = false
+
+    /// Turns direct I/O on or off; false when the file system does not allow it (nothing
+    /// changes then). Large sequential transfers go direct: copying a gigabyte into the page
+    /// cache costs more CPU than the disk takes to write it, and fsync then has little to do.
+    @discardableResult
+    func setDirect(_ on: Bool) -> Bool {
+        guard on != isDirect else { return true }
+        guard sofa_set_direct_io(fd, on ? 1 : 0) == 0 else { return false }
+        isDirect = on
+        return true
     }
 
     /// Starts writing `length` bytes at `offset` back to the disk without waiting for it, so the

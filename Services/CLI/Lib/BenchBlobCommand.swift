@@ -11,7 +11,7 @@ extension Bench {
             discussion: """
                 Starts a temporary cluster (so that it can read every process's peak resident memory, \
                 VmHWM), writes a --megabytes file, times `cp` of it on the same disk (and `cp` then \
-                `sync`, since an upload is durable when it ends), then uploads it \
+                `sync`, since an upload — and a download to a file — is durable when it ends), then uploads it \
                 with the SDK from the file and downloads it back to a file, into a plain database and \
                 into one encrypted with a password (AES-256, LiteCore's format). Peak RSS is each \
                 process's VmHWM, reset (/proc/PID/clear_refs) before each of the two transfers. \
@@ -92,6 +92,7 @@ extension Bench {
                     ("upload_mb_per_s", round(mb / upload)), ("download_mb_per_s", round(mb / download)),
                     ("upload_ratio_to_cp", ratio(cpSeconds / upload)), ("download_ratio_to_cp", ratio(cpSeconds / download)),
                     ("upload_ratio_to_cp_then_sync", ratio(cpSyncSeconds / upload)),
+                    ("download_ratio_to_cp_then_sync", ratio(cpSyncSeconds / download)),
                     ("peak_rss_mib", .object(memory)),
                 ]))
                 try await client.deleteDatabase(db.name)
