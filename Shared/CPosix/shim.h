@@ -10,13 +10,15 @@ int mallopt(int param, int value);
 /// Tunes glibc's allocator for Sofa's mix of many small blocks and large message buffers:
 /// * fastbins off (M_MXFAST = 0): every large allocation would first consolidate them; small
 ///   blocks still come from the per-thread cache;
-/// * blocks up to 32 MiB come from the heap (M_MMAP_THRESHOLD), and up to 4 MiB free at its top
+/// * blocks up to 32 MiB come from the heap (M_MMAP_THRESHOLD), and up to 2 MiB free at its top
 ///   stay there (M_TRIM_THRESHOLD): otherwise each message of a megabyte or more (blob chunks)
-///   is a fresh mmap whose every page faults in, is zeroed, and is unmapped again.
+///   is a fresh mmap whose every page faults in, is zeroed, and is unmapped again. (More kept
+///   at the top is faster still, but each thread's arena keeps its own: 4 MiB took the
+///   client's peak resident memory during a 1 GiB transfer near 64 MiB.)
 static inline void sofa_tune_malloc(void) {
     mallopt(1 /* M_MXFAST */, 0);
     mallopt(-3 /* M_MMAP_THRESHOLD */, 32 << 20);
-    mallopt(-1 /* M_TRIM_THRESHOLD */, 4 << 20);
+    mallopt(-1 /* M_TRIM_THRESHOLD */, 2 << 20);
 }
 
 /// Starts writing back the dirty pages of a file range without waiting (SYNC_FILE_RANGE_WRITE),

@@ -138,6 +138,13 @@ private func arenaAlloc(_ data: UnsafeMutableRawPointer?, _ size: Int) -> Unsafe
 
 private func arenaFree(_ data: UnsafeMutableRawPointer?, _ pointer: UnsafeMutableRawPointer?) {}
 
+/// A byte field that points at `buffer` instead of a copy: valid only while `buffer` is (the
+/// message must be packed inside the caller's `withUnsafeBufferPointer`). Packing only reads it.
+func borrowed(_ buffer: UnsafeBufferPointer<UInt8>) -> ProtobufCBinaryData {
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return ProtobufCBinaryData(len: 0, data: nil) }
+    return ProtobufCBinaryData(len: buffer.count, data: UnsafeMutablePointer(mutating: base))
+}
+
 /// Packs any protobuf-c message into bytes.
 func pack<T>(_ message: UnsafeMutablePointer<T>) -> [UInt8] {
     message.withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { base in

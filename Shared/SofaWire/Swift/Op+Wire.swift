@@ -195,12 +195,7 @@ extension Op {
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_BEGIN
             message.pointee.blob_write_begin = op
         case .blobWriteChunk(let writeID, let offset, let bytes):
-            let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteChunk> = arena.message { sofa__wire__blob_write_chunk__init($0) }
-            op.pointee.write_id = writeID
-            op.pointee.offset = offset
-            op.pointee.bytes = arena.bytes(bytes)
-            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_CHUNK
-            message.pointee.blob_write_chunk = op
+            Self.encodeBlobWriteChunk(writeID, offset, arena.bytes(bytes), into: message, arena)
         case .blobWriteEnd(let writeID, let length):
             let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteEnd> = arena.message { sofa__wire__blob_write_end__init($0) }
             op.pointee.write_id = writeID
@@ -435,5 +430,18 @@ extension Op {
         RevisionInsert(id: try decodeText(op.id, "insertRevision.id"),
                        history: try decodeStrings(op.n_history, op.history, "insertRevision.history"),
                        body: decodeBytes(op.body), deleted: op.deleted != 0)
+    }
+}
+
+extension Op {
+    /// A `blobWriteChunk` whose bytes are `data` (borrowed by the message, not copied).
+    static func encodeBlobWriteChunk(_ writeID: UInt64, _ offset: UInt64, _ data: ProtobufCBinaryData,
+                                     into message: UnsafeMutablePointer<Sofa__Wire__Request>, _ arena: Arena) {
+        let op: UnsafeMutablePointer<Sofa__Wire__BlobWriteChunk> = arena.message { sofa__wire__blob_write_chunk__init($0) }
+        op.pointee.write_id = writeID
+        op.pointee.offset = offset
+        op.pointee.bytes = data
+        message.pointee.op_case = SOFA__WIRE__REQUEST__OP_BLOB_WRITE_CHUNK
+        message.pointee.blob_write_chunk = op
     }
 }

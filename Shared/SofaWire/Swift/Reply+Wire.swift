@@ -170,11 +170,7 @@ extension Reply {
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB
             message.pointee.blob = r
         case .blobData(let bytes, let totalLength):
-            let r: UnsafeMutablePointer<Sofa__Wire__BlobData> = arena.message { sofa__wire__blob_data__init($0) }
-            r.pointee.bytes = arena.bytes(bytes)
-            r.pointee.total_length = totalLength
-            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA
-            message.pointee.blob_data = r
+            Self.encodeBlobData(arena.bytes(bytes), totalLength, into: message, arena)
         }
     }
 
@@ -337,5 +333,17 @@ extension Reply {
         default:
             return .none
         }
+    }
+}
+
+extension Reply {
+    /// A `blobData` whose bytes are `data` (borrowed by the message, not copied).
+    static func encodeBlobData(_ data: ProtobufCBinaryData, _ totalLength: UInt64,
+                               into message: UnsafeMutablePointer<Sofa__Wire__Response>, _ arena: Arena) {
+        let r: UnsafeMutablePointer<Sofa__Wire__BlobData> = arena.message { sofa__wire__blob_data__init($0) }
+        r.pointee.bytes = data
+        r.pointee.total_length = totalLength
+        message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_BLOB_DATA
+        message.pointee.blob_data = r
     }
 }

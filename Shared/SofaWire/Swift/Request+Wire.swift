@@ -20,6 +20,13 @@ extension Request {
         message.pointee.database = arena.string(database)
         message.pointee.collection = arena.string(collection)
         message.pointee.deadline_ms = deadline
+        if case .blobWriteChunk(let writeID, let offset, let bytes) = operation {
+            // A chunk (a megabyte) is packed straight from its array, not copied into the arena.
+            return bytes.withUnsafeBufferPointer { chunk in
+                Op.encodeBlobWriteChunk(writeID, offset, borrowed(chunk), into: message, arena)
+                return body(message)
+            }
+        }
         operation.encode(into: message, arena)
         return body(message)
     }

@@ -20,6 +20,12 @@ extension Response {
         switch outcome {
         case .failure(let error):
             message.pointee.error = encodeError(error, arena)
+        case .success(.blobData(let bytes, let totalLength)):
+            // A blob range (up to megabytes) is packed straight from its array, not copied into the arena.
+            return bytes.withUnsafeBufferPointer { range in
+                Reply.encodeBlobData(borrowed(range), totalLength, into: message, arena)
+                return body(message)
+            }
         case .success(let reply):
             reply.encode(into: message, arena)
         }
