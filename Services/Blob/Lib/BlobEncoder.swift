@@ -107,13 +107,17 @@ final class BlobEncoder {
         guard let cipher else { return try writePlain(bytes) }
         var rest = bytes[...]
         while !rest.isEmpty {
-            let n = min(rest.count, BlobFormat.blockSize - pendingCount)
-            UnsafeMutableRawBufferPointer(rebasing: pending[pendingCount..<pendingCount + n])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
-            pendingCount += n
-            rest = rest.dropFirst(n)
+            Self.fill(pending, &pendingCount, from: &rest)
             if pendingCount == BlobFormat.blockSize { try encryptPending(cipher, padded: false) }
         }
+    }
+
+    /// Moves as many bytes from the front of `rest` into `buffer` (after its first `count`) as fit.
+    private static func fill(_ buffer: UnsafeMutableRawBufferPointer, _ count: inout Int, from rest: inout Slice<UnsafeRawBufferPointer>) {
+        let n = min(rest.count, buffer.count - count)
+        UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
+        count += n
+        rest = rest.dropFirst(n)
     }
 
     /// Pads and encrypts the last block, appends the nonce, writes everything and fsyncs.
@@ -142,11 +146,7 @@ final class BlobEncoder {
     private func append(_ bytes: UnsafeRawBufferPointer) throws {
         var rest = bytes[...]
         while !rest.isEmpty {
-            let n = min(rest.count, Self.outputCapacity - outputCount)
-            UnsafeMutableRawBufferPointer(rebasing: output[outputCount..<outputCount + n])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
-            outputCount += n
-            rest = rest.dropFirst(n)
+            Self.fill(output, &outputCount, from: &rest)
             if outputCount == Self.outputCapacity { try flush() }
         }
     }
