@@ -297,8 +297,7 @@ final class FileChunkReader: Sendable {
 /// written with direct I/O where the file system allows it — past the page cache, from an
 /// aligned buffer — so a large download costs no copy into the cache and `close`'s fsync has
 /// little to do; otherwise the write-back of what is written is started every few MiB.
-// @unchecked: `alignedBuffer`, `direct` and the counters are touched only on `queue`.
-final class FileChunkWriter: @unchecked Sendable {
+final class FileChunkWriter: @unchecked Sendable {  // buffer, flag and counters: touched only on `queue`
     private static let writeBackStep = 8 << 20
     private static let alignment = 4096
     private let handle: FileHandle

@@ -118,7 +118,7 @@ extension FunctionLibrary {
 ///
 /// `@unchecked Sendable`: the dictionary is only touched while holding `lock`, and
 /// `NSRegularExpression` is immutable and documented safe to use from several threads.
-final class RegexCache: @unchecked Sendable {
+final class RegexCache: @unchecked Sendable {  // the dictionary only under `lock`; regexes immutable
     // @unchecked: `compiled` is touched only under `lock`; NSRegularExpression is immutable.
     private let lock = NSLock()
     private var compiled: [String: NSRegularExpression] = [:]

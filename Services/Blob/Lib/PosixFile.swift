@@ -67,7 +67,9 @@ final class PosixFile {
     func readDirect(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int? {
         guard setDirect(true) else { return nil }
         do {
-            return try readAt(buffer, offset)
+            // A short direct read is the end of the file: reading on from there (an unaligned
+            // offset) would be refused.
+            return try readAt(buffer, offset, stopAtShortRead: true)
         } catch {
             guard let error = error as? SofaError, error.domain == .posix, error.code == EINVAL else { throw error }
             setDirect(false)
@@ -75,7 +77,7 @@ final class PosixFile {
         }
     }
 
-    private func readAt(_ buffer: UnsafeMutableRawBufferPointer, _ offset: UInt64) throws -> Int {
+    private func readAt(_ buffer: UnsafeMutableRawBufferPointer, _ offset: UInt64, stopAtShortRead: Bool = false) throws -> Int {
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
@@ -85,6 +87,7 @@ final class PosixFile {
             }
             if n == 0 { break }
             done += n
+            if stopAtShortRead && done < buffer.count { break }
         }
         return done
     }

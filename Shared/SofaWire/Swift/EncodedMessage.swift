@@ -8,8 +8,7 @@ internal import Glibc
 ///
 /// Unchecked Sendable because the buffer is only ever read, and `take()` is called once, by the
 /// one thread that sends the message (the socket's owner).
-public final class EncodedMessage: @unchecked Sendable {
-    // @unchecked: the buffer is only read, and `take()` is called once, by the thread that sends it.
+public final class EncodedMessage: @unchecked Sendable {  // buffer only read; `take()` once, by the sender
     private var pointer: UnsafeMutableRawPointer?
     public let count: Int
 
