@@ -12,13 +12,21 @@ int mallopt(int param, int value);
 ///   blocks still come from the per-thread cache;
 /// * blocks up to 32 MiB come from the heap (M_MMAP_THRESHOLD), and up to 2 MiB free at its top
 ///   stay there (M_TRIM_THRESHOLD): otherwise each message of a megabyte or more (blob chunks)
-///   is a fresh mmap whose every page faults in, is zeroed, and is unmapped again. (More kept
-///   at the top is faster still, but each thread's arena keeps its own: 4 MiB took the
-///   client's peak resident memory during a 1 GiB transfer near 64 MiB.)
-static inline void sofa_tune_malloc(void) {
+///   is a fresh mmap whose every page faults in, is zeroed, and is unmapped again.
+/// With `large_buffers` (processes that move blob chunks: the gateway, sofa-blob, the CLI's
+/// transfers), a heap that shrinks keeps 8 MiB at its top (M_TOP_PAD): a window of
+/// megabyte chunks allocated and freed in turn otherwise trims and regrows the heap all the time,
+/// faulting in (and zeroing) nearly every byte transferred once more. And all threads share one
+/// arena (M_ARENA_MAX 1), so that the pad is kept once rather than by every thread's arena;
+/// processes whose many threads make small allocations (storage, query) keep one per thread.
+static inline void sofa_tune_malloc(int large_buffers) {
     mallopt(1 /* M_MXFAST */, 0);
     mallopt(-3 /* M_MMAP_THRESHOLD */, 32 << 20);
     mallopt(-1 /* M_TRIM_THRESHOLD */, 2 << 20);
+    if (large_buffers) {
+        mallopt(-2 /* M_TOP_PAD */, 8 << 20);
+        mallopt(-8 /* M_ARENA_MAX */, 1);
+    }
 }
 
 /// Starts writing back the dirty pages of a file range without waiting (SYNC_FILE_RANGE_WRITE),

@@ -13,11 +13,12 @@ public enum ServiceRuntime {
     public static let version = "0.1.0"
 
     /// Runs a process until SIGTERM/SIGINT. `start` brings its parts up and returns how to stop them.
+    /// `largeBuffers`: the process moves blob chunks (see `tuneAllocator`).
     public static func main(
-        service: String,
+        service: String, largeBuffers: Bool = false,
         start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
     ) async {
-        tuneAllocator()
+        tuneAllocator(largeBuffers: largeBuffers)
         let settings = Settings()
         let level = Logger.Level(rawValue: settings.string("LOG_LEVEL", default: "info").lowercased()) ?? .info
         LoggingSystem.bootstrap { label in
@@ -43,9 +44,10 @@ public enum ServiceRuntime {
     }
 
     /// Sets the C allocator up for Sofa's mix of many small blocks and large message buffers
-    /// (see `sofa_tune_malloc`); every Sofa process calls it first.
-    public static func tuneAllocator() {
-        sofa_tune_malloc()
+    /// (see `sofa_tune_malloc`); every Sofa process calls it first. With `largeBuffers` (a
+    /// process that moves blob chunks), before its threads start: all threads then share one arena.
+    public static func tuneAllocator(largeBuffers: Bool = false) {
+        sofa_tune_malloc(largeBuffers ? 1 : 0)
     }
 
     /// The health answer of this process.

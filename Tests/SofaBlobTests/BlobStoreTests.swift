@@ -62,6 +62,43 @@ import Testing
         }
     }
 
+    /// Pieces of 128 KiB and more are hashed beside their encryption (in slices, on two
+    /// threads) and written while the next fills: the file must be the one small pieces make.
+    /// The pieces leave a block half-filled, fill the output buffer partway, overflow it, and
+    /// end off a block boundary.
+    @Test(arguments: Mode.allCases)
+    func largePiecesWriteTheSameFileAsSmallOnes(mode: Mode) async throws {
+        try await offPool {
+            let content = testBytes(seed: 17, 6 * 1024 * 1024 + 777)
+            let pieces = [5000, 300_000, 1 << 20, 2_600_000, 131_072, 200_001]
+            func fileBytes(_ write: (BlobStore) throws -> BlobKey) throws -> [UInt8] {
+                try withStore(mode) { store throws in
+                    let key = try write(store)
+                    #expect(key == BlobKey.of(content))
+                    #expect(try store.contents(of: key) == content)
+                    try store.reader(for: key).verify()
+                    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: store.filePath(key))))
+                    // An encrypted file ends with a random nonce; everything before it is fixed.
+                    return Array(bytes.dropLast(mode == .encrypted ? BlobFormat.nonceSize : 0))
+                }
+            }
+            let small = try fileBytes { try write(content, to: $0, chunkSize: 4000) }
+            let large = try fileBytes { store throws in
+                let writer = try store.writer()
+                var offset = 0
+                for size in pieces + [content.count] where offset < content.count {
+                    let end = min(content.count, offset + size)
+                    try writer.write(Array(content[offset..<end]))
+                    offset = end
+                }
+                return try writer.install()
+            }
+            #expect(large.count == small.count)
+            #expect(large == small)
+            if mode == .plain { #expect(large == content) }
+        }
+    }
+
     @Test(arguments: Mode.allCases)
     func identicalContentConcurrentlyIsOneBlob(mode: Mode) async throws {
         try await offPool {

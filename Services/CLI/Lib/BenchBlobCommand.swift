@@ -5,7 +5,7 @@ internal import SofaClient
 extension Bench {
     /// `sofa bench blob`: a large blob up and down through the gateway, next to `cp` of the same
     /// file on the same disk, and the peak resident memory of every Sofa process.
-    struct Blob: AsyncParsableCommand {
+    struct Blob: AsyncParsableCommand, MovesBlobChunks {
         static let configuration = CommandConfiguration(
             abstract: "Upload/download MB/s of a large blob through the gateway vs. cp, and each process's peak RSS.",
             discussion: """

@@ -16,9 +16,10 @@ public struct SofaCommand: AsyncParsableCommand {
 
     /// The entry point of the `sofa` executable.
     public static func runMain() async {
-        ServiceRuntime.tuneAllocator()
         do {
             var command = try parseAsRoot(nil)
+            // Before the command starts any thread (the arena setting applies to threads yet to come).
+            ServiceRuntime.tuneAllocator(largeBuffers: command is any MovesBlobChunks)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -282,3 +283,7 @@ struct Delete: AsyncParsableCommand {
         }
     }
 }
+
+/// A command that streams blob chunks (its allocator is set up for large buffers: see
+/// `ServiceRuntime.tuneAllocator`).
+protocol MovesBlobChunks {}
