@@ -44,13 +44,16 @@ let package = Package(
         .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
                 linkerSettings: [.linkedLibrary("stemmer"), .linkedLibrary("sqlite3")]),
 
+        // The allocator's settings of each Sofa executable (a constructor, run before main)
+        .target(name: "CSofaMalloc", path: "Shared/CSofaMalloc"),
+
         // Shared libraries
         .target(name: "SofaCore", dependencies: ["COpenSSL"], path: "Shared/SofaCore",
                 swiftSettings: settings),
         .target(name: "SofaWireC", dependencies: ["CProtobufC"], path: "Shared/SofaWire/Generated"),
         .target(name: "SofaWire", dependencies: ["SofaCore", "SofaWireC", "CProtobufC"],
                 path: "Shared/SofaWire/Swift", swiftSettings: settings),
-        .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", "CPosix", log, lifecycle],
+        .target(name: "SofaBus", dependencies: ["SofaCore", "SofaWire", "CZeroMQ", "CPosix", "CSofaMalloc", log, lifecycle],
                 path: "Shared/SofaBus", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),

@@ -5,29 +5,6 @@
 
 int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
 void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
-int mallopt(int param, int value);
-
-/// Tunes glibc's allocator for Sofa's mix of many small blocks and large message buffers:
-/// * fastbins off (M_MXFAST = 0): every large allocation would first consolidate them; small
-///   blocks still come from the per-thread cache;
-/// * blocks up to 32 MiB come from the heap (M_MMAP_THRESHOLD), and up to 2 MiB free at its top
-///   stay there (M_TRIM_THRESHOLD): otherwise each message of a megabyte or more (blob chunks)
-///   is a fresh mmap whose every page faults in, is zeroed, and is unmapped again.
-/// With `large_buffers` (processes that move blob chunks: the gateway, sofa-blob, the CLI's
-/// transfers), a heap that shrinks keeps 8 MiB at its top (M_TOP_PAD): a window of
-/// megabyte chunks allocated and freed in turn otherwise trims and regrows the heap all the time,
-/// faulting in (and zeroing) nearly every byte transferred once more. And all threads share one
-/// arena (M_ARENA_MAX 1), so that the pad is kept once rather than by every thread's arena;
-/// processes whose many threads make small allocations (storage, query) keep one per thread.
-static inline void sofa_tune_malloc(int large_buffers) {
-    mallopt(1 /* M_MXFAST */, 0);
-    mallopt(-3 /* M_MMAP_THRESHOLD */, 32 << 20);
-    mallopt(-1 /* M_TRIM_THRESHOLD */, 2 << 20);
-    if (large_buffers) {
-        mallopt(-2 /* M_TOP_PAD */, 8 << 20);
-        mallopt(-8 /* M_ARENA_MAX */, 1);
-    }
-}
 
 /// Starts writing back the dirty pages of a file range without waiting (SYNC_FILE_RANGE_WRITE),
 /// so that a later fsync finds little left to do. Returns 0, or errno.

@@ -4,7 +4,7 @@ public import SofaWire
 internal import Foundation
 internal import ServiceLifecycle
 internal import UnixSignals
-internal import CPosix
+internal import CSofaMalloc
 
 /// What every Sofa process shares: logging set up from `SOFA_LOG_LEVEL`, its settings, a
 /// health answer, and a run loop that starts the process's parts and stops them gracefully on
@@ -13,12 +13,10 @@ public enum ServiceRuntime {
     public static let version = "0.1.0"
 
     /// Runs a process until SIGTERM/SIGINT. `start` brings its parts up and returns how to stop them.
-    /// `largeBuffers`: the process moves blob chunks (see `tuneAllocator`).
     public static func main(
-        service: String, largeBuffers: Bool = false,
+        service: String,
         start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
     ) async {
-        tuneAllocator(largeBuffers: largeBuffers)
         let settings = Settings()
         let level = Logger.Level(rawValue: settings.string("LOG_LEVEL", default: "info").lowercased()) ?? .info
         LoggingSystem.bootstrap { label in
@@ -43,11 +41,14 @@ public enum ServiceRuntime {
         }
     }
 
-    /// Sets the C allocator up for Sofa's mix of many small blocks and large message buffers
-    /// (see `sofa_tune_malloc`); every Sofa process calls it first. With `largeBuffers` (a
-    /// process that moves blob chunks), before its threads start: all threads then share one arena.
-    public static func tuneAllocator(largeBuffers: Bool = false) {
-        sofa_tune_malloc(largeBuffers ? 1 : 0)
+    /// How the C allocator was set up for this process, before `main` (see
+    /// Shared/CSofaMalloc/sofa_malloc.c): "untuned", "general" or "large buffers".
+    public static var allocatorProfile: String {
+        switch sofa_malloc_profile() {
+        case SOFA_MALLOC_GENERAL: "general"
+        case SOFA_MALLOC_LARGE_BUFFERS: "large buffers"
+        default: "untuned"
+        }
     }
 
     /// The health answer of this process.
@@ -71,7 +72,7 @@ private struct ProcessService: Service {
 
     func run() async throws {
         let stop = try await start()
-        logger.info("ready")
+        logger.info("ready", metadata: ["allocator": "\(ServiceRuntime.allocatorProfile)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Wait for SIGTERM/SIGINT (or cancellation)…
             group.addTask { try? await gracefulShutdown() }

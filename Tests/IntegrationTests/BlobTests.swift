@@ -220,6 +220,41 @@ import Testing
         }
     }
 
+    /// `sofa bench blob` (a small blob, three trials): its own cluster, every figure, each the
+    /// median of its trials, the ratios from them, and the peak memory of every process.
+    @Test func benchBlobPrintsEveryFigure() async throws {
+        let run = try await runSofa(["bench", "blob", "--megabytes", "3", "--trials", "3"], gateway: "tcp://127.0.0.1:1")
+        #expect(run.status == 0, "\(run.err)")
+        let figures = try JSON.parse(Array(run.out.utf8))
+        #expect(figures["megabytes"] == 3 && figures["trials"] == 3)
+        func medianOf(_ trials: JSON?, _ name: String) -> Double? {
+            guard let values = trials?.arrayValue?.compactMap(\.doubleValue), values.count == 3, values.allSatisfy({ $0 > 0 }) else {
+                Issue.record("\(name): \(String(describing: trials))")
+                return nil
+            }
+            return values.sorted()[1]
+        }
+        let cp = medianOf(figures["cp_trials_mb_per_s"], "cp")
+        #expect(cp != nil && figures["cp_mb_per_s"]?.doubleValue == cp)
+        #expect(medianOf(figures["cp_then_sync_trials_mb_per_s"], "cp then sync") == figures["cp_then_sync_mb_per_s"]?.doubleValue)
+        for mode in ["plain", "encrypted"] {
+            let figure = figures[mode]
+            for direction in ["upload", "download"] {
+                let rate = medianOf(figure?["\(direction)_trials_mb_per_s"], "\(mode) \(direction)")
+                #expect(rate != nil && figure?["\(direction)_mb_per_s"]?.doubleValue == rate, "\(mode) \(direction)")
+                if let rate, let cp, let ratio = figure?["\(direction)_ratio_to_cp"]?.doubleValue {
+                    #expect(abs(ratio - rate / cp) < 0.01 + ratio * 0.01, "\(mode) \(direction): \(ratio) vs \(rate) / \(cp)")
+                } else {
+                    Issue.record("\(mode) \(direction): no ratio")
+                }
+            }
+            let memory = figure?["peak_rss_mib"]?.objectValue
+            for process in ["blob", "gateway", "storage", "query-1", "replicator", "sofa (client)"] {
+                #expect((memory?[process]?.doubleValue ?? 0) > 1, "\(mode): \(process) in \(String(describing: memory))")
+            }
+        }
+    }
+
     /// `sofa blob put DB FILE`, `sofa blob stat`, `sofa blob get DB KEY -o FILE` and to stdout.
     @Test func cliPutGetStat() async throws {
         try await Cluster.with { cluster in

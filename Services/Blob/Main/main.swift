@@ -1,6 +1,6 @@
 import SofaBlob
 import SofaBus
 
-await ServiceRuntime.main(service: "blob", largeBuffers: true) { settings, logger in
+await ServiceRuntime.main(service: "blob") { settings, logger in
     try await BlobService.start(settings: settings, logger: logger)
 }

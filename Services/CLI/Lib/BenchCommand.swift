@@ -92,7 +92,6 @@ extension Bench {
     }
 }
 
-/// Microseconds at a percentile of nanosecond samples.
 /// The middle value (the mean of the two middle ones for an even count); 0 for none.
 func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return 0 }
@@ -101,6 +100,7 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
+/// Microseconds at a percentile of nanosecond samples.
 func percentile(_ samples: [UInt64], _ p: Double) -> Double {
     let sorted = samples.sorted()
     let index = min(sorted.count - 1, Int(Double(sorted.count) * p))

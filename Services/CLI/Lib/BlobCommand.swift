@@ -9,7 +9,7 @@ struct BlobCommand: AsyncParsableCommand {
         subcommands: [PutBlob.self, GetBlob.self, StatBlob.self])
 
     /// `sofa blob put DB FILE [--expect KEY]`: prints {"key","length"}.
-    struct PutBlob: AsyncParsableCommand, MovesBlobChunks {
+    struct PutBlob: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "put", abstract: "Upload a file as a blob; prints its key and length.")
         @Argument var db: String
         @Argument var file: String
@@ -28,7 +28,7 @@ struct BlobCommand: AsyncParsableCommand {
     }
 
     /// `sofa blob get DB KEY [-o FILE]`: the bytes to FILE, or to stdout.
-    struct GetBlob: AsyncParsableCommand, MovesBlobChunks {
+    struct GetBlob: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "get", abstract: "Download a blob to a file, or to stdout.")
         @Argument var db: String
         @Argument var key: String

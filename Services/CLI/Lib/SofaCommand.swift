@@ -18,8 +18,6 @@ public struct SofaCommand: AsyncParsableCommand {
     public static func runMain() async {
         do {
             var command = try parseAsRoot(nil)
-            // Before the command starts any thread (the arena setting applies to threads yet to come).
-            ServiceRuntime.tuneAllocator(largeBuffers: command is any MovesBlobChunks)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -283,7 +281,3 @@ struct Delete: AsyncParsableCommand {
         }
     }
 }
-
-/// A command that streams blob chunks (its allocator is set up for large buffers: see
-/// `ServiceRuntime.tuneAllocator`).
-protocol MovesBlobChunks {}

@@ -1,6 +1,6 @@
 import SofaBus
 import SofaGateway
 
-await ServiceRuntime.main(service: "gateway", largeBuffers: true) { settings, logger in
+await ServiceRuntime.main(service: "gateway") { settings, logger in
     try await GatewayService.start(settings: settings, logger: logger)
 }
