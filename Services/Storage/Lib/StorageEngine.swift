@@ -36,9 +36,16 @@ public final class StorageEngine: Sendable {
         guard descriptor >= 0 else {
             throw SofaError(.posix, errno, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            Foundation.close(descriptor)
-            throw SofaError(.busy, "the data directory \(dataDirectory.path) is in use by another sofa-storage")
+        // A process that forks (to start another) gives its child a copy of every descriptor,
+        // and with it this lock, until the child execs: a lock just released by an engine of
+        // this process may still be held for that moment. Only a lock held longer is another's.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                Foundation.close(descriptor)
+                throw SofaError(.busy, "the data directory \(dataDirectory.path) is in use by another sofa-storage")
+            }
+            usleep(2_000)
         }
         lockDescriptor = Mutex(descriptor)
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
