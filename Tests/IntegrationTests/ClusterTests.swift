@@ -152,6 +152,29 @@ import Testing
             #expect(echo.instance.hasPrefix("query-"))
         }
     }
+
+    /// Each executable sets its allocator up before main, by its name: the two that stream blob
+    /// chunks for large buffers, the others generally. Each says which when ready.
+    @Test func everyServiceLogsItsAllocatorProfile() async throws {
+        try await Cluster.with { cluster in
+            let expected = ["sofa-gateway": "large buffers", "sofa-blob": "large buffers", "sofa-storage": "general",
+                            "sofa-query": "general", "sofa-replicator": "general"]
+            let logFile = cluster.directory.appendingPathComponent("cluster.log")
+            var found: [String: String] = [:]
+            let deadline = ContinuousClock.now + .seconds(20)
+            // A service answers health as soon as its parts are up, and logs "ready" just after.
+            while found.count < expected.count && ContinuousClock.now < deadline {
+                let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                for line in text.split(separator: "\n") where line.hasSuffix(" ready") {
+                    guard let name = expected.keys.first(where: { line.contains(" \($0): ") }),
+                          let range = line.range(of: "allocator=") else { continue }
+                    found[name] = String(line[range.upperBound...].prefix { $0 != "=" }.split(separator: " ").dropLast().joined(separator: " "))
+                }
+                if found.count < expected.count { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(found == expected)
+        }
+    }
 }
 
 /// `sofa compact`: old revisions stay readable until compaction drops their bodies; current

@@ -14,9 +14,9 @@ extension Bench {
                 `sync`, since an upload — and a download to a file — is durable when it ends), then uploads it \
                 with the SDK from the file and downloads it back to a file, into a plain database and \
                 into one encrypted with a password (AES-256, LiteCore's format). Peak RSS is each \
-                process's VmHWM, reset (/proc/PID/clear_refs) before each of the two transfers. \
+                process's VmHWM, reset (/proc/PID/clear_refs) before each transfer; the highest of a database's. \
                 Every timed step starts after a `sync`, so no step pays for the write-back of the one \
-                before. Each figure is the median of --trials runs (all of them are printed too). \
+                before. Each figure is the median of --trials interleaved runs (all of them are printed too). \
                 Nothing large is deleted until the end (each `cp` writes its own copy; a download's \
                 file, written past the page cache, leaves none): on a virtual machine whose memory \
                 is handed back to the host when the guest frees it (free page reporting), a `cp` \
@@ -54,11 +54,21 @@ extension Bench {
             // (otherwise the kernel's write-back of the last gigabyte throttles the next one).
             try await onThread { sync() }
             let runs = max(1, trials)
+            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
+            defer { client.close() }
+            let databases = [try await client.createDatabase("bench-blob-plain"),
+                             try await client.createDatabase("bench-blob-encrypted", password: "sofa bench blob")]
+            let pids = supervisor.childNames.compactMap { name in supervisor.pid(of: name).map { (name, $0) } }
+                + [("sofa (client)", getpid())]
             var cpTrials: [Double] = [], cpSyncTrials: [Double] = []
-            // Each copy is kept until the end: deleting a gigabyte of page cache right before the
-            // next timed step makes that step fast for a reason of the machine, not of the step
-            // (see `discussion`).
+            var uploads: [[Double]] = [[], []], downloads: [[Double]] = [[], []]
+            var peaks: [[String: Double]] = [[:], [:]]
+            // Trials interleaved (cp, then each database up and down), so that what the machine
+            // does meanwhile falls on every kind of step alike.
             for trial in 0..<runs {
+                // Each copy is kept until the end: deleting a gigabyte of page cache right before
+                // the next timed step makes that step fast for a reason of the machine, not of the
+                // step (see `discussion`).
                 let copy = scratch.appendingPathComponent("copy-\(trial).bin").path
                 let cpSeconds = try await onThread { try Self.timeCommand("/bin/cp", [sourcePath, copy]) }
                 // The copy made durable too: uploads are (sofa-blob fsyncs each blob before it exists).
@@ -69,11 +79,32 @@ extension Bench {
                 }
                 cpTrials.append(cpSeconds)
                 cpSyncTrials.append(cpSeconds + syncSeconds)
+                for (index, db) in databases.enumerated() {
+                    for (_, pid) in pids { Self.resetPeakResident(pid) }
+                    // The same content each time: every upload streams, hashes and fsyncs it all,
+                    // then finds the blob already installed.
+                    var started = ContinuousClock.now
+                    let info = try await db.putBlob(contentsOf: source)
+                    uploads[index].append(seconds(ContinuousClock.now - started))
+                    let target = scratch.appendingPathComponent("download.bin")
+                    try await onThread { sync() }
+                    started = ContinuousClock.now
+                    try await db.downloadBlob(info.key, to: target)  // the SDK checks the SHA-1 of what it wrote
+                    downloads[index].append(seconds(ContinuousClock.now - started))
+                    let downloaded = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int) ?? -1
+                    try? FileManager.default.removeItem(at: target)
+                    guard downloaded == bytes else {
+                        throw SofaError(.corruptData, "downloaded \(downloaded) bytes of \(bytes)")
+                    }
+                    for (name, pid) in pids {
+                        if let peak = Self.peakResidentMiB(pid) { peaks[index][name] = max(peak, peaks[index][name] ?? 0) }
+                    }
+                    try await onThread { sync() }
+                }
             }
-            let cpSeconds = median(cpTrials), cpSyncSeconds = median(cpSyncTrials)
+            for db in databases { try await client.deleteDatabase(db.name) }
 
-            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
-            defer { client.close() }
+            let cpSeconds = median(cpTrials), cpSyncSeconds = median(cpSyncTrials)
             let mb = Double(bytes) / 1_048_576
             let round = { (value: Double) -> JSON in .double((value * 10).rounded() / 10) }
             let ratio = { (value: Double) -> JSON in .double((value * 100).rounded() / 100) }
@@ -81,46 +112,17 @@ extension Bench {
             var result = JSONObject([("megabytes", .int(Int64(megabytes))), ("trials", .int(Int64(runs))),
                                      ("cp_mb_per_s", round(mb / cpSeconds)), ("cp_then_sync_mb_per_s", round(mb / cpSyncSeconds)),
                                      ("cp_trials_mb_per_s", rates(cpTrials)), ("cp_then_sync_trials_mb_per_s", rates(cpSyncTrials))])
-            for encrypted in [false, true] {
-                let db = encrypted ? try await client.createDatabase("bench-blob-encrypted", password: "sofa bench blob")
-                                   : try await client.createDatabase("bench-blob-plain")
-                let pids = supervisor.childNames.compactMap { name in supervisor.pid(of: name).map { (name, $0) } }
-                    + [("sofa (client)", getpid())]
-                for (_, pid) in pids { Self.resetPeakResident(pid) }
-                var uploads: [Double] = [], downloads: [Double] = []
-                for _ in 0..<runs {
-                    // The same content each time: every upload streams, hashes and fsyncs it all,
-                    // then finds the blob already installed.
-                    var started = ContinuousClock.now
-                    let info = try await db.putBlob(contentsOf: source)
-                    uploads.append(seconds(ContinuousClock.now - started))
-                    let target = scratch.appendingPathComponent("download.bin")
-                    try await onThread { sync() }
-                    started = ContinuousClock.now
-                    try await db.downloadBlob(info.key, to: target)  // the SDK checks the SHA-1 of what it wrote
-                    downloads.append(seconds(ContinuousClock.now - started))
-                    let downloaded = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int) ?? -1
-                    try? FileManager.default.removeItem(at: target)
-                    guard downloaded == bytes else {
-                        throw SofaError(.corruptData, "downloaded \(downloaded) bytes of \(bytes)")
-                    }
-                    try await onThread { sync() }
-                }
-                var memory = JSONObject()
-                for (name, pid) in pids {
-                    if let peak = Self.peakResidentMiB(pid) { memory[name] = .double(peak) }
-                }
-                let upload = median(uploads), download = median(downloads)
-                result[encrypted ? "encrypted" : "plain"] = .object(JSONObject([
+            for (index, mode) in ["plain", "encrypted"].enumerated() {
+                let upload = median(uploads[index]), download = median(downloads[index])
+                let memory = JSONObject(pids.compactMap { name, _ in peaks[index][name].map { (name, JSON.double($0)) } })
+                result[mode] = .object(JSONObject([
                     ("upload_mb_per_s", round(mb / upload)), ("download_mb_per_s", round(mb / download)),
                     ("upload_ratio_to_cp", ratio(cpSeconds / upload)), ("download_ratio_to_cp", ratio(cpSeconds / download)),
                     ("upload_ratio_to_cp_then_sync", ratio(cpSyncSeconds / upload)),
                     ("download_ratio_to_cp_then_sync", ratio(cpSyncSeconds / download)),
-                    ("upload_trials_mb_per_s", rates(uploads)), ("download_trials_mb_per_s", rates(downloads)),
+                    ("upload_trials_mb_per_s", rates(uploads[index])), ("download_trials_mb_per_s", rates(downloads[index])),
                     ("peak_rss_mib", .object(memory)),
                 ]))
-                try await client.deleteDatabase(db.name)
-                try await onThread { sync() }
             }
             return .object(result)
         }
