@@ -1,6 +1,5 @@
 import SofaCore
 internal import Dispatch
-internal import Synchronization
 
 /// The layout of a blob file, as Couchbase Lite / LiteCore writes it.
 ///
@@ -65,10 +64,9 @@ final class BlobEncoder {
     /// Direct writes of full buffers run on their own thread while the next buffer fills; at
     /// most one is in flight, and every other use of the file waits for it (`settle`).
     private let writer = DispatchQueue(label: "sofa-blob.encoder-write")
+    private var pendingWrite: SharedTasks?
     /// Runs the SHA-1 of large pieces (and slices of their encryption) beside the caller's thread.
     private let hasher = DispatchQueue(label: "sofa-blob.encoder-hash")
-    private let writing = DispatchGroup()
-    private let writeFailure = WriteFailure()
     /// Whether the file takes direct writes (read from the file only while no write is in flight).
     private var direct = false
     /// Plaintext of the current block, not yet encrypted (encrypted stores only).
@@ -91,7 +89,7 @@ final class BlobEncoder {
     }
 
     deinit {
-        writing.wait()
+        try? pendingWrite?.finish()
         output.deallocate()
         spare.deallocate()
         pending.deallocate()
@@ -135,24 +133,25 @@ final class BlobEncoder {
     /// Pieces at least this big are hashed and stored at once.
     private static let parallelThreshold = 128 << 10
     /// Slices the whole blocks of a piece are cut into for encryption, each with its own cipher
-    /// context: this thread starts on them at once, the hashing thread joins when the SHA-1 is done.
+    /// context: this thread takes them from the last, the hashing thread from the first once the
+    /// SHA-1 is done.
     private static let slices = 8
 
     /// Plain: the SHA-1 on the hashing thread while the bytes are copied and written on this one
     /// (they take about as long as each other). Both end before this returns, while `bytes` is valid.
     private func hashAndStorePlain(_ bytes: UnsafeRawBufferPointer) throws {
-        nonisolated(unsafe) let sha = self.sha, piece = bytes
-        let done = DispatchGroup()
-        hasher.async(group: done) { sha.update(piece) }
-        defer { done.wait() }
-        try store(bytes)
+        nonisolated(unsafe) let encoder = self, piece = bytes
+        // Either thread may run either task, one at a time each; this one waits in `finish`
+        // meanwhile and touches nothing.
+        try SharedTasks(count: 2, on: hasher) { task in
+            if task == 0 { encoder.sha.update(piece) } else { try encoder.store(piece) }
+        }.finish()
     }
 
     /// Hashes `whole` (if any) while encrypting `blocks` (whole blocks, numbered from
-    /// `firstBlock`) into `target`: the hashing thread runs the SHA-1 then takes slices of
-    /// blocks, this thread takes slices from the start. The two touch disjoint state (the SHA-1
-    /// context; one cipher context and one range of `target` per slice) and both end before this
-    /// returns.
+    /// `firstBlock`) into `target`: the SHA-1 and the slices of blocks are shared by this thread
+    /// and the hashing thread. They touch disjoint state (the SHA-1 context; one cipher context
+    /// and one range of `target` per slice) and all end before this returns.
     private func hashAndEncrypt(_ whole: UnsafeRawBufferPointer?, blocks: UnsafeRawBufferPointer,
                                 into target: UnsafeMutableRawBufferPointer, firstBlock: UInt64) throws {
         let count = blocks.count / BlobFormat.blockSize
@@ -161,30 +160,18 @@ final class BlobEncoder {
             sliceCiphers = try (0..<Self.slices).map { _ in try AESCBC(key: key, encrypt: true) }
         }
         nonisolated(unsafe) let sha = self.sha, ciphers = sliceCiphers, hashed = whole, input = blocks, output = target
-        let work = SliceWork()
-        let encryptSlices: @Sendable () -> Void = {
-            while case let slice = work.next.add(1, ordering: .relaxed).oldValue, slice < Self.slices {
-                do {
-                    for block in min(slice * perSlice, count)..<min((slice + 1) * perSlice, count) {
-                        let bytes = block * BlobFormat.blockSize..<(block + 1) * BlobFormat.blockSize
-                        try BlobFormat.iv(block: firstBlock + UInt64(block)).withUnsafeBytes { iv in
-                            try ciphers[slice].run(iv: iv, UnsafeRawBufferPointer(rebasing: input[bytes]),
-                                                   into: UnsafeMutableRawBufferPointer(rebasing: output[bytes]))
-                        }
-                    }
-                } catch {
-                    work.failure.withLock { $0 = error }
+        let first = hashed == nil ? 0 : 1  // task 0 is the SHA-1, when there is one
+        try SharedTasks(count: first + Self.slices, on: hasher) { task in
+            guard task >= first else { return sha.update(hashed!) }
+            let slice = task - first
+            for block in min(slice * perSlice, count)..<min((slice + 1) * perSlice, count) {
+                let bytes = block * BlobFormat.blockSize..<(block + 1) * BlobFormat.blockSize
+                try BlobFormat.iv(block: firstBlock + UInt64(block)).withUnsafeBytes { iv in
+                    try ciphers[slice].run(iv: iv, UnsafeRawBufferPointer(rebasing: input[bytes]),
+                                           into: UnsafeMutableRawBufferPointer(rebasing: output[bytes]))
                 }
             }
-        }
-        let done = DispatchGroup()
-        hasher.async(group: done) {
-            if let hashed { sha.update(hashed) }
-            encryptSlices()
-        }
-        encryptSlices()
-        done.wait()
-        if let error = work.failure.withLock({ $0 }) { throw error }
+        }.finish()
     }
 
     /// The bytes in the store's form, on their way to the file.
@@ -270,22 +257,19 @@ final class BlobEncoder {
         }
         // A full, aligned buffer: written on the writer's thread while the spare one fills.
         nonisolated(unsafe) let file = self.file, bytes = UnsafeRawBufferPointer(rebasing: output[0..<outputCount])
-        let failure = writeFailure, done = writing
-        done.enter()
-        writer.async {
-            do { try file.write(bytes) } catch { failure.error.withLock { $0 = error } }
-            done.leave()
-        }
+        pendingWrite = SharedTasks(count: 1, on: writer) { _ in try file.write(bytes) }
         fileLength += UInt64(outputCount)
         swap(&output, &spare)
         outputCount = 0
     }
 
-    /// Waits for the write in flight, if any; throws what it failed with.
+    /// Waits for the write in flight, if any (or makes it here, if the writer's thread has not
+    /// begun it); throws what it failed with.
     private func settle() throws {
-        writing.wait()
-        direct = file.isDirect  // a direct write refused midway falls back to the page cache
-        if let error = writeFailure.error.withLock({ $0 }) { throw error }
+        defer { direct = file.isDirect }  // a direct write refused midway falls back to the page cache
+        guard let write = pendingWrite else { return }
+        pendingWrite = nil
+        try write.finish()
     }
 
     private func writeFile(_ bytes: UnsafeRawBufferPointer) throws {
@@ -296,15 +280,4 @@ final class BlobEncoder {
             writeBackStarted = fileLength
         }
     }
-}
-
-/// The first error of an encoder's background writes.
-private final class WriteFailure: Sendable {
-    let error = Mutex<(any Error)?>(nil)
-}
-
-/// The slices of one piece's encryption, taken in turn by two threads, and the first error.
-private final class SliceWork: Sendable {
-    let next = Atomic<Int>(0)
-    let failure = Mutex<(any Error)?>(nil)
 }
