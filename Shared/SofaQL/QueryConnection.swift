@@ -29,8 +29,7 @@ private final class ProgressCheck {
 /// that build a database in memory.
 ///
 /// Not thread-safe: one connection per worker thread or queue, used by one caller at a time.
-public final class QueryConnection: @unchecked Sendable {  // used by one caller at a time (see above)
-    // @unchecked: the handle is used by one caller at a time (the worker's serial request loop).
+public final class QueryConnection: @unchecked Sendable {  // safe: one caller at a time (a worker's serial request loop)
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: OpaquePointer] = [:]

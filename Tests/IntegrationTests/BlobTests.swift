@@ -297,7 +297,7 @@ import Testing
 // MARK: Helpers
 
 /// Deterministic bytes (xorshift64*), different for each seed.
-private func pseudoRandomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+func pseudoRandomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
     return (0..<count).map { _ in
         state ^= state >> 12
@@ -308,7 +308,7 @@ private func pseudoRandomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 }
 
 /// The blob key computed by `/usr/bin/sha1sum`, independently of Sofa's own SHA-1 code.
-private func sha1sumKey(of file: URL) throws -> String {
+func sha1sumKey(of file: URL) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/sha1sum")
     process.arguments = [file.path]
@@ -329,7 +329,7 @@ private func sha1sumKey(of file: URL) throws -> String {
     return "sha1-" + Data(digest).base64EncodedString()
 }
 
-private func sha1sumKey(of content: [UInt8], in directory: URL) throws -> String {
+func sha1sumKey(of content: [UInt8], in directory: URL) throws -> String {
     let file = directory.appendingPathComponent("sha1-\(UUID().uuidString)")
     try Data(content).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
@@ -367,98 +367,4 @@ private struct BytesStream: AsyncSequence {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
-}
-
-/// The service's write sessions, in process: a session left idle is reaped and its temporary
-/// file removed; a write beyond the reorder buffer's bound is refused as busy.
-@Suite struct BlobTransferSessionTests {
-    private func database() throws -> URL {
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bt-\(UUID().uuidString.prefix(8))")
-        let db = data.appendingPathComponent("app.sofa")
-        try FileManager.default.createDirectory(at: db, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: db.appendingPathComponent("db.sqlite3").path, contents: nil)
-        return data
-    }
-
-    private func temporaryFiles(_ data: URL) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: data.appendingPathComponent("app.sofa/Attachments").path)
-            .filter { $0.hasSuffix(".tmp") }
-    }
-
-    @Test func idleSessionsAreReapedAndLeaveNoFile() async throws {
-        let data = try database()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let transfer = BlobTransfer(dataDirectory: data, idleTimeout: .seconds(2))
-        await transfer.start()
-        let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: "")))
-        guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
-        let chunk = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(writeID: id, offset: 0, bytes: [1, 2, 3])))
-        #expect(chunk?.outcome == .success(.none))
-        #expect(try temporaryFiles(data).count == 1)
-        let deadline = ContinuousClock.now + .seconds(10)
-        // The session is dropped, then its file removed on the database's I/O queue: wait for both.
-        while try await transfer.openSessions > 0 || !temporaryFiles(data).isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
-        }
-        #expect(await transfer.openSessions == 0)
-        #expect(try temporaryFiles(data).isEmpty)
-        let late = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteEnd(writeID: id, length: 3)))
-        guard case .failure(let error)? = late?.outcome else { Issue.record("\(String(describing: late))"); return }
-        #expect(error.is(.notFound))
-        await transfer.stop()
-    }
-
-    /// Many small chunks sent at once, in every order the scheduler picks, always make the same
-    /// blob: chunks reach the file in offset order.
-    @Test func concurrentChunksAreWrittenInOffsetOrder() async throws {
-        let data = try database()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let transfer = BlobTransfer(dataDirectory: data)
-        let content = pseudoRandomBytes(256 * 1000, seed: 21)
-        let expected = try sha1sumKey(of: content, in: data)
-        for round in 0..<20 {
-            let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: expected)))
-            guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
-            await withTaskGroup(of: Void.self) { group in
-                for index in 0..<256 {
-                    let piece = Array(content[(index * 1000)..<((index + 1) * 1000)])
-                    group.addTask {
-                        let response = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(
-                            writeID: id, offset: UInt64(index * 1000), bytes: piece)))
-                        #expect(response?.outcome == .success(.none))
-                    }
-                }
-            }
-            let end = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteEnd(writeID: id, length: 256_000)))
-            #expect(end?.outcome == .success(.blob(BlobInfo(key: expected, length: 256_000))), "round \(round)")
-        }
-        await transfer.stop()
-    }
-
-    @Test func theReorderBufferIsBounded() async throws {
-        let data = try database()
-        defer { try? FileManager.default.removeItem(at: data) }
-        let transfer = BlobTransfer(dataDirectory: data)
-        let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: "")))
-        guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
-        let piece = [UInt8](repeating: 7, count: 8 << 20)
-        // Eight 8 MiB chunks wait for the one at offset 0; the ninth would pass 64 MiB.
-        for index in 1...8 {
-            let response = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(
-                writeID: id, offset: UInt64(index) * UInt64(piece.count), bytes: piece)))
-            #expect(response?.outcome == .success(.none), "chunk \(index)")
-        }
-        let refused = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteChunk(
-            writeID: id, offset: 9 * UInt64(piece.count), bytes: piece)))
-        guard case .failure(let error)? = refused?.outcome else { Issue.record("\(String(describing: refused))"); return }
-        #expect(error.is(.busy))
-        // The missing first chunk drains the buffer; the session then completes.
-        let first = await transfer.handle(Request(id: 4, database: "app", operation: .blobWriteChunk(writeID: id, offset: 0, bytes: piece)))
-        #expect(first?.outcome == .success(.none))
-        let end = await transfer.handle(Request(id: 5, database: "app", operation: .blobWriteEnd(writeID: id, length: 9 * UInt64(piece.count))))
-        guard case .success(.blob(let info))? = end?.outcome else { Issue.record("\(String(describing: end))"); return }
-        #expect(info.length == 9 * UInt64(piece.count))
-        #expect(try temporaryFiles(data).isEmpty)
-        await transfer.stop()
-    }
 }

@@ -156,24 +156,34 @@ import Testing
     /// Each executable sets its allocator up before main, by its name: the two that stream blob
     /// chunks for large buffers, the others generally. Each says which when ready.
     @Test func everyServiceLogsItsAllocatorProfile() async throws {
-        try await Cluster.with { cluster in
-            let expected = ["sofa-gateway": "large buffers", "sofa-blob": "large buffers", "sofa-storage": "general",
-                            "sofa-query": "general", "sofa-replicator": "general"]
-            let logFile = cluster.directory.appendingPathComponent("cluster.log")
-            var found: [String: String] = [:]
-            let deadline = ContinuousClock.now + .seconds(20)
-            // A service answers health as soon as its parts are up, and logs "ready" just after.
-            while found.count < expected.count && ContinuousClock.now < deadline {
-                let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-                for line in text.split(separator: "\n") where line.hasSuffix(" ready") {
-                    guard let name = expected.keys.first(where: { line.contains(" \($0): ") }),
-                          let range = line.range(of: "allocator=") else { continue }
-                    found[name] = String(line[range.upperBound...].prefix { $0 != "=" }.split(separator: " ").dropLast().joined(separator: " "))
-                }
-                if found.count < expected.count { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            #expect(found == expected)
+        let expected = ["sofa-gateway": "large buffers", "sofa-blob": "large buffers", "sofa-storage": "general",
+                        "sofa-query": "general", "sofa-replicator": "general"]
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (lines, output) = AsyncStream.makeStream(of: String.self)
+        let supervisor = try Supervisor(.init(dataDirectory: directory, gatewayPort: try freePort(), queryWorkers: 1,
+                                              logLevel: "info")) { output.yield($0) }
+        do { try await supervisor.start(timeout: .seconds(60)) } catch {
+            await supervisor.stop()
+            throw error
         }
+        // A service answers health as soon as its parts are up, and logs "ready" just after:
+        // read the log as it comes until every service has said it.
+        let found = try? await withDeadline(.seconds(20)) { () -> [String: String] in
+            var found: [String: String] = [:]
+            for await line in lines where line.hasSuffix(" ready") {
+                guard let name = expected.keys.first(where: { line.contains(" \($0): ") }),
+                      let value = line.split(separator: " ").first(where: { $0.hasPrefix("allocator=") }) else { continue }
+                // "allocator=large buffers pid=…": the value runs to the next `key=`.
+                let after = line[value.startIndex...].dropFirst("allocator=".count)
+                found[name] = after.split(separator: " ").prefix { !$0.contains("=") }.joined(separator: " ")
+                if found.count == expected.count { break }
+            }
+            return found
+        }
+        await supervisor.stop()
+        output.finish()
+        #expect(found == expected)
     }
 }
 

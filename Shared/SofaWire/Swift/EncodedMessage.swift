@@ -5,10 +5,7 @@ internal import Glibc
 /// An encoded message in memory from `malloc`, which it frees when it goes, unless a transport
 /// has taken the memory over with `take()` (ZeroMQ sends a big message from the buffer itself
 /// and frees it once it is on the wire, so the bytes are not copied once more).
-///
-/// Unchecked Sendable because the buffer is only ever read, and `take()` is called once, by the
-/// one thread that sends the message (the socket's owner).
-public final class EncodedMessage: @unchecked Sendable {  // buffer only read; `take()` once, by the sender
+public final class EncodedMessage: @unchecked Sendable {  // safe: the buffer is only read; `take()` once, by the sending thread
     private var pointer: UnsafeMutableRawPointer?
     public let count: Int
 

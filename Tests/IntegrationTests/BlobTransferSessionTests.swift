@@ -1,0 +1,98 @@
+import Foundation
+import SofaBlob
+import SofaWire
+import Testing
+
+/// The service's write sessions, in process: a session left idle is reaped and its temporary
+/// file removed; a write beyond the reorder buffer's bound is refused as busy.
+@Suite struct BlobTransferSessionTests {
+    private func database() throws -> URL {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bt-\(UUID().uuidString.prefix(8))")
+        let db = data.appendingPathComponent("app.sofa")
+        try FileManager.default.createDirectory(at: db, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: db.appendingPathComponent("db.sqlite3").path, contents: nil)
+        return data
+    }
+
+    private func temporaryFiles(_ data: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: data.appendingPathComponent("app.sofa/Attachments").path)
+            .filter { $0.hasSuffix(".tmp") }
+    }
+
+    @Test func idleSessionsAreReapedAndLeaveNoFile() async throws {
+        let data = try database()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let transfer = BlobTransfer(dataDirectory: data, idleTimeout: .seconds(2))
+        await transfer.start()
+        let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: "")))
+        guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
+        let chunk = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(writeID: id, offset: 0, bytes: [1, 2, 3])))
+        #expect(chunk?.outcome == .success(.none))
+        #expect(try temporaryFiles(data).count == 1)
+        let deadline = ContinuousClock.now + .seconds(10)
+        // The session is dropped, then its file removed on the database's I/O queue: wait for both.
+        while try await transfer.openSessions > 0 || !temporaryFiles(data).isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
+        }
+        #expect(await transfer.openSessions == 0)
+        #expect(try temporaryFiles(data).isEmpty)
+        let late = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteEnd(writeID: id, length: 3)))
+        guard case .failure(let error)? = late?.outcome else { Issue.record("\(String(describing: late))"); return }
+        #expect(error.is(.notFound))
+        await transfer.stop()
+    }
+
+    /// Many small chunks sent at once, in every order the scheduler picks, always make the same
+    /// blob: chunks reach the file in offset order.
+    @Test func concurrentChunksAreWrittenInOffsetOrder() async throws {
+        let data = try database()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let transfer = BlobTransfer(dataDirectory: data)
+        let content = pseudoRandomBytes(256 * 1000, seed: 21)
+        let expected = try sha1sumKey(of: content, in: data)
+        for round in 0..<20 {
+            let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: expected)))
+            guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<256 {
+                    let piece = Array(content[(index * 1000)..<((index + 1) * 1000)])
+                    group.addTask {
+                        let response = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(
+                            writeID: id, offset: UInt64(index * 1000), bytes: piece)))
+                        #expect(response?.outcome == .success(.none))
+                    }
+                }
+            }
+            let end = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteEnd(writeID: id, length: 256_000)))
+            #expect(end?.outcome == .success(.blob(BlobInfo(key: expected, length: 256_000))), "round \(round)")
+        }
+        await transfer.stop()
+    }
+
+    @Test func theReorderBufferIsBounded() async throws {
+        let data = try database()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let transfer = BlobTransfer(dataDirectory: data)
+        let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: "")))
+        guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
+        let piece = [UInt8](repeating: 7, count: 8 << 20)
+        // Eight 8 MiB chunks wait for the one at offset 0; the ninth would pass 64 MiB.
+        for index in 1...8 {
+            let response = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(
+                writeID: id, offset: UInt64(index) * UInt64(piece.count), bytes: piece)))
+            #expect(response?.outcome == .success(.none), "chunk \(index)")
+        }
+        let refused = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteChunk(
+            writeID: id, offset: 9 * UInt64(piece.count), bytes: piece)))
+        guard case .failure(let error)? = refused?.outcome else { Issue.record("\(String(describing: refused))"); return }
+        #expect(error.is(.busy))
+        // The missing first chunk drains the buffer; the session then completes.
+        let first = await transfer.handle(Request(id: 4, database: "app", operation: .blobWriteChunk(writeID: id, offset: 0, bytes: piece)))
+        #expect(first?.outcome == .success(.none))
+        let end = await transfer.handle(Request(id: 5, database: "app", operation: .blobWriteEnd(writeID: id, length: 9 * UInt64(piece.count))))
+        guard case .success(.blob(let info))? = end?.outcome else { Issue.record("\(String(describing: end))"); return }
+        #expect(info.length == 9 * UInt64(piece.count))
+        #expect(try temporaryFiles(data).isEmpty)
+        await transfer.stop()
+    }
+}
