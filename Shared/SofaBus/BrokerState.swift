@@ -12,7 +12,8 @@ public import SofaWire
 ///   waited longest; with no room anywhere it waits in a queue. A worker that already has a job
 ///   gets another only while that job is younger than `prefetchMs`: one running longer is likely
 ///   a long query, and what waits behind it should go to whichever worker frees first.
-/// * A reply completes the job whose id it carries.
+/// * A reply completes the job whose id it carries; one naming a job its worker does not hold
+///   (sent before the worker was declared dead and joined again) is dropped.
 /// * Any frame from a worker proves it alive. Every `heartbeatMs` the broker sends a HEARTBEAT to
 ///   each worker; a worker silent for `heartbeatMs * liveness` is dead and forgotten.
 /// * A dead worker's jobs are retried once on other workers; a job that already failed over once
@@ -107,9 +108,17 @@ public struct BrokerState: Sendable {
         switch frame.kind {
         case .reply:
             let decoded = try? Response.decode(frame.payload)
-            // The job the reply names; a reply that names none can only be a lone job's.
-            guard let index = decoded.flatMap({ response in worker.jobs.firstIndex { $0.id == response.id } })
-                    ?? (worker.jobs.count == 1 ? 0 : nil) else { return [] }
+            // The job the reply names. A reply that names no job (id 0: the worker could not read
+            // the request) or that cannot be read can only be a lone job's. A reply naming a job
+            // this worker no longer holds is stale (it was declared dead, its jobs went elsewhere,
+            // and it joined again): it is dropped, never taken for the job the worker has now.
+            let index: Int?
+            if let decoded, decoded.id != 0 {
+                index = worker.jobs.firstIndex { $0.id == decoded.id }
+            } else {
+                index = worker.jobs.count == 1 ? 0 : nil
+            }
+            guard let index else { return [] }
             let job = worker.jobs.remove(at: index)
             workers[identity] = worker
             if !idle.contains(identity) { idle.append(identity) }

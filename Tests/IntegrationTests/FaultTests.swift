@@ -42,7 +42,7 @@ import Testing
             #expect(!failures.isEmpty, "no call happened during the outage")
             for failure in failures {
                 #expect([.unavailable, .timeout, .shuttingDown].contains(failure.code), "unclear failure \(String(describing: failure.code))")
-                #expect(failure.seconds < 6, "a call hung for \(failure.seconds) s")
+                #expect(failure.seconds < 10, "a call hung for \(failure.seconds) s")
             }
             let acknowledged = ledger.acknowledged.withLock { $0 }
             #expect(acknowledged.count == 1000)
@@ -97,10 +97,11 @@ import Testing
         try await Cluster.with(queryWorkers: 2, heartbeatMs: 200) { cluster in
             let client = cluster.client
             let payload: [UInt8] = Array("in flight".utf8)
-            async let answer = client.echo(payload, service: "query", delayMs: 2000)
+            // Long enough for the status polls below to see it running on a loaded machine.
+            async let answer = client.echo(payload, service: "query", delayMs: 5000)
             // Wait until the broker reports which worker holds it.
             var busy = ""
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             while busy.isEmpty && ContinuousClock.now < deadline {
                 let query = try await client.clusterStatus().first { $0.name == "query" }
                 if let detail = query?.detail, let range = detail.range(of: "busy: ") {
@@ -130,7 +131,7 @@ extension FaultTests {
             // Millions of pairs: long enough to be caught running.
             async let answer = db.query(n1ql: "SELECT COUNT(*) FROM _ AS a JOIN _ AS b ON a.n < b.n")
             var busy = ""
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = ContinuousClock.now + .seconds(30)
             while busy.isEmpty && ContinuousClock.now < deadline {
                 let query = try await client.clusterStatus().first { $0.name == "query" }
                 if let detail = query?.detail, let range = detail.range(of: "busy: ") {
@@ -161,7 +162,7 @@ extension FaultTests {
                 try await leaving.database("abandoned").query(n1ql: "SELECT COUNT(*) FROM _ AS a CROSS JOIN _ AS b CROSS JOIN _ AS c")
             }
             var busy = false
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = ContinuousClock.now + .seconds(30)
             while !busy && ContinuousClock.now < deadline {
                 let query = try await cluster.client.clusterStatus().first { $0.name == "query" }
                 if let detail = query?.detail, let range = detail.range(of: "busy: ") {

@@ -126,6 +126,45 @@ import Testing
         #expect(try Self.dispatched(retried).map(\.1.id) == [1])
     }
 
+    /// A worker declared dead while it still ran a job, which joins again and gets a new job: the
+    /// reply it then sends for the old job (which went to another worker) completes nothing, and
+    /// the new job waits for its own reply.
+    @Test func staleReplyOfAWorkerThatJoinedAgainIsDropped() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        #expect(try Self.dispatched(state.submit(Self.job(1), now: 1)).map(\.0) == [Self.a])
+        _ = state.received(Self.ready("B"), from: Self.b, now: 2)
+
+        // A is silent too long: job 1 goes to B.
+        _ = state.received(Self.heartbeat(), from: Self.b, now: 350)
+        let failover = state.tick(now: 400)
+        #expect(state.workers[Self.a] == nil)
+        #expect(try Self.dispatched(failover).map(\.0) == [Self.b])
+
+        // A joins again and takes job 2.
+        _ = state.received(Self.ready("A"), from: Self.a, now: 410)
+        #expect(try Self.dispatched(state.submit(Self.job(2), now: 411)).map(\.0) == [Self.a])
+
+        // A's late reply to job 1 is not job 2's answer.
+        let stale = state.received(Self.reply(.ok(1, .none)), from: Self.a, now: 420)
+        #expect(Self.completions(stale).isEmpty)
+        #expect(state.workers[Self.a]?.jobs.map(\.id) == [2])
+
+        #expect(Self.completions(state.received(Self.reply(.ok(2, .none)), from: Self.a, now: 430)).map(\.0) == [2])
+        #expect(Self.completions(state.received(Self.reply(.ok(1, .none)), from: Self.b, now: 430)).map(\.0) == [1])
+        #expect(state.busyCount == 0)
+    }
+
+    /// A reply naming no job (id 0: the worker could not read the request) is its lone job's.
+    @Test func replyNamingNoJobIsTheLoneJobs() throws {
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A"), from: Self.a, now: 0)
+        _ = state.submit(Self.job(7), now: 1)
+        let failed = state.received(Self.reply(.failure(0, SofaError(.malformedMessage, "unreadable"))), from: Self.a, now: 2)
+        #expect(Self.completions(failed).map(\.0) == [7])
+        #expect(state.busyCount == 0)
+    }
+
     @Test func readyWorkerTakesSubmittedJob() throws {
         var state = BrokerState(heartbeatMs: 100, liveness: 3)
         #expect(state.received(Self.ready("A", pid: 42), from: Self.a, now: 0).isEmpty)
@@ -168,8 +207,12 @@ import Testing
         _ = state.submit(Self.job(5))
         _ = state.submit(Self.job(6))  // queued behind job 5
 
-        // The worker answers with whatever id; the broker puts the job's id back.
-        let actions = state.received(Self.reply(.ok(12345, .echo(payload: [5], instance: "A"))), from: Self.a, now: 10)
+        // A reply naming a job the worker does not hold completes nothing.
+        let unknown = state.received(Self.reply(.ok(12345, .echo(payload: [5], instance: "A"))), from: Self.a, now: 5)
+        #expect(Self.completions(unknown).isEmpty)
+        #expect(state.workers[Self.a]?.jobs.map(\.id) == [5])
+
+        let actions = state.received(Self.reply(.ok(5, .echo(payload: [5], instance: "A"))), from: Self.a, now: 10)
         let done = Self.completions(actions)
         #expect(done.count == 1)
         #expect(done.first?.0 == 5)
@@ -177,6 +220,7 @@ import Testing
         // Now idle, the worker gets the queued job at once.
         #expect(try Self.dispatched(actions).map(\.1.id) == [6])
 
+        // One naming no job (id 0) is the lone job's; the broker gives it the job's id.
         let last = Self.completions(state.received(Self.reply(.failure(0, .conflict("no"))), from: Self.a, now: 20))
         #expect(last.map(\.0) == [6])
         #expect(last.first?.1 == .failure(6, .conflict("no")))

@@ -2,21 +2,28 @@ import Foundation
 import SofaBus
 import SofaCore
 import SofaWire
+import Synchronization
 import Testing
 
 /// Broker and BrokerWorker over real sockets. (A worker that dies without a word is covered by
 /// the process-level fault-injection tests; `BrokerStateTests` cover the failover rules.)
 @Suite struct BrokerTests {
-    static func startWorker(_ broker: Broker, _ instance: String) throws -> BrokerWorker {
+    /// Workers and broker heartbeat every 100 ms but declare each other dead only after 5 s of
+    /// silence: nothing here tests death, and a suite busy on two cores can starve a thread
+    /// for longer than a few heartbeats.
+    static let liveness: UInt64 = 50
+
+    static func startWorker(_ broker: Broker, _ instance: String, gate: Gate? = nil) throws -> BrokerWorker {
         let handler = BasicHandler(service: "query", instance: instance)
         return try BrokerWorker.start(broker: broker.endpoint, service: "query", instance: instance, heartbeatMs: 100,
-                                      logger: .init(label: "sofa-bus-tests")) { request in
-            await handler.handle(request)
+                                      liveness: liveness, logger: .init(label: "sofa-bus-tests")) { request in
+            await gate?.pass(instance)
+            return await handler.handle(request)
         }
     }
 
     static func bindBroker() async throws -> Broker {
-        try await Broker.bind("tcp://127.0.0.1:*", heartbeatMs: 100, logger: .init(label: "sofa-bus-tests"))
+        try await Broker.bind("tcp://127.0.0.1:*", heartbeatMs: 100, liveness: liveness, logger: .init(label: "sofa-bus-tests"))
     }
 
     static func echoReply(_ response: Response) -> (payload: [UInt8], instance: String)? {
@@ -64,14 +71,17 @@ import Testing
     @Test func snapshotShowsTheBusyWorker() async throws {
         let broker = try await Self.bindBroker()
         defer { broker.close() }
-        let a = try Self.startWorker(broker, "A")
+        let gate = Gate()
+        let a = try Self.startWorker(broker, "A", gate: gate)
         _ = await eventually("the worker to join") { broker.snapshot.workers == ["A"] ? true : nil }
 
-        async let slow = broker.submit(Request(operation: echo([7], delayMs: 1000)), timeout: .seconds(20))
+        // The request is held in the worker until the snapshot has been seen.
+        async let held = broker.submit(Request(operation: echo([7])), timeout: .seconds(60))
         let busy = await eventually("the worker to be busy") { broker.snapshot.busy == 1 ? broker.snapshot : nil }
         #expect(busy?.busyWorkers == ["A"])
         #expect(busy?.busyPids == [UInt32(getpid())])
-        #expect(Self.echoReply(await slow)?.instance == "A")
+        gate.open("A")
+        #expect(Self.echoReply(await held)?.instance == "A")
         let idle = await eventually("the worker to be idle") { broker.snapshot.busy == 0 ? true : nil }
         #expect(idle == true)
         await a.close()
@@ -82,18 +92,22 @@ import Testing
     @Test func requestOfAWorkerThatLeavesIsRetriedOnAnother() async throws {
         let broker = try await Self.bindBroker()
         defer { broker.close() }
-        let workers = ["A": try Self.startWorker(broker, "A"), "B": try Self.startWorker(broker, "B")]
+        let gate = Gate()
+        let workers = ["A": try Self.startWorker(broker, "A", gate: gate), "B": try Self.startWorker(broker, "B", gate: gate)]
         _ = await eventually("both workers to join") { broker.snapshot.workers == ["A", "B"] ? true : nil }
 
-        async let slow = broker.submit(Request(operation: echo([5], delayMs: 500)), timeout: .seconds(20))
+        // Whichever worker takes the request holds it until after it has left.
+        async let held = broker.submit(Request(operation: echo([5])), timeout: .seconds(60))
         let busy = await eventually("a worker to take the request") { broker.snapshot.busyWorkers.first }
         let taker = try #require(busy)
-        await workers[taker]!.close()
-        let response = await slow
         let other = taker == "A" ? "B" : "A"
+        gate.open(other)
+        await workers[taker]!.close()
+        let response = await held
         #expect(Self.echoReply(response)?.instance == other, "\(response)")
         #expect(Self.echoReply(response)?.payload == [5])
         #expect(broker.snapshot.workers == [other])
+        gate.open(taker)  // lets the abandoned handler end
         await workers[other]!.close()
     }
 
@@ -125,5 +139,30 @@ import Testing
             return
         }
         #expect(error.is(.shuttingDown), "\(error)")
+    }
+}
+
+/// Holds the requests of a worker until the test opens that worker's gate.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(([], [:]))
+
+    /// Returns once `instance`'s gate is open.
+    func pass(_ instance: String) async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if state.open.contains(instance) { return true }
+                state.waiting[instance, default: []].append(continuation)
+                return false
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func open(_ instance: String) {
+        let waiting = state.withLock { state in
+            state.open.insert(instance)
+            return state.waiting.removeValue(forKey: instance) ?? []
+        }
+        for continuation in waiting { continuation.resume() }
     }
 }
