@@ -25,6 +25,10 @@ public import SofaWire
 ///   that late reply is dropped.
 /// * A frame from an unknown worker (e.g. after the broker restarted) is answered with
 ///   DISCONNECT, which tells the worker to announce itself again.
+/// * READY from a new socket with the instance name and pid of a known worker is that worker
+///   reconnected (it stopped hearing the broker): the old socket is forgotten and the worker
+///   keeps its running jobs, whose replies now come on the new one. (Instance names are unique
+///   per worker; the default one holds the host name and pid.)
 public struct BrokerState: Sendable {
     public struct Job: Sendable {
         public var id: UInt64
@@ -90,14 +94,26 @@ public struct BrokerState: Sendable {
     public mutating func received(_ frame: WorkerFrame, from identity: [UInt8], now: UInt64) -> [Action] {
         self.now = max(self.now, now)
         if frame.kind == .ready {
+            var carried: [Job] = []
             if let old = workers[identity] {
                 // The same socket announced itself again: it lost what it was doing.
                 queue.insert(contentsOf: old.jobs.filter { !$0.abandoned }, at: 0)
             }
-            workers[identity] = Worker(identity: identity, instance: frame.instance, pid: frame.pid, lastSeen: now,
-                                       capacity: max(1, Int(frame.capacity)))
+            if let (oldIdentity, old) = workers.first(where: {
+                $0.key != identity && $0.value.instance == frame.instance && $0.value.pid == frame.pid
+            }) {
+                // The same process on a fresh socket (it stopped hearing the broker and
+                // reconnected): its jobs still run there, and their replies come this way now.
+                carried = old.jobs
+                workers[oldIdentity] = nil
+                idle.removeAll { $0 == oldIdentity }
+            }
+            var worker = Worker(identity: identity, instance: frame.instance, pid: frame.pid, lastSeen: now,
+                                capacity: max(1, Int(frame.capacity)))
+            worker.jobs = carried
+            workers[identity] = worker
             idle.removeAll { $0 == identity }
-            idle.append(identity)
+            if worker.hasRoom { idle.append(identity) }
             return dispatch()
         }
         guard var worker = workers[identity] else {

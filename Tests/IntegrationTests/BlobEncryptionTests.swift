@@ -27,7 +27,7 @@ import Testing
         try await Cluster.with { cluster in
             for (db, key) in try await Self.databases(cluster.client) {
                 for (index, size) in Self.sizes.enumerated() {
-                    let content = pseudoRandom(size, seed: UInt64(100 + index))
+                    let content = pseudoRandomBytes(size, seed: UInt64(100 + index))
                     let info = try await db.putBlob(content)
                     let label = "\(db.name) size \(size)"
                     #expect(info.length == UInt64(size), "\(label)")
@@ -67,7 +67,7 @@ import Testing
     @Test func sixtyFourMebibytesPlainAndEncrypted() async throws {
         try await Cluster.with(clientTimeout: .seconds(60)) { cluster in
             let size = 64 << 20
-            let content = pseudoRandom(size, seed: 64)
+            let content = pseudoRandomBytes(size, seed: 64)
             let file = cluster.directory.appendingPathComponent("in-64m")
             try await writeFile(file, content)
             for (db, key) in [(try await cluster.client.createDatabase("plain"), false),
@@ -99,7 +99,7 @@ import Testing
         try await Cluster.with(clientTimeout: .seconds(20)) { cluster in
             let db = try await cluster.client.createDatabase("secret", password: Self.password)
             let passwordKey = try EncryptionKey(password: Self.password)
-            let content = pseudoRandom(10_000, seed: 5)
+            let content = pseudoRandomBytes(10_000, seed: 5)
             let info = try await db.putBlob(content)
             let keyFile = cluster.directory.appendingPathComponent("data/secret.sofa/Attachments/.sofa-key").path
             let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
@@ -148,7 +148,7 @@ import Testing
     @Test func aWrongKeyIsAClearErrorNeverGarbage() async throws {
         try await Cluster.with(clientTimeout: .seconds(20)) { cluster in
             let db = try await cluster.client.createDatabase("secret", encryptionKey: Self.rawKey)
-            let content = pseudoRandom(5000, seed: 9)
+            let content = pseudoRandomBytes(5000, seed: 9)
             let info = try await db.putBlob(content)
 
             let exists = await #expect(throws: SofaError.self) {
@@ -188,7 +188,7 @@ import Testing
         try await Cluster.with { cluster in
             for db in [try await cluster.client.createDatabase("plain"),
                        try await cluster.client.createDatabase("secret", encryptionKey: Self.rawKey)] {
-                let content = pseudoRandom(3 << 20, seed: 31)
+                let content = pseudoRandomBytes(3 << 20, seed: 31)
                 let info = try await db.putBlob(content)
                 let path = blobFile(cluster, db.name, info.key)
                 var damaged = try await readFile(path)
@@ -227,7 +227,7 @@ import Testing
             }
             #expect(try await !cluster.client.databases().contains("bad"))
 
-            let content = pseudoRandom(4097, seed: 77)
+            let content = pseudoRandomBytes(4097, seed: 77)
             let info = try await cluster.client.database("bypassword").putBlob(content)
             let wrong = try await runSofa(["db", "rekey", "bypassword", "--old-password", "nope", "--key", hex], gateway: gateway)
             #expect(wrong.status != 0)
@@ -254,7 +254,7 @@ import Testing
                                : try await cluster.client.createDatabase("photos")
             var referenced: [(String, [UInt8])] = []
             for index in 0..<40 {
-                let content = pseudoRandom(100 + index * 97, seed: UInt64(1000 + index))
+                let content = pseudoRandomBytes(100 + index * 97, seed: UInt64(1000 + index))
                 let info = try await db.putBlob(content)
                 _ = try await db.put(id: "doc\(index)",
                                      json: #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#)
@@ -371,18 +371,6 @@ private func blobFile(_ cluster: Cluster, _ db: String, _ key: String) -> URL {
 private func ranges(_ size: Int) -> [(Int, Int)] {
     let candidates = [(0, 1), (0, size), (15, 2), (4095, 2), (4090, 12), (4096, 4096), (8191, 3), (1, size), (size, 5)]
     return candidates.filter { $0.0 <= size && $0.1 > 0 }
-}
-
-private func pseudoRandom(_ count: Int, seed: UInt64) -> [UInt8] {
-    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var out = [UInt8](repeating: 0, count: count)
-    for i in 0..<count {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        out[i] = UInt8(truncatingIfNeeded: (state &* 0x2545_F491_4F6C_DD1D) >> 56)
-    }
-    return out
 }
 
 /// `kill -9` of sofa-blob, then waits (with a deadline) for the supervisor's new one to serve.

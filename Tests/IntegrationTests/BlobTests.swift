@@ -297,14 +297,29 @@ import Testing
 // MARK: Helpers
 
 /// Deterministic bytes (xorshift64*), different for each seed.
+///
+/// Eight bytes a step, written through a raw pointer: the tests are built unoptimised, and a
+/// byte-at-a-time `map` over 64 MiB kept a thread of the suite's small cooperative pool busy
+/// for seconds, starving the tests waiting on it.
 func pseudoRandomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    return (0..<count).map { _ in
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return UInt8(truncatingIfNeeded: (state &* 0x2545_F491_4F6C_DD1D) >> 56)
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBytes { raw in
+        var offset = 0
+        while offset < count {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            let word = (state &* 0x2545_F491_4F6C_DD1D).littleEndian
+            if count - offset >= 8 {
+                raw.storeBytes(of: word, toByteOffset: offset, as: UInt64.self)
+            } else {
+                withUnsafeBytes(of: word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: count - offset) }
+            }
+            offset += 8
+        }
     }
+    return bytes
 }
 
 /// The blob key computed by `/usr/bin/sha1sum`, independently of Sofa's own SHA-1 code.

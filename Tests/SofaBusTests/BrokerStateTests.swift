@@ -155,6 +155,35 @@ import Testing
         #expect(state.busyCount == 0)
     }
 
+    /// A worker that reconnects on a fresh socket (same instance, same pid) is one worker, not
+    /// two: the old socket is forgotten and the job it was running completes by the reply that
+    /// now comes on the new socket. A new process under the same name waits for the old
+    /// one's silence to be noticed.
+    @Test func reconnectedWorkerKeepsItsJobs() throws {
+        let a2: [UInt8] = [0, 0xA2]
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(Self.ready("A", pid: 100), from: Self.a, now: 0)
+        #expect(try Self.dispatched(state.submit(Self.job(1), now: 1)).map(\.0) == [Self.a])
+
+        let rejoined = state.received(Self.ready("A", pid: 100), from: a2, now: 50)
+        #expect(try Self.dispatched(rejoined).isEmpty, "the running job is not sent again")
+        #expect(state.workers.keys.sorted { $0.lexicographicallyPrecedes($1) } == [a2])
+        #expect(state.workers[a2]?.jobs.map(\.id) == [1])
+        #expect(try Self.dispatched(state.submit(Self.job(2), now: 60)).isEmpty, "a worker of capacity 1 is busy")
+
+        let done = state.received(Self.reply(.ok(1, .none)), from: a2, now: 70)
+        #expect(Self.completions(done).map(\.0) == [1])
+        #expect(try Self.dispatched(done).map(\.0) == [a2])
+
+        // Another process named A: both are known until the first one's silence is noticed.
+        let other: [UInt8] = [0, 0xA3]
+        _ = state.received(Self.ready("A", pid: 200), from: other, now: 80)
+        #expect(state.workers.count == 2)
+        _ = state.received(Self.heartbeat(), from: other, now: 400)
+        _ = state.tick(now: 400)
+        #expect(state.workers.keys.sorted { $0.lexicographicallyPrecedes($1) } == [other])
+    }
+
     /// A reply naming no job (id 0: the worker could not read the request) is its lone job's.
     @Test func replyNamingNoJobIsTheLoneJobs() throws {
         var state = BrokerState(heartbeatMs: 100, liveness: 3)

@@ -66,7 +66,9 @@ import Testing
         await waitUntilConnected(upstream)
         let slow = await callError(client, echo([1], delayMs: 5000), timeout: .seconds(30))
         #expect(slow?.is(.timeout) == true, "\(String(describing: slow))")
-        #expect(try await client.call(echo([2])) == .echo(payload: [2], instance: "backend"))
+        // The router still forwards (retried: on a busy machine one call may outlast 300 ms too).
+        let after = await eventually("the router to forward after a timeout") { try? await client.call(echo([2])) }
+        #expect(after == .echo(payload: [2], instance: "backend"))
         await backend.close()
         let gone = await callError(client, echo([3]), timeout: .seconds(30))
         #expect(gone?.is(.unavailable) == true, "\(String(describing: gone))")
