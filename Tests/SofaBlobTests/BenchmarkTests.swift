@@ -1,5 +1,6 @@
 import Foundation
 @testable import SofaBlob
+import SofaTestSupport
 import Testing
 
 @Suite struct BenchmarkTests {

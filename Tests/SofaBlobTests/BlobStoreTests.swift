@@ -1,6 +1,7 @@
 import Foundation
 import SofaCore
 @testable import SofaBlob
+import SofaTestSupport
 import Testing
 
 @Suite struct BlobStoreTests {

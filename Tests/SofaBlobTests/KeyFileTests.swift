@@ -2,6 +2,7 @@ import Foundation
 import SofaCore
 import SofaWire
 @testable import SofaBlob
+import SofaTestSupport
 import Testing
 
 /// sofa-blob's key file, and a store opened with the two keys of an interrupted rekey.
@@ -11,10 +12,21 @@ import Testing
         KeyFile(key: nil, next: .some(testKeyA)), KeyFile(key: testKeyB, next: .some(nil)),
     ]
 
-    /// `offPool` bodies run on the blocking executor's threads, not the cooperative pool's.
+    /// `offPool` bodies run on threads of their own, not the cooperative pool's.
     @Test func offPoolLeavesTheCooperativePool() async throws {
-        #expect(!BlockingExecutor.isCurrent)
-        #expect(try await offPool { BlockingExecutor.isCurrent })
+        #expect(!OwnThreadExecutor.isCurrent)
+        #expect(try await offPool { OwnThreadExecutor.isCurrent })
+    }
+
+    /// So does the body of a test with the `.ownThreads` trait, synchronous or not.
+    @Test(.ownThreads) func theTraitLeavesTheCooperativePool() {
+        #expect(OwnThreadExecutor.isCurrent)
+    }
+
+    @Test(.ownThreads) func theTraitKeepsAsyncTestsOffThePoolAcrossAwaits() async {
+        #expect(OwnThreadExecutor.isCurrent)
+        await Task.yield()
+        #expect(OwnThreadExecutor.isCurrent)
     }
 
     /// Each form reads back as written; the file is the owner's alone (0600).

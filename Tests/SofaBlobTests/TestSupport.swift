@@ -115,29 +115,3 @@ func testBytes(seed: UInt64, _ count: Int) -> [UInt8] {
     return random.bytes(count)
 }
 
-/// Runs a test's body, whose blob store calls block on file I/O and fsync, on threads of its own
-/// instead of the cooperative pool. It stays in the test's task (a task executor preference,
-/// not a detached thread), so `#expect` and `Issue.record` inside still belong to the test.
-func offPool<T: Sendable>(_ body: () throws -> T) async throws -> T {
-    try await withTaskExecutorPreference(BlockingExecutor.shared) { try body() }
-}
-
-/// A task executor whose jobs run on a concurrent dispatch queue (threads that may block).
-final class BlockingExecutor: TaskExecutor {
-    static let shared = BlockingExecutor()
-    /// Set in the thread dictionary of a thread while it runs one of its jobs, so a test can tell.
-    static let mark = "sofa.blob-tests.blocking"
-    private let queue = DispatchQueue(label: "sofa.blob-tests.blocking", attributes: .concurrent)
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        queue.async {
-            // Dispatch reuses its worker threads for every queue: mark this one only while it runs the job.
-            Thread.current.threadDictionary[Self.mark] = true
-            job.runSynchronously(on: self.asUnownedTaskExecutor())
-            Thread.current.threadDictionary[Self.mark] = nil
-        }
-    }
-
-    static var isCurrent: Bool { Thread.current.threadDictionary[mark] as? Bool == true }
-}

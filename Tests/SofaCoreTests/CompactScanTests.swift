@@ -1,10 +1,11 @@
 import PropertyBased
+import SofaTestSupport
 import Testing
 @testable import SofaCore
 
 /// `JSON.scanCompactObject` against the tree path: what it accepts it must describe exactly as
 /// `JSON.parse` followed by the writers do, and it must accept what the compact writer writes.
-@Suite struct CompactScanTests {
+@Suite(.ownThreads) struct CompactScanTests {
     // MARK: Tables
 
     /// Compact objects the scan must accept: input, canonical form, "digest" key, top-level "_" key.

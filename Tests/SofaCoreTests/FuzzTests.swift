@@ -1,9 +1,10 @@
+import SofaTestSupport
 import Testing
 @testable import SofaCore
 
 /// 100,000 random byte strings through every parser and decoder: each must throw or give a value
 /// that re-encodes to the same bytes (JSON: whose compact form is a fixed point).
-@Suite struct FuzzTests {
+@Suite(.ownThreads) struct FuzzTests {
     static let iterations = 100_000
 
     /// Alphabets that make a parse get somewhere, plus fully random bytes.

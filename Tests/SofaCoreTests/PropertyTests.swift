@@ -1,8 +1,9 @@
 import PropertyBased
+import SofaTestSupport
 import Testing
 @testable import SofaCore
 
-@Suite struct PropertyTests {
+@Suite(.ownThreads) struct PropertyTests {
     @Test func revIDRoundTrips() async {
         await propertyCheck(count: 500, input: Gens.revID) { rev throws in
             #expect(try RevID.parse(rev.ascii) == rev)
@@ -111,7 +112,7 @@ import Testing
     }
 }
 
-@Suite struct GeneratorCoverageTests {
+@Suite(.ownThreads) struct GeneratorCoverageTests {
     /// The random trees must exercise what the properties are about, or the properties say little.
     @Test func randomTreesCoverTheInterestingShapes() {
         let trees = (0..<300).map { randomTree(seed: UInt64($0)) }

@@ -1,6 +1,7 @@
 import Foundation
 import SofaCore
 import SofaStorage
+import SofaTestSupport
 import Testing
 
 @Suite struct DurabilityTests {
@@ -49,7 +50,7 @@ import Testing
 
 /// One storage per data directory (`storage.lock`, flock). The lock is probed with flock directly,
 /// not with a second StorageEngine (see `secondEngineOnTheSameDirectoryIsRefused`).
-@Suite struct DataDirectoryLockTests {
+@Suite(.ownThreads) struct DataDirectoryLockTests {
     /// Whether another open file description can take the directory's lock now.
     static func lockIsFree(_ directory: URL) -> Bool {
         let fd = open(directory.appendingPathComponent("storage.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)

@@ -1,10 +1,11 @@
 import Foundation
 import SofaCore
 import SofaStorage
+import SofaTestSupport
 import Testing
 
 /// The file format, read with the `sqlite3` command-line shell rather than through the engine.
-@Suite struct LayoutTests {
+@Suite(.ownThreads) struct LayoutTests {
     static let sqlite3 = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     static func query(_ file: String, _ sql: String) throws -> [String] {

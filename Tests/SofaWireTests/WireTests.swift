@@ -1,9 +1,10 @@
 import Foundation
 import SofaCore
 import SofaWire
+import SofaTestSupport
 import Testing
 
-@Suite struct WireTests {
+@Suite(.ownThreads) struct WireTests {
     static let requests: [Request] = [
         Request(id: 1, database: "", deadline: 0, operation: .health(service: "")),
         Request(id: 2, database: "", deadline: 17, operation: .health(service: "storage")),
