@@ -47,6 +47,9 @@ let package = Package(
         // The allocator's settings of each Sofa executable (a constructor, run before main)
         .target(name: "CSofaMalloc", path: "Shared/CSofaMalloc"),
 
+        // posix_spawn of a child that inherits no descriptor (the supervisor's services)
+        .target(name: "CSofaSpawn", path: "Shared/CSofaSpawn"),
+
         // Shared libraries
         .target(name: "SofaCore", dependencies: ["COpenSSL"], path: "Shared/SofaCore",
                 swiftSettings: settings),
@@ -75,7 +78,7 @@ let package = Package(
                 swiftSettings: settings),
         .target(name: "SofaCLI",
                 dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "SofaQuery", "SofaQL", "CZeroMQ",
-                               "CSQLite",
+                               "CSQLite", "CSofaSpawn",
                                argumentParser, log],
                 path: "Services/CLI/Lib", swiftSettings: settings),
 

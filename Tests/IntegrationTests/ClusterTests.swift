@@ -153,6 +153,31 @@ import Testing
         }
     }
 
+    /// The supervisor's children hold none of its descriptors, even one not marked close-on-exec:
+    /// only stdin (/dev/null), and stdout and stderr (its log pipe), then their own. A descriptor
+    /// leaked into a long-lived child kept another child's death from being seen.
+    @Test func childrenInheritNoDescriptor() async throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let fm = FileManager.default
+        let leaked = try [fds[0], fds[1]].map { try fm.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+        try await Cluster.with { cluster in
+            for name in cluster.supervisor.childNames {
+                let pid = try #require(cluster.supervisor.pid(of: name))
+                let folder = "/proc/\(pid)/fd"
+                let links = try fm.contentsOfDirectory(atPath: folder).reduce(into: [Int: String]()) { links, fd in
+                    links[Int(fd) ?? -1] = try? fm.destinationOfSymbolicLink(atPath: "\(folder)/\(fd)")
+                }
+                #expect(links[0] == "/dev/null", "\(name): stdin is \(links[0] ?? "closed")")
+                #expect(links[1] != nil && links[1] == links[2] && links[1]?.hasPrefix("pipe:") == true, "\(name): \(links)")
+                for target in leaked {
+                    #expect(!links.values.contains(target), "\(name) holds the test's \(target)")
+                }
+            }
+        }
+    }
+
     /// Each executable sets its allocator up before main, by its name: the two that stream blob
     /// chunks for large buffers, the others generally. Each says which when ready.
     @Test func everyServiceLogsItsAllocatorProfile() async throws {

@@ -32,7 +32,7 @@ public final class Supervisor: Sendable {
         var name: String
         var executable: String
         var environment: [String: String]
-        var process: Process?
+        var process: ChildProcess?
         var startedAt = ContinuousClock.now
         var backoffMs = 100
         var restarts = 0
@@ -108,7 +108,7 @@ public final class Supervisor: Sendable {
 
     /// The pid of a child now (it changes when the child is restarted).
     public func pid(of name: String) -> Int32? {
-        children.withLock { $0[name]?.process.map { $0.processIdentifier } }
+        children.withLock { $0[name]?.process?.pid }
     }
 
     public func restartCount(of name: String) -> Int { children.withLock { $0[name]?.restarts ?? 0 } }
@@ -148,77 +148,33 @@ public final class Supervisor: Sendable {
     public func stop(grace: Duration = .seconds(10)) async {
         stopping.withLock { $0 = true }
         let processes = children.withLock { $0.values.compactMap(\.process) }
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for process in processes where process.isRunning { kill(process.pid, SIGTERM) }
         let deadline = ContinuousClock.now + grace
         while processes.contains(where: \.isRunning) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        // Wait for the kills to be seen, without `waitUntilExit` (it spins a run loop on the
-        // calling thread, which here is one of the few threads of the cooperative pool) and not
-        // forever: a child whose end Foundation misses must not hang the stop.
+        for process in processes where process.isRunning { kill(process.pid, SIGKILL) }
+        // Each child's waiter reaps it as soon as it dies; a SIGKILL cannot be refused.
         let killed = ContinuousClock.now + .seconds(10)
-        while processes.contains(where: { $0.isRunning && Self.alive($0.processIdentifier) }) && ContinuousClock.now < killed {
+        while processes.contains(where: \.isRunning) && ContinuousClock.now < killed {
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
 
-    /// Whether `pid` is a live process (not gone, not a zombie waiting to be reaped).
-    static func alive(_ pid: Int32) -> Bool {
-        guard kill(pid, 0) == 0 else { return errno != ESRCH }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
-        // The state follows the command name in parentheses: "pid (comm) S …".
-        return stat[stat.index(after: close)...].dropFirst().first != "Z"
-    }
-
     private func launch(_ name: String) throws(SofaError) {
         guard let child = children.withLock({ $0[name] }) else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: child.executable)
-        process.environment = child.environment
-        process.arguments = []
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
         let prefix = "[\(name)] "
         let log = self.log
-        // A thread of its own reads the child's output until EOF (blocking reads, no dispatch
-        // source: a readability handler torn down while its descriptor closes can crash libdispatch).
-        let reading = output.fileHandleForReading
-        let reader = Thread {
-            var buffer: [UInt8] = []
-            while true {
-                let data = reading.availableData
-                if data.isEmpty { break }
-                buffer.append(contentsOf: data)
-                while let newline = buffer.firstIndex(of: 10) {
-                    log(prefix + String(decoding: buffer[..<newline], as: UTF8.self))
-                    buffer.removeSubrange(...newline)
-                }
-            }
-            if !buffer.isEmpty { log(prefix + String(decoding: buffer, as: UTF8.self)) }
-            try? reading.close()
-        }
-        reader.name = "log-\(name)"
-        process.terminationHandler = { [weak self] finished in
-            self?.childExited(name, process: finished)
-        }
-        do {
-            try process.run()
-        } catch {
-            throw SofaError(.cantOpenFile, "cannot start \(child.executable): \(error.localizedDescription)")
-        }
-        // Our copy of the pipe's write end must go, or the reader never sees EOF.
-        try? output.fileHandleForWriting.close()
-        reader.start()
+        let process = try ChildProcess.start(child.executable, environment: child.environment)
         children.withLock {
             $0[name]?.process = process
             $0[name]?.startedAt = .now
         }
+        process.watch(name: name, line: { log(prefix + $0) },
+                      exited: { [weak self] process, how in self?.childExited(name, process: process, how) })
     }
 
-    private func childExited(_ name: String, process: Process) {
+    private func childExited(_ name: String, process: ChildProcess, _ how: ChildProcess.Termination) {
         guard !stopping.withLock({ $0 }) else { return }
         let delay: Int = children.withLock { children in
             guard var child = children[name], child.process === process else { return -1 }
@@ -230,8 +186,7 @@ public final class Supervisor: Sendable {
             return delay
         }
         guard delay >= 0 else { return }
-        let how = process.terminationReason == .uncaughtSignal ? "killed by signal" : "exited with status"
-        log("[supervisor] \(name) \(how) \(process.terminationStatus); restarting in \(delay) ms")
+        log("[supervisor] \(name) \(how.description); restarting in \(delay) ms")
         Task {
             try? await Task.sleep(for: .milliseconds(delay))
             guard !self.stopping.withLock({ $0 }) else { return }
