@@ -18,13 +18,13 @@ import Testing
     static let killAt = [5_000, 12_000]
 
     @Test func twentyThousandWritesSurviveTwoStorageCrashes() async throws {
-        try await Cluster.with(clientTimeout: .seconds(5)) { cluster in
+        try await Cluster.with(clientTimeout: .seconds(10)) { cluster in
             _ = try await cluster.client.createDatabase("load")
             let ledger = Ledger()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<8 {
                     group.addTask {
-                        let client = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(5))
+                        let client = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(10))
                         defer { client.close() }
                         let db = client.database("load")
                         for index in stride(from: lane, to: Self.total, by: 8) {

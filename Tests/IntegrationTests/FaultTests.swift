@@ -19,7 +19,7 @@ import Testing
     /// restarts storage; each writer retries until its document is in; and every acknowledged
     /// write is there afterwards with the acknowledged revision.
     @Test func acknowledgedWritesSurviveKillingStorage() async throws {
-        try await Cluster.with(clientTimeout: .seconds(5)) { cluster in
+        try await Cluster.with(clientTimeout: .seconds(10)) { cluster in
             let db = try await cluster.client.createDatabase("crash")
             let storagePid = try #require(cluster.supervisor.pid(of: "storage"))
             let ledger = Ledger()
@@ -42,7 +42,7 @@ import Testing
             #expect(!failures.isEmpty, "no call happened during the outage")
             for failure in failures {
                 #expect([.unavailable, .timeout, .shuttingDown].contains(failure.code), "unclear failure \(String(describing: failure.code))")
-                #expect(failure.seconds < 10, "a call hung for \(failure.seconds) s")
+                #expect(failure.seconds < 30, "a call hung for \(failure.seconds) s")
             }
             let acknowledged = ledger.acknowledged.withLock { $0 }
             #expect(acknowledged.count == 1000)
@@ -185,14 +185,14 @@ extension FaultTests {
 /// it, and the same client connection works again without being re-created.
 @Suite(.serialized) struct GatewayFaultTests {
     @Test func clientsRideOutAGatewayCrash() async throws {
-        try await Cluster.with(clientTimeout: .seconds(3)) { cluster in
+        try await Cluster.with(clientTimeout: .seconds(10)) { cluster in
             let client = cluster.client
             let db = try await client.createDatabase("gw")
             let before = try await db.put(id: "before", json: #"{"ok":true}"#)
             let pid = try #require(cluster.supervisor.pid(of: "gateway"))
             kill(pid, SIGKILL)
             // While it is down (or until it is back): every failure is a clear one, never a hang.
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(60)
             var failures: [SofaError.Code?] = []
             var after: DocumentRevision?
             while after == nil && ContinuousClock.now < deadline {
@@ -203,7 +203,7 @@ extension FaultTests {
                     after = DocumentRevision(id: "after", rev: try await db.get(id: "after").rev, sequence: 0)
                 } catch {
                     failures.append(error.sofaCode)
-                    #expect(ContinuousClock.now - started < .seconds(15), "a call hung")  // its timeout is 3 s
+                    #expect(ContinuousClock.now - started < .seconds(30), "a call hung")  // its timeout is 10 s
                     if (try? await client.health()) == nil { await Task.yield() }
                 }
             }

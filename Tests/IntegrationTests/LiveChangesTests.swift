@@ -96,7 +96,7 @@ import Testing
     /// The feed rides out a storage crash: it keeps polling while storage is down and delivers
     /// what is committed after the restart.
     @Test func feedSurvivesAStorageCrash() async throws {
-        try await Cluster.with(clientTimeout: .seconds(5)) { cluster in
+        try await Cluster.with(clientTimeout: .seconds(10)) { cluster in
             let db = try await cluster.client.createDatabase("crashfeed")
             try await db.put(id: "before", json: "{}")
             var iterator = db.liveChanges(since: 0, pollMs: 1000).makeAsyncIterator()
