@@ -68,6 +68,52 @@ import Testing
         }
     }
 
+    /// LiteCore's compaction sequence, at full speed: a blob goes at the first compaction after
+    /// the last kept revision referencing it is gone, however recently it was uploaded; one that
+    /// two documents reference stays until both are deleted; a CouchDB-style `_attachments`
+    /// reference (one blob under three names) counts as well.
+    @Test func compactionRemovesABlobOnceItsLastReferenceIsGone() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("compact")
+            let contents = ["This is the first attachment", "This is the second attachment", "This is the third attachment"]
+            var keys: [String] = []
+            for content in contents { keys.append(try await db.putBlob(Array(content.utf8)).key) }
+            func exists(_ index: Int) -> Bool { FileManager.default.fileExists(atPath: Self.blobFile(cluster, "compact", keys[index])) }
+
+            let doc1 = try await db.put(id: "doc001", json: Self.photo(keys[0], contents[0].utf8.count))
+            let doc2 = try await db.put(id: "doc002", json: Self.photo(keys[1], contents[1].utf8.count))
+            let doc4 = try await db.put(id: "doc004", json: Self.photo(keys[1], contents[1].utf8.count))
+            let stubs = ["att1.txt", "att2.txt", "att3.txt"].map {
+                #""\#($0)":{"content_type":"text/plain","digest":"\#(keys[2])","length":\#(contents[2].utf8.count),"revpos":1,"stub":true}"#
+            }
+            let doc3 = try await db.put(id: "doc003", json: #"{"_attachments":{\#(stubs.joined(separator: ","))}}"#)
+
+            try await db.compact()
+            #expect(exists(0) && exists(1) && exists(2))
+
+            _ = try await db.delete(id: "doc001", rev: doc1.rev)
+            try await db.compact()
+            #expect(!exists(0))
+            #expect(exists(1) && exists(2))
+            let gone = await #expect(throws: SofaError.self) { _ = try await db.blob(keys[0]) }
+            #expect(gone?.is(.notFound) == true, "\(String(describing: gone))")
+
+            _ = try await db.delete(id: "doc002", rev: doc2.rev)
+            try await db.compact()
+            #expect(exists(1), "doc004 still references it")
+            #expect(exists(2))
+
+            _ = try await db.delete(id: "doc004", rev: doc4.rev)
+            try await db.compact()
+            #expect(!exists(1))
+            #expect(exists(2))
+
+            _ = try await db.delete(id: "doc003", rev: doc3.rev)
+            try await db.compact()
+            #expect(!exists(2))
+        }
+    }
+
     /// A blob uploaded moments ago that nothing references yet survives compaction.
     @Test func recentUnreferencedBlobSurvivesCompaction() async throws {
         try await Cluster.with { cluster in

@@ -125,7 +125,7 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
     }
 
     @Test(arguments: [Versioning.revisionTrees, .versionVectors])
-    func compactionDeletesOnlyOldUnreferencedBlobs(_ versioning: Versioning) async throws {
+    func compactionDeletesUnreferencedBlobsButFreshUploads(_ versioning: Versioning) async throws {
         try await withEngine { engine in
             try await engine.createDatabase("db", versioning: versioning)
             let db = try await engine.database("db")
@@ -136,6 +136,7 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             let oldUnreferenced = try storeBlob(db, digest(4), age: hour)
             let oncereferenced = try storeBlob(db, digest(5), age: hour)
             let recentUnreferenced = try storeBlob(db, digest(6))
+            let recentOnceReferenced = try storeBlob(db, digest(7))
             let other = db.attachmentsDirectory.appendingPathComponent("incoming-upload.tmp").path
             #expect(FileManager.default.createFile(atPath: other, contents: Data()))
             try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-hour)], ofItemAtPath: other)
@@ -153,9 +154,12 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             // Referenced, then the document deleted.
             let gone = try await db.write(put("gone", try blob(5)))
             _ = try await db.write(put("gone", [:], parent: gone.rev, deleted: true))
+            // The same for a blob uploaded moments ago: once referenced, it has no grace period.
+            let goneToo = try await db.write(put("goneToo", try blob(7)))
+            _ = try await db.write(put("goneToo", [:], parent: goneToo.rev, deleted: true))
 
             let outcome = try await db.compactWithBlobs()
-            #expect(outcome.blobsRemoved == 2)
+            #expect(outcome.blobsRemoved == 3)
             let fm = FileManager.default
             #expect(fm.fileExists(atPath: referenced))
             #expect(fm.fileExists(atPath: inOtherCollection))
@@ -165,6 +169,7 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             #expect(fm.fileExists(atPath: other), "files that are not blobs are not compaction's business")
             // Compaction drops the body of the deleted document's old revision first.
             #expect(!fm.fileExists(atPath: oncereferenced))
+            #expect(!fm.fileExists(atPath: recentOnceReferenced), "a blob once referenced is no upload waiting for its document")
         }
     }
 }

@@ -176,6 +176,7 @@ extension Transaction {
                 return .failure(.notFound("document '\(id)' references blob \(reference) which is not in database '\(store.name)'; upload it first"))
             }
         }
+        store.claimedBlobs.withLock { $0.formUnion(references) }
         return .success(!references.isEmpty)
     }
 
@@ -216,15 +217,17 @@ extension Transaction {
 }
 
 extension DatabaseStore {
-    /// How old an unreferenced blob file must be before compaction deletes it.
+    /// How long a blob file that no document has referenced yet is kept by compaction.
     static let blobGracePeriod: TimeInterval = 60
 
     /// Deletes every `.blob` file of `Attachments/` that no kept revision references. Runs in the
     /// writer's transaction, so no write can add a reference between the scan and the deletions.
     /// Crash-safe by construction: only unreferenced files are ever deleted, one at a time.
     ///
-    /// A file modified in the last `blobGracePeriod` seconds is kept even when unreferenced: it
-    /// may be an upload that has just finished, whose document is not written yet.
+    /// The one exception is a fresh upload: a file modified in the last `blobGracePeriod` seconds
+    /// that no revision has referenced since this process started (it is not in `claimedBlobs`)
+    /// may be waiting for the document that will reference it, and is kept. A blob that was
+    /// referenced and no longer is goes at once, however recent.
     func removeUnreferencedBlobs(_ tx: Transaction, now: Date = Date()) throws(SofaError) -> Int {
         let folder = attachmentsDirectory
         let names: [String]
@@ -234,14 +237,23 @@ extension DatabaseStore {
             return 0   // no Attachments folder: no blob was ever stored
         }
         let referenced = try tx.referencedBlobs()
+        let claimed = claimedBlobs.withLock { claimed in
+            claimed.formUnion(referenced)
+            return claimed
+        }
         var removed = 0
         for name in names {
             guard let reference = BlobReference(fileName: name), !referenced.contains(reference) else { continue }
             let path = folder.appendingPathComponent(name).path
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                  let modified = attributes[.modificationDate] as? Date,
-                  now.timeIntervalSince(modified) >= Self.blobGracePeriod else { continue }
-            if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
+            if !claimed.contains(reference) {
+                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                      let modified = attributes[.modificationDate] as? Date,
+                      now.timeIntervalSince(modified) >= Self.blobGracePeriod else { continue }
+            }
+            if (try? FileManager.default.removeItem(atPath: path)) != nil {
+                removed += 1
+                _ = claimedBlobs.withLock { $0.remove(reference) }
+            }
         }
         return removed
     }
