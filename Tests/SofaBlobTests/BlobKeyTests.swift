@@ -9,6 +9,9 @@ import Testing
         ("This is a blob to store in the store!", "sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E=", "QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob"),
         ("", "sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", "2jmj7l5rSw0yVb_vlWAYkK_YBwk=.blob"),
         ("hello", "sha1-qvTGHdzF6KLavt4PO0gs2a6pQ00=", "qvTGHdzF6KLavt4PO0gs2a6pQ00=.blob"),
+        // 1,000 lines "This is line 000.\n" … "This is line 999.\n" (18,000 bytes), as LiteCore streams them.
+        ((0..<1000).map { "This is line \(String(repeating: "0", count: 3 - String($0).count))\($0).\n" }.joined(),
+         "sha1-0htkjBHcrTyIk9K8e1zZq47yWxw=", "0htkjBHcrTyIk9K8e1zZq47yWxw=.blob"),
     ]
 
     @Test(arguments: valid)
@@ -19,6 +22,13 @@ import Testing
         #expect(parsed.fileName == fileName)
         #expect(BlobKey(fileName: fileName) == parsed)
         #expect(BlobKey.tryParse(key) == parsed)
+    }
+
+    /// The text of a digest of twenty 0x55 bytes, both ways.
+    @Test func digestOfRepeatedBytes() throws {
+        let key = BlobKey(digest: [UInt8](repeating: 0x55, count: 20))
+        #expect(key.description == "sha1-VVVVVVVVVVVVVVVVVVVVVVVVVVU=")
+        #expect(try BlobKey.parse("sha1-VVVVVVVVVVVVVVVVVVVVVVVVVVU=") == key)
     }
 
     @Test func digestBytes() throws {
@@ -39,6 +49,7 @@ import Testing
         "sha1-../../../../../../../etc/pa=", "sha1-..%2F..%2F..%2Fetc%2Fpasswd=",
         "sha1-/etc/passwd/etc/passwd/etc/pa=", "sha1-QneWo5IYIQ0Zr\\CG0hXPGC6jy7E=",
         "sha1-427796a39218210d19adb086d215cf182ea3cbb1",
+        "rot13-xxxx", "sha1-VVVVVVVVVVVVVVVVVVVVVV", "sha1-VVVVVVVVVVVVVVVVVVVVVVVVVVVVVVU",
     ]
 
     @Test(arguments: invalid)
