@@ -83,7 +83,10 @@ public struct Database: DocumentStore {
         return info
     }
 
-    /// Prunes revision trees, drops bodies of old revisions and reclaims space.
+    /// Prunes revision trees, drops bodies of old revisions, deletes every blob that no revision
+    /// still kept references (an upload whose document is not saved yet included: save that
+    /// document and it is refused with `.notFound` until the blob is uploaded again) and
+    /// reclaims space.
     public func compact() async throws(SofaError) {
         _ = try await client.call(.compact, database: name)
     }

@@ -48,11 +48,9 @@ import Testing
             }
             #expect(bad?.is(.invalidParameter) == true, "\(String(describing: bad))")
 
-            // Back-date the blob past compaction's grace period for recent uploads: still
-            // referenced, so compaction keeps it and it still reads back.
+            // Still referenced: compaction keeps it and it still reads back.
             let file = Self.blobFile(cluster, "photos", info.key)
             #expect(FileManager.default.fileExists(atPath: file))
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: file)
             try await db.compact()
             #expect(FileManager.default.fileExists(atPath: file))
             #expect(try await db.blob(info.key) == content)
@@ -114,14 +112,26 @@ import Testing
         }
     }
 
-    /// A blob uploaded moments ago that nothing references yet survives compaction.
-    @Test func recentUnreferencedBlobSurvivesCompaction() async throws {
+    /// An upload no document references yet is unreferenced: compaction deletes it, and a document
+    /// saved afterwards that references it is refused with a clear error until it is uploaded again.
+    @Test func anUnreferencedUploadGoesAtTheNextCompaction() async throws {
         try await Cluster.with { cluster in
             let db = try await cluster.client.createDatabase("photos")
-            let info = try await db.putBlob(Array("fresh upload".utf8))
+            let content = Array("fresh upload".utf8)
+            let kept = try await db.putBlob(Array("referenced".utf8))
+            _ = try await db.put(id: "kept", json: Self.photo(kept.key, 10))
+            let info = try await db.putBlob(content)
             try await db.compact()
-            #expect(FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", info.key)))
-            _ = try await db.put(id: "later", json: Self.photo(info.key, 12))
+            #expect(!FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", info.key)))
+            #expect(FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", kept.key)))
+            let refused = await #expect(throws: SofaError.self) {
+                _ = try await db.put(id: "later", json: Self.photo(info.key, content.count))
+            }
+            #expect(refused?.is(.notFound) == true, "\(String(describing: refused))")
+            #expect(refused?.message.contains("upload it first") == true, "\(String(describing: refused))")
+            _ = try await db.putBlob(content)
+            _ = try await db.put(id: "later", json: Self.photo(info.key, content.count))
+            #expect(try await db.blob(info.key) == content)
         }
     }
 }

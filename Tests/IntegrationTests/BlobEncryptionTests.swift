@@ -272,11 +272,6 @@ import Testing
                     let name = sha1Base64(content).replacingOccurrences(of: "/", with: "_") + ".blob"
                     FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: Data(content))
                 }
-                // Past compaction's grace period for fresh uploads, so all are candidates.
-                let old = Date().addingTimeInterval(-3600)
-                for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".blob") {
-                    try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: folder.appendingPathComponent(name).path)
-                }
             }
             let total = referenced.count + unreferenced
             let storagePid = try #require(cluster.supervisor.pid(of: "storage"))

@@ -29,6 +29,32 @@ import Testing
         }
     }
 
+    /// A blob the target lost after it was copied (its only document deleted there, then a
+    /// compaction) is copied again when a later document references it, and that document is
+    /// written, not refused.
+    @Test func aBlobTheTargetCompactedAwayIsCopiedAgain() async throws {
+        try await suite.withTwoClusters { a, b in
+            let dbA = try await a.client.createDatabase("pics")
+            let dbB = try await b.client.createDatabase("pics")
+            let content = Array("a photo that comes back".utf8)
+            let info = try await dbA.putBlob(content)
+            let photo = #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#
+            _ = try await dbA.put(id: "cat", json: photo)
+            let handle = try await a.client.replicate(from: "pics", to: suite.remote(b, "pics"), mode: .continuous)
+            try await waitUntil("cat on B", in: dbB, timeout: .seconds(60)) { (try? await dbB.get(id: "cat")) != nil }
+
+            _ = try await dbB.delete(id: "cat", rev: try await dbB.get(id: "cat").rev)
+            try await dbB.compact()
+            let lost = await #expect(throws: SofaError.self) { _ = try await dbB.blob(info.key) }
+            #expect(lost?.is(.notFound) == true, "\(String(describing: lost))")
+
+            _ = try await dbA.put(id: "dog", json: photo)
+            try await waitUntil("dog on B", in: dbB, timeout: .seconds(60)) { (try? await dbB.get(id: "dog")) != nil }
+            #expect(try await dbB.blob(info.key) == content)
+            try await handle.stop()
+        }
+    }
+
     @Test func versionVectorDatabasesReplicateBothWays() async throws {
         try await suite.withTwoClusters { a, b in
             let dbA = try await a.client.createDatabase("vv", versioning: .versionVectors)

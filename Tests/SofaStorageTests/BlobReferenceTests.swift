@@ -7,18 +7,14 @@ import Testing
 /// A well-formed digest of 20 bytes all equal to `byte` (0xFF gives one with `/` in it).
 private func digest(_ byte: UInt8) -> String { "sha1-" + Data(repeating: byte, count: 20).base64EncodedString() }
 
-/// Creates the blob file for `digest` in the database's Attachments folder, as sofa-blob would,
-/// optionally with an old modification time.
+/// Creates the blob file for `digest` in the database's Attachments folder, as sofa-blob would.
 @discardableResult
-private func storeBlob(_ db: DatabaseStore, _ digest: String, age: TimeInterval = 0) throws -> String {
+private func storeBlob(_ db: DatabaseStore, _ digest: String) throws -> String {
     let folder = db.attachmentsDirectory
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let name = try #require(BlobReference.tryParse(digest)).fileName
     let path = folder.appendingPathComponent(name).path
     #expect(FileManager.default.createFile(atPath: path, contents: Data("content".utf8)))
-    if age > 0 {
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: path)
-    }
     return path
 }
 
@@ -125,21 +121,17 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
     }
 
     @Test(arguments: [Versioning.revisionTrees, .versionVectors])
-    func compactionDeletesUnreferencedBlobsButFreshUploads(_ versioning: Versioning) async throws {
+    func compactionDeletesEveryUnreferencedBlob(_ versioning: Versioning) async throws {
         try await withEngine { engine in
             try await engine.createDatabase("db", versioning: versioning)
             let db = try await engine.database("db")
-            let hour: TimeInterval = 3600
-            let referenced = try storeBlob(db, digest(1), age: hour)
-            let inOtherCollection = try storeBlob(db, digest(2), age: hour)
-            let inConflict = try storeBlob(db, digest(3), age: hour)
-            let oldUnreferenced = try storeBlob(db, digest(4), age: hour)
-            let oncereferenced = try storeBlob(db, digest(5), age: hour)
-            let recentUnreferenced = try storeBlob(db, digest(6))
-            let recentOnceReferenced = try storeBlob(db, digest(7))
+            let referenced = try storeBlob(db, digest(1))
+            let inOtherCollection = try storeBlob(db, digest(2))
+            let inConflict = try storeBlob(db, digest(3))
+            let unreferenced = try storeBlob(db, digest(4))
+            let onceReferenced = try storeBlob(db, digest(5))
             let other = db.attachmentsDirectory.appendingPathComponent("incoming-upload.tmp").path
             #expect(FileManager.default.createFile(atPath: other, contents: Data()))
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-hour)], ofItemAtPath: other)
 
             func blob(_ n: UInt8) throws -> JSON { try json(#"{"f":{"@type":"blob","digest":"\#(digest(n))"}}"#) }
             _ = try await db.write(put("keep", try blob(1)))
@@ -154,22 +146,17 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             // Referenced, then the document deleted.
             let gone = try await db.write(put("gone", try blob(5)))
             _ = try await db.write(put("gone", [:], parent: gone.rev, deleted: true))
-            // The same for a blob uploaded moments ago: once referenced, it has no grace period.
-            let goneToo = try await db.write(put("goneToo", try blob(7)))
-            _ = try await db.write(put("goneToo", [:], parent: goneToo.rev, deleted: true))
 
             let outcome = try await db.compactWithBlobs()
-            #expect(outcome.blobsRemoved == 3)
+            #expect(outcome.blobsRemoved == 2)
             let fm = FileManager.default
             #expect(fm.fileExists(atPath: referenced))
             #expect(fm.fileExists(atPath: inOtherCollection))
             #expect(fm.fileExists(atPath: inConflict))
-            #expect(!fm.fileExists(atPath: oldUnreferenced))
-            #expect(fm.fileExists(atPath: recentUnreferenced), "recent files may be uploads not yet referenced")
+            #expect(!fm.fileExists(atPath: unreferenced), "unreferenced, however recent")
             #expect(fm.fileExists(atPath: other), "files that are not blobs are not compaction's business")
             // Compaction drops the body of the deleted document's old revision first.
-            #expect(!fm.fileExists(atPath: oncereferenced))
-            #expect(!fm.fileExists(atPath: recentOnceReferenced), "a blob once referenced is no upload waiting for its document")
+            #expect(!fm.fileExists(atPath: onceReferenced))
         }
     }
 }

@@ -77,7 +77,8 @@ extension Replication {
         revisions += try await fetch(toFetch, from: from, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
         await registry.update(plan.id) { $0.revisionsSent += UInt64(revisions.count) }
-        let results = try await into.bulk(revisions.map { .insert($0) })
+        var results = try await into.bulk(revisions.map { .insert($0) })
+        results = try await retryMissingBlobs(revisions, results, from: source, to: target, into: into)
         var conflicted: [String] = []
         for result in results {
             if let error = result.error {
@@ -182,6 +183,32 @@ extension Replication {
             await registry.blobCopied(plan.id, digest)
         }
         return copied
+    }
+
+    /// Writes again the revisions the target refused because a blob they reference is not there
+    /// (a compaction on the target deleted it between its copy and the write: until the
+    /// revision is written nothing references it), copying their blobs again first; up to two
+    /// more times. Answers the results with those of the retries in place.
+    func retryMissingBlobs(_ revisions: [RevisionInsert], _ results: [BulkItemResult], from source: Database,
+                           to target: Database, into: any DocumentStore) async throws(SofaError) -> [BulkItemResult] {
+        guard results.count == revisions.count else { return results }
+        var results = results
+        for _ in 0..<2 {
+            let refused = results.indices.filter { index in
+                guard let error = results[index].error, error.is(.notFound), !revisions[index].deleted else { return false }
+                return !BlobDigests.find(in: revisions[index].body).isEmpty
+            }
+            guard !refused.isEmpty else { break }
+            let again = refused.map { revisions[$0] }
+            for digest in Set(again.flatMap { BlobDigests.find(in: $0.body) }).sorted() {
+                await registry.forgetBlob(plan.id, digest)
+            }
+            _ = try await copyBlobs(again, from: source, to: target)
+            let retried = try await into.bulk(again.map { .insert($0) })
+            guard retried.count == refused.count else { break }
+            for (index, result) in zip(refused, retried) { results[index] = result }
+        }
+        return results
     }
 
     /// Closes every other leaf of `id` in favour of the deletion `deletion`; answers how many

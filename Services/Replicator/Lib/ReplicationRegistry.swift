@@ -91,4 +91,6 @@ actor ReplicationRegistry {
 
     func needsBlob(_ id: String, _ digest: String) -> Bool { !(blobs[id]?.contains(digest) ?? false) }
     func blobCopied(_ id: String, _ digest: String) { blobs[id, default: []].insert(digest) }
+    /// The target may have lost it since (a compaction there deletes a blob nothing references).
+    func forgetBlob(_ id: String, _ digest: String) { blobs[id]?.remove(digest) }
 }

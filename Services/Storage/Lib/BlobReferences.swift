@@ -176,7 +176,6 @@ extension Transaction {
                 return .failure(.notFound("document '\(id)' references blob \(reference) which is not in database '\(store.name)'; upload it first"))
             }
         }
-        store.claimedBlobs.withLock { $0.formUnion(references) }
         return .success(!references.isEmpty)
     }
 
@@ -217,18 +216,13 @@ extension Transaction {
 }
 
 extension DatabaseStore {
-    /// How long a blob file that no document has referenced yet is kept by compaction.
-    static let blobGracePeriod: TimeInterval = 60
-
-    /// Deletes every `.blob` file of `Attachments/` that no kept revision references. Runs in the
-    /// writer's transaction, so no write can add a reference between the scan and the deletions.
-    /// Crash-safe by construction: only unreferenced files are ever deleted, one at a time.
-    ///
-    /// The one exception is a fresh upload: a file modified in the last `blobGracePeriod` seconds
-    /// that no revision has referenced since this process started (it is not in `claimedBlobs`)
-    /// may be waiting for the document that will reference it, and is kept. A blob that was
-    /// referenced and no longer is goes at once, however recent.
-    func removeUnreferencedBlobs(_ tx: Transaction, now: Date = Date()) throws(SofaError) -> Int {
+    /// Deletes every `.blob` file of `Attachments/` that no kept revision references, however
+    /// recent (as LiteCore's compaction does: an upload whose document is not saved yet goes too,
+    /// and saving that document afterwards is refused with `.notFound` — upload it again). Runs in
+    /// the writer's transaction, so no write can add a reference between the scan and the
+    /// deletions. Crash-safe by construction: only unreferenced files are ever deleted, one at a
+    /// time; uploads in progress are temporary files, which are not compaction's business.
+    func removeUnreferencedBlobs(_ tx: Transaction) throws(SofaError) -> Int {
         let folder = attachmentsDirectory
         let names: [String]
         do {
@@ -237,23 +231,10 @@ extension DatabaseStore {
             return 0   // no Attachments folder: no blob was ever stored
         }
         let referenced = try tx.referencedBlobs()
-        let claimed = claimedBlobs.withLock { claimed in
-            claimed.formUnion(referenced)
-            return claimed
-        }
         var removed = 0
         for name in names {
             guard let reference = BlobReference(fileName: name), !referenced.contains(reference) else { continue }
-            let path = folder.appendingPathComponent(name).path
-            if !claimed.contains(reference) {
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                      let modified = attributes[.modificationDate] as? Date,
-                      now.timeIntervalSince(modified) >= Self.blobGracePeriod else { continue }
-            }
-            if (try? FileManager.default.removeItem(atPath: path)) != nil {
-                removed += 1
-                _ = claimedBlobs.withLock { $0.remove(reference) }
-            }
+            if (try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))) != nil { removed += 1 }
         }
         return removed
     }

@@ -33,10 +33,6 @@ public final class DatabaseStore: Sendable {
     let onCommit: (@Sendable (CommittedChanges) -> Void)?
     /// Bumped by every new schedule of the purge of expired documents (see `rescheduleExpiry`).
     let expiryGeneration = Mutex<UInt64>(0)
-    /// Blobs a revision written by this process, or a compaction, has found referenced: they are
-    /// no longer fresh uploads waiting for their document, so compaction gives them no grace
-    /// period (see `removeUnreferencedBlobs`). Deleted blobs leave it.
-    let claimedBlobs = Mutex<Set<BlobReference>>([])
 
     enum CollectionState: Sendable { case live, deleted }
 
