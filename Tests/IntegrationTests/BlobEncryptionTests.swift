@@ -6,7 +6,7 @@ import Testing
 /// Encrypted databases end to end: SDK and CLI → gateway → sofa-storage (creates) and sofa-blob
 /// (keeps the key, encrypts the Attachments/ files in LiteCore's format).
 @Suite(.serialized) struct BlobEncryptionTests {
-    static let sizes = [0, 1, 15, 16, 17, 4095, 4096, 4097, 8191, 8192, 8193]
+    static let sizes = [0, 1, 15, 16, 17, 4095, 4096, 4097, 4111, 4112, 4113, 8191, 8192, 8193]
     static let rawKey = try! EncryptionKey(bytes: (0..<32).map { UInt8(31 - $0) })
     static let password = "correct horse battery staple"
 

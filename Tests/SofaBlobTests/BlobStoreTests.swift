@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct BlobStoreTests {
     /// Around the AES block (16) and the encryption block (4096), and one multi-MiB blob.
-    static let sizes = [0, 1, 15, 16, 17, 4095, 4096, 4097, 8191, 8192, 8193, 3 * 1024 * 1024 + 5]
+    static let sizes = [0, 1, 15, 16, 17, 4095, 4096, 4097, 4111, 4112, 4113, 8191, 8192, 8193, 3 * 1024 * 1024 + 5]
 
     @Test(arguments: Mode.allCases, sizes)
     func roundTrip(mode: Mode, size: Int) async throws {
