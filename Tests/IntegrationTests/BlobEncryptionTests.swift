@@ -141,6 +141,37 @@ import Testing
         }
     }
 
+    /// LiteCore's rekey sequence: a plain database with 99 documents and a blob nothing
+    /// references is encrypted with the 32 bytes `a different key than default....`, and later
+    /// decrypted; each time every document and the blob are still there, the file on disk is in
+    /// the new form, and a restarted sofa-blob reads it.
+    @Test func encryptingAPlainDatabaseAndBack() async throws {
+        try await Cluster.with(clientTimeout: .seconds(20)) { cluster in
+            let db = try await cluster.client.createDatabase("rekeyed")
+            for index in 1...99 { _ = try await db.put(id: String(format: "doc-%03d", index), json: #"{"n":\#(index)}"#) }
+            let content = Array("This is a blob to store in the store!".utf8)
+            let info = try await db.putBlob(content)
+            #expect(try await db.blob(info.key) == content)
+            let path = blobFile(cluster, "rekeyed", info.key)
+            #expect(try await readFile(path) == content)
+
+            let key = try EncryptionKey(bytes: Array("a different key than default....".utf8))
+            try await db.changeEncryptionKey(from: nil, to: key)
+            #expect(try await db.info().documentCount == 99)
+            #expect(try await db.blob(info.key) == content)
+            let encrypted = try await readFile(path)
+            #expect(encrypted.count == 48 + 32, "37 bytes padded to 48, then the 32-byte nonce")
+            #expect(try BlobReader(file: path, encryptionKey: key).read(at: 0, length: content.count) == content)
+            try await restartBlob(cluster)
+            #expect(try await retrying { try await db.blob(info.key) } == content)
+
+            try await db.changeEncryptionKey(from: key, to: nil)
+            #expect(try await db.info().documentCount == 99)
+            #expect(try await readFile(path) == content)
+            #expect(try await db.blob(info.key) == content)
+        }
+    }
+
     /// A key file that no longer matches the blobs (here: replaced by another valid key) makes
     /// every read a clear `.crypto` error, never other bytes; creating over an existing database
     /// is refused and leaves it as it was; a database deleted and created again plain does not
