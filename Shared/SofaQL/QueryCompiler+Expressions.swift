@@ -209,6 +209,14 @@ extension QueryCompiler {
             if inner.isCondition { return inner }
             guard let name = collation.sqlName else { return inner }
             return v("(\(inner.sql) COLLATE \(name))")
+        case "BLOB":
+            // `["BLOB", ".path"]` (the operand a path string) or `["BLOB", [".path"]]`: the
+            // same as `["BLOB()", …]`.
+            try arity(1...1)
+            if case .string(let path) = args[0], path.hasPrefix(".") || path.hasPrefix("$") {
+                return try function("blob", [.array([.string(path)])])
+            }
+            return try function("blob", args)
         case "EXISTS", "SELECT":
             throw Self.invalid("subqueries (\(op)) are not supported")
         case "AS":

@@ -149,6 +149,23 @@ extension QueryTests {
             #expect(result.rows == [[.string(Data(content).base64EncodedString()), nil]])
         }
     }
+
+    /// LiteCore's blob-access queries in the JSON schema: a blob in an array, read by BLOB(), and
+    /// the same wrapped in an array.
+    @Test func blobFunctionInTheJSONSchema() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("blobj")
+            let content = Array("This is a blob to store in the store!".utf8)
+            let info = try await db.putBlob(content)
+            try await db.put(id: "doc1", json: #"{"attached":[{"@type":"blob","content_type":"text/plain","digest":"\#(info.key)","length":\#(content.count)}]}"#)
+            try await db.put(id: "doc2", json: #"{"attached":[]}"#)
+            let data = JSON.string(Data(content).base64EncodedString())
+            let plain = try await db.query(json: JSON.parse(#"["SELECT", {"WHAT": [["BLOB", ".attached[0]"]], "WHERE": ["=", ["._id"], "doc1"]}]"#))
+            #expect(plain.rows == [[data]])
+            let wrapped = try await db.query(json: JSON.parse(#"["SELECT", {"WHAT": [["[]", ["BLOB", ".attached[0]"]]], "WHERE": ["=", ["._id"], "doc1"]}]"#))
+            #expect(wrapped.rows == [[.array([data])]])
+        }
+    }
 }
 
 extension QueryTests {
