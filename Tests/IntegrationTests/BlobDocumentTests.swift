@@ -66,6 +66,37 @@ import Testing
         }
     }
 
+    /// A revision that references a blob, either way, carries the hasAttachments flag, in both
+    /// kinds of database and whichever way it was written or is read; one that does not, or no
+    /// longer does, has none.
+    @Test(arguments: [Versioning.revisionTrees, .versionVectors])
+    func documentsReferencingBlobsAreFlagged(_ versioning: Versioning) async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("flags", versioning: versioning)
+            let info = try await db.putBlob(Array("flagged".utf8))
+            let stub = #"{"_attachments":{"a.txt":{"digest":"\#(info.key)","length":7,"stub":true,"revpos":1}}}"#
+            let photo = try await db.put(id: "photo", json: Self.photo(info.key, 7))
+            _ = try await db.put(id: "couch", json: stub)
+            _ = try await db.put(id: "plain", json: #"{"digest":"\#(info.key)"}"#)
+            #expect(try await db.get(id: "photo").hasAttachments)
+            #expect(try await db.get(id: "couch").hasAttachments)
+            #expect(try await !db.get(id: "plain").hasAttachments, "a digest outside a blob dictionary is no reference")
+            let listed = try await db.allDocs(AllDocsQuery(includeBodies: true))
+            #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.id, $0.hasAttachments) })
+                    == ["photo": true, "couch": true, "plain": false])
+            #expect(try await db.openLeaves(id: "photo").map(\.hasAttachments) == [true])
+
+            let edited = try await db.put(id: "photo", json: #"{"caption":"no picture any more"}"#, rev: photo.rev)
+            #expect(try await !db.get(id: "photo").hasAttachments)
+            if versioning == .revisionTrees {
+                #expect(try await db.get(id: "photo", rev: photo.rev).hasAttachments, "the old revision still has it")
+                let history = ["3-" + String(repeating: "c", count: 40), edited.rev]
+                _ = try await db.insert(id: "photo", history: history, json: Self.photo(info.key, 7))
+                #expect(try await db.get(id: "photo").hasAttachments, "a revision inserted with its history")
+            }
+        }
+    }
+
     /// LiteCore's compaction sequence, at full speed: a blob goes at the first compaction after
     /// the last kept revision referencing it is gone, however recently it was uploaded; one that
     /// two documents reference stays until both are deleted; a CouchDB-style `_attachments`

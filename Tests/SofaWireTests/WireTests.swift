@@ -111,7 +111,7 @@ import Testing
                                            versioning: .versionVectors, collections: 2))),
         .ok(14, .collections(["_default._default", "store.orders"])),
         .ok(15, .documents([StoredDocument(id: "a", rev: "2-aa", body: [], deleted: false, sequence: 3,
-                                           history: ["2-aa", "1-aa"], conflicted: true),
+                                           history: ["2-aa", "1-aa"], conflicted: true, hasAttachments: true),
                             StoredDocument(id: "a", rev: "2-bb", body: [1], deleted: true, sequence: 4)])),
         .ok(16, .bulk([BulkItemResult(id: "a", rev: "1-aa", sequence: 1),
                        BulkItemResult(id: "b", rev: "", sequence: 0, error: SofaError(.conflict, "stale"))])),

@@ -138,7 +138,8 @@ extension DatabaseStore {
                 records.append(DocumentRecord(id: doc.key, rev: try DocumentVersion(binary: doc.version),
                                               body: options.includeBodies ? doc.body : [],
                                               deleted: doc.flags.contains(.deleted), sequence: doc.sequence,
-                                              conflicted: doc.flags.contains(.conflicted), expiration: doc.expiration))
+                                              conflicted: doc.flags.contains(.conflicted), expiration: doc.expiration,
+                                              hasAttachments: doc.flags.contains(.hasAttachments)))
             }
             return records
         }

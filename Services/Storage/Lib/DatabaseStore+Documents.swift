@@ -84,6 +84,8 @@ public struct DocumentRecord: Sendable, Equatable {
     public var conflicted: Bool = false
     /// ms since the epoch; nil for none.
     public var expiration: Int64? = nil
+    /// The revision references a blob (LiteCore's hasAttachments flag).
+    public var hasAttachments: Bool = false
 }
 
 extension DatabaseStore {

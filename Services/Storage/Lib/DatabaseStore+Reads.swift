@@ -32,13 +32,15 @@ extension DatabaseStore {
                     return DocumentRecord(id: id, rev: .revID(r.revID), body: r.body ?? [], deleted: r.isDeleted,
                                           sequence: r.sequence,
                                           history: history ? tree.history(of: r.revID).map(\.ascii) : [],
-                                          conflicted: tree.hasConflict, expiration: row.expiration)
+                                          conflicted: tree.hasConflict, expiration: row.expiration,
+                                          hasAttachments: r.flags.contains(.hasAttachments))
                 }
             case .vector(let doc):
                 return ([doc.current] + doc.conflicts).map { r in
                     DocumentRecord(id: id, rev: .vector(r.vector), body: r.body, deleted: r.deleted, sequence: row.sequence,
                                    history: history ? [r.vector.ascii] : [],
-                                   conflicted: row.flags.contains(.conflicted), expiration: row.expiration)
+                                   conflicted: row.flags.contains(.conflicted), expiration: row.expiration,
+                                   hasAttachments: !BlobReference.tolerantFind(inStored: r.body).isEmpty)
                 }
             }
         }
@@ -86,7 +88,8 @@ extension DatabaseStore {
                                   deleted: revision.isDeleted,
                                   sequence: revision.revID == current.revID ? row.sequence : revision.sequence,
                                   history: history ? tree.history(of: revision.revID).map(\.ascii) : [],
-                                  conflicted: tree.hasConflict, expiration: row.expiration)
+                                  conflicted: tree.hasConflict, expiration: row.expiration,
+                                  hasAttachments: revision.flags.contains(.hasAttachments))
         case .vector(let doc):
             var revision = doc.current
             if let rev {
@@ -102,7 +105,8 @@ extension DatabaseStore {
             }
             return DocumentRecord(id: id, rev: .vector(revision.vector), body: revision.body, deleted: revision.deleted,
                                   sequence: row.sequence, history: history ? [revision.vector.ascii] : [],
-                                  conflicted: row.flags.contains(.conflicted), expiration: row.expiration)
+                                  conflicted: row.flags.contains(.conflicted), expiration: row.expiration,
+                                  hasAttachments: !BlobReference.tolerantFind(inStored: revision.body).isEmpty)
         }
     }
 }

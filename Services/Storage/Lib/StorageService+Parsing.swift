@@ -91,7 +91,8 @@ extension StorageService {
 
     static func stored(_ record: DocumentRecord) -> StoredDocument {
         StoredDocument(id: record.id, rev: record.rev.ascii, body: record.body, deleted: record.deleted,
-                       sequence: record.sequence, history: record.history, conflicted: record.conflicted)
+                       sequence: record.sequence, history: record.history, conflicted: record.conflicted,
+                       hasAttachments: record.hasAttachments)
     }
 
     static func wire(_ outcome: InsertOutcome) -> InsertResult {

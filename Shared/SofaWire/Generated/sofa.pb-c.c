@@ -7407,7 +7407,7 @@ const ProtobufCMessageDescriptor sofa__wire__database_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__database_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[7] =
+static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[8] =
 {
   {
     "id",
@@ -7493,11 +7493,24 @@ static const ProtobufCFieldDescriptor sofa__wire__document__field_descriptors[7]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "has_attachments",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Document, has_attachments),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__document__field_indices_by_name[] = {
   2,   /* field[2] = body */
   6,   /* field[6] = conflicted */
   3,   /* field[3] = deleted */
+  7,   /* field[7] = has_attachments */
   5,   /* field[5] = history */
   0,   /* field[0] = id */
   1,   /* field[1] = rev */
@@ -7506,7 +7519,7 @@ static const unsigned sofa__wire__document__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__document__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor sofa__wire__document__descriptor =
 {
@@ -7516,7 +7529,7 @@ const ProtobufCMessageDescriptor sofa__wire__document__descriptor =
   "Sofa__Wire__Document",
   "sofa.wire",
   sizeof(Sofa__Wire__Document),
-  7,
+  8,
   sofa__wire__document__field_descriptors,
   sofa__wire__document__field_indices_by_name,
   1,  sofa__wire__document__number_ranges,

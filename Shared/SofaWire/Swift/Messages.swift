@@ -239,9 +239,12 @@ public struct StoredDocument: Sendable, Equatable {
     public var history: [String]
     /// Whether the document has conflicting leaves.
     public var conflicted: Bool
+    /// Whether the revision references a blob (a `{"@type":"blob"}` dictionary or an
+    /// `_attachments` entry): LiteCore's hasAttachments flag.
+    public var hasAttachments: Bool
 
     public init(id: String, rev: String, body: [UInt8], deleted: Bool, sequence: UInt64, history: [String] = [],
-                conflicted: Bool = false) {
+                conflicted: Bool = false, hasAttachments: Bool = false) {
         self.id = id
         self.rev = rev
         self.body = body
@@ -249,6 +252,7 @@ public struct StoredDocument: Sendable, Equatable {
         self.sequence = sequence
         self.history = history
         self.conflicted = conflicted
+        self.hasAttachments = hasAttachments
     }
 }
 

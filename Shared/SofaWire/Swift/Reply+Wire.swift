@@ -183,6 +183,7 @@ extension Reply {
         r.pointee.sequence = doc.sequence
         (r.pointee.n_history, r.pointee.history) = arena.strings(doc.history)
         r.pointee.conflicted = doc.conflicted ? 1 : 0
+        r.pointee.has_attachments = doc.hasAttachments ? 1 : 0
         return r
     }
 
@@ -220,7 +221,7 @@ extension Reply {
         StoredDocument(id: try decodeText(r.id, "document.id"), rev: try decodeString(r.rev, "document.rev"),
                        body: decodeBytes(r.body), deleted: r.deleted != 0, sequence: r.sequence,
                        history: try decodeStrings(r.n_history, r.history, "document.history"),
-                       conflicted: r.conflicted != 0)
+                       conflicted: r.conflicted != 0, hasAttachments: r.has_attachments != 0)
     }
 
     /// The result of a decoded response.

@@ -1142,10 +1142,14 @@ struct  Sofa__Wire__Document
   size_t n_history;
   char **history;
   protobuf_c_boolean conflicted;
+  /*
+   * the revision references a blob (LiteCore's hasAttachments flag)
+   */
+  protobuf_c_boolean has_attachments;
 };
 #define SOFA__WIRE__DOCUMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__document__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, 0,NULL, 0 }
+    , {0,NULL}, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, 0,NULL, 0, 0 }
 
 
 struct  Sofa__Wire__DocumentList
