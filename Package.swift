@@ -66,7 +66,7 @@ let package = Package(
         // Services
         .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
-        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", log],
+        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "SofaBlob", "CSQLite", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
         .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "COpenSSL", "CPosix", log],
                 path: "Services/Blob/Lib", swiftSettings: settings),

@@ -269,30 +269,18 @@ public final class QueryConnection: @unchecked Sendable {  // safe: one caller a
 
 extension QueryConnection {
     /// Adds `core_blob(dict)` for `BLOB(path)`: the contents of the blob a `{"@type":"blob",
-    /// "digest":"sha1-…"}` dictionary references, read from the database's `Attachments/`
-    /// folder, as base64 text (how JSON carries data). MISSING for anything that is not such a
-    /// reference or whose blob is absent; an encrypted store's blobs cannot be read here (the
-    /// key stays with sofa-blob), which is an error saying so.
-    public func enableBlobs(attachments: URL) throws(SofaError) {
-        let folder = attachments.path
+    /// "digest":"sha1-…"}` dictionary references, as base64 text (how JSON carries data).
+    /// `read` gives a digest's content (decrypted, checked against the digest), nil when the
+    /// digest is malformed or the database lacks that blob. MISSING for anything that is not
+    /// such a reference or whose blob is absent.
+    public func enableBlobs(read: @escaping @Sendable (_ digest: String) throws(SofaError) -> [UInt8]?) throws(SofaError) {
         let function = SQLFunction("core_blob", arity: 1, deterministic: false) { args throws(SofaError) in
             guard case .json(.object(let dict)) = args[0], let digest = dict["digest"]?.stringValue,
-                  digest.utf8.count == 33, digest.hasPrefix("sha1-") else { return .missing }
-            let base64 = digest.dropFirst(5)
-            guard base64.utf8.allSatisfy({ $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber
-                                                         || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=")) }) else {
-                return .missing
-            }
-            // An encrypted store (sofa-blob keeps its key file there) cannot be read here.
-            if FileManager.default.fileExists(atPath: folder + "/.sofa-key") {
-                throw SofaError(.unsupported, "BLOB(): the database's blobs are encrypted; read \(digest) through the blob API")
-            }
-            let path = folder + "/" + base64.replacingOccurrences(of: "/", with: "_") + ".blob"
-            guard let data = FileManager.default.contents(atPath: path) else { return .missing }
+                  let data = try read(digest) else { return .missing }
             if let length = dict["length"]?.intValue, Int64(data.count) != length {
                 throw SofaError(.corruptData, "BLOB(): blob \(digest) has \(data.count) bytes, the document says \(length)")
             }
-            return .text(data.base64EncodedString())
+            return .text(Data(data).base64EncodedString())
         }
         try SQLFunctions.register([function], on: handle)
     }

@@ -172,6 +172,39 @@ import Testing
         }
     }
 
+    /// The blob Couchbase Lite 2.5 wrote encrypted, placed in an encrypted database's folder as
+    /// that version names it: read whole and in ranges through the service, then referenced by a
+    /// document and read back by BLOB() in a query (query workers decrypt too); a blob of an
+    /// encrypted database that a document references and BLOB() reads, after a rekey as well.
+    @Test func readsTheBlobCouchbaseLiteWroteAndQueriesDecrypt() async throws {
+        try await Cluster.with(clientTimeout: .seconds(20)) { cluster in
+            let key = try EncryptionKey(bytes: Array("a different key than default....".utf8))
+            let db = try await cluster.client.createDatabase("cbl", encryptionKey: key)
+            let text = Array("This is a blob to store in the store!".utf8)
+            let digest = "sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E="
+            let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../../shared/data/litecore/fixtures/Mac_2.5_AES256_QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob").standardized
+            try await writeFile(blobFile(cluster, "cbl", digest), try await readFile(fixture))
+
+            #expect(try await db.blob(digest) == text)
+            #expect(try await db.blobInfo(digest).length == UInt64(text.count))
+            let range = try await db.readBlob(digest, offset: 10, length: 4)
+            #expect(range.bytes == Array("blob".utf8) && range.totalLength == UInt64(text.count))
+
+            _ = try await db.put(id: "doc1", json: #"{"attached":[{"@type":"blob","digest":"\#(digest)","length":\#(text.count)}]}"#)
+            let base64 = JSON.string(Data(text).base64EncodedString())
+            #expect(try await db.query(n1ql: "SELECT BLOB(attached[0]) FROM _").rows == [[base64]])
+
+            let content = pseudoRandomBytes(5000, seed: 21)
+            let info = try await db.putBlob(content)
+            _ = try await db.put(id: "doc2", json: #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":5000}}"#)
+            let query = "SELECT BLOB(photo) FROM _ WHERE META().id = 'doc2'"
+            #expect(try await db.query(n1ql: query).rows == [[.string(Data(content).base64EncodedString())]])
+            try await db.changeEncryptionKey(from: key, to: Self.rawKey)
+            #expect(try await db.query(n1ql: query).rows == [[.string(Data(content).base64EncodedString())]])
+        }
+    }
+
     /// A key file that no longer matches the blobs (here: replaced by another valid key) makes
     /// every read a clear `.crypto` error, never other bytes; creating over an existing database
     /// is refused and leaves it as it was; a database deleted and created again plain does not

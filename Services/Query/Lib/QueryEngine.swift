@@ -3,6 +3,7 @@ public import SofaWire
 public import SofaQL
 public import Foundation
 internal import Synchronization
+internal import SofaBlob
 
 /// What a query worker does with a query: find the database's file, open it read-only (one
 /// connection per database, reused), compile the query once per text and schema version (an
@@ -85,8 +86,12 @@ public final class QueryEngine: Sendable {
         if let open = state.withLock({ $0.connections[database] }), open.inode == inode { return open.connection }
         state.withLock { $0.compiled = $0.compiled.filter { $0.key.database != database } }
         let connection = try QueryConnection(path: file.path, readOnly: true)
-        try connection.enableBlobs(attachments: StorageLayout.directory(of: database, in: dataDirectory)
-            .appendingPathComponent("Attachments", isDirectory: true))
+        let attachments = StorageLayout.directory(of: database, in: dataDirectory)
+            .appendingPathComponent("Attachments", isDirectory: true)
+        try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
+            guard let key = BlobKey.tryParse(digest) else { return nil }
+            return try BlobFileReader.contents(of: key, in: attachments)
+        }
         state.withLock { $0.connections[database] = (connection, inode) }
         return connection
     }
