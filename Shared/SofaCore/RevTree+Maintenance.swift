@@ -90,7 +90,8 @@ extension RevTree {
     /// added on top of `winning`. Returns the revID that is now current.
     @discardableResult
     public mutating func resolveConflict(
-        winning: RevID, losing: RevID, mergedBody: JSON? = nil, mergedDeleted: Bool = false
+        winning: RevID, losing: RevID, mergedBody: JSON? = nil, mergedDeleted: Bool = false,
+        mergedHasAttachments: Bool = false
     ) throws(SofaError) -> RevID {
         guard let w = indexByRevID[winning], let l = indexByRevID[losing] else {
             throw .notFound("Conflict resolution names a revision not in the tree")
@@ -112,7 +113,8 @@ extension RevTree {
         }
         var result = winning
         if mergedBody != nil || mergedDeleted {
-            result = try addRevision(parent: winning, body: mergedBody, deleted: mergedDeleted)
+            result = try addRevision(parent: winning, body: mergedBody, deleted: mergedDeleted,
+                                     hasAttachments: mergedHasAttachments)
         }
         normalizeConflicts()
         return result

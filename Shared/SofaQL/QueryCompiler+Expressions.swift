@@ -210,10 +210,11 @@ extension QueryCompiler {
             guard let name = collation.sqlName else { return inner }
             return v("(\(inner.sql) COLLATE \(name))")
         case "BLOB":
-            // `["BLOB", ".path"]` (the operand a path string) or `["BLOB", [".path"]]`: the
-            // same as `["BLOB()", …]`.
+            // `["BLOB", "path"]`: the operand is a property path written as a string (`.a.b`,
+            // `$.a.b` or `a.b`); `["BLOB", [".a.b"]]` and `["BLOB()", …]` are the same.
             try arity(1...1)
-            if case .string(let path) = args[0], path.hasPrefix(".") || path.hasPrefix("$") {
+            if case .string(var path) = args[0] {
+                if path.hasPrefix("$.") { path.removeFirst() } else if !path.hasPrefix(".") { path = "." + path }
                 return try function("blob", [.array([.string(path)])])
             }
             return try function("blob", args)

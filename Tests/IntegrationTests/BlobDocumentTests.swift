@@ -93,6 +93,17 @@ import Testing
                 let history = ["3-" + String(repeating: "c", count: 40), edited.rev]
                 _ = try await db.insert(id: "photo", history: history, json: Self.photo(info.key, 7))
                 #expect(try await db.get(id: "photo").hasAttachments, "a revision inserted with its history")
+
+                // A conflict resolved with a merged body that references the blob.
+                let base = try await db.put(id: "merged", json: #"{"v":1}"#)
+                _ = try await db.insert(id: "merged", history: ["2-" + String(repeating: "a", count: 40), base.rev], json: #"{"v":2}"#)
+                _ = try await db.insert(id: "merged", history: ["2-" + String(repeating: "b", count: 40), base.rev], json: #"{"v":3}"#)
+                let leaves = try await db.openLeaves(id: "merged").map(\.rev)
+                #expect(leaves.count == 2)
+                _ = try await db.resolve(id: "merged", winner: leaves[0], loser: leaves[1],
+                                         merged: Array(Self.photo(info.key, 7).utf8))
+                #expect(try await db.get(id: "merged").hasAttachments)
+                #expect(try await db.allDocs(startKey: "merged", endKey: "merged").first?.hasAttachments == true)
             }
         }
     }

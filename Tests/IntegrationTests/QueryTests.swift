@@ -164,6 +164,10 @@ extension QueryTests {
             #expect(plain.rows == [[data]])
             let wrapped = try await db.query(json: JSON.parse(#"["SELECT", {"WHAT": [["[]", ["BLOB", ".attached[0]"]]], "WHERE": ["=", ["._id"], "doc1"]}]"#))
             #expect(wrapped.rows == [[.array([data])]])
+            for path in [#""$.attached[0]""#, #""attached[0]""#, #"[".attached[0]"]"#] {
+                let other = try await db.query(json: JSON.parse(#"["SELECT", {"WHAT": [["BLOB", \#(path)]], "WHERE": ["=", ["._id"], "doc1"]}]"#))
+                #expect(other.rows == [[data]], "\(path)")
+            }
         }
     }
 }

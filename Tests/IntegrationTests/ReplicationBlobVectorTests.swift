@@ -55,6 +55,25 @@ import Testing
         }
     }
 
+    /// A tombstone that keeps a body referencing a blob brings the blob along (the target checks
+    /// a deleted revision's references like any other's).
+    @Test func aTombstoneKeepingABlobReferenceBringsTheBlob() async throws {
+        try await suite.withTwoClusters { a, b in
+            let dbA = try await a.client.createDatabase("pics")
+            let dbB = try await b.client.createDatabase("pics")
+            let content = Array("kept by a tombstone".utf8)
+            let info = try await dbA.putBlob(content)
+            let photo = #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#
+            let live = try await dbA.put(id: "cat", json: photo)
+            _ = try await dbA.put(id: "cat", body: Array(photo.utf8), rev: live.rev, deleted: true)
+            let done = try await a.client.replicate(from: "pics", to: suite.remote(b, "pics")).wait()
+            #expect(done.first?.state == .completed, "\(done)")
+            #expect(done.first?.docsWritten == 1, "\(done)")
+            #expect(try await dbB.blob(info.key) == content)
+            try await suite.expectIdentical(dbA, dbB)
+        }
+    }
+
     @Test func versionVectorDatabasesReplicateBothWays() async throws {
         try await suite.withTwoClusters { a, b in
             let dbA = try await a.client.createDatabase("vv", versioning: .versionVectors)

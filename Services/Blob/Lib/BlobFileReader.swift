@@ -11,19 +11,27 @@ public enum BlobFileReader {
     public static func contents(of key: BlobKey, in folder: URL) throws(SofaError) -> [UInt8]? {
         let path = folder.appendingPathComponent(key.fileName).path
         do {
-            guard try fileSize(path) != nil else { return nil }
-            let candidates = try KeyFile.read(in: folder.path)?.candidates ?? [nil]
-            var failure: SofaError?
-            for candidate in candidates {
-                do {
-                    let file = try PosixFile.openForReading(path, notFound: "no blob \(key)")
-                    return try BlobReader(file: file, key: key, encryptionKey: candidate).contents()
-                } catch let error as SofaError {
-                    if error.is(.notFound) { return nil }   // deleted meanwhile (compaction)
-                    failure = error
+            var keyFile = try KeyFile.read(in: folder.path)
+            while true {
+                var failure: SofaError?
+                for candidate in keyFile?.candidates ?? [nil] {
+                    guard try fileSize(path) != nil else { return nil }   // none, or deleted meanwhile
+                    do {
+                        let file = try PosixFile.openForReading(path, notFound: "no blob \(key)")
+                        return try BlobReader(file: file, key: key, encryptionKey: candidate).contents()
+                    } catch let error as SofaError {
+                        if error.is(.notFound) { return nil }
+                        failure = error
+                    }
                 }
+                // A rekey may have started or ended between reading the key file and the blob:
+                // with a key file that changed since, try again.
+                let now = try KeyFile.read(in: folder.path)
+                guard now != keyFile else {
+                    throw failure ?? SofaError(.crypto, "blob \(key) cannot be read with the database's key")
+                }
+                keyFile = now
             }
-            throw failure ?? SofaError(.crypto, "blob \(key) cannot be read with the database's key")
         } catch let error as SofaError {
             throw error
         } catch {

@@ -165,7 +165,8 @@ extension Replication {
     /// Copies the blobs the revisions reference that the target lacks, each once; answers how many.
     func copyBlobs(_ revisions: [RevisionInsert], from source: Database, to target: Database) async throws(SofaError) -> Int {
         var digests = Set<String>()
-        for revision in revisions where !revision.deleted { digests.formUnion(BlobDigests.find(in: revision.body)) }
+        // A tombstone that keeps a body keeps its references too: the target checks them alike.
+        for revision in revisions { digests.formUnion(BlobDigests.find(in: revision.body)) }
         var copied = 0
         for digest in digests.sorted() {
             guard await registry.needsBlob(plan.id, digest) else { continue }
@@ -195,7 +196,7 @@ extension Replication {
         var results = results
         for _ in 0..<2 {
             let refused = results.indices.filter { index in
-                guard let error = results[index].error, error.is(.notFound), !revisions[index].deleted else { return false }
+                guard let error = results[index].error, error.is(.notFound) else { return false }
                 return !BlobDigests.find(in: revisions[index].body).isEmpty
             }
             guard !refused.isEmpty else { break }

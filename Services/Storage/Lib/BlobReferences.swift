@@ -218,10 +218,13 @@ extension Transaction {
 extension DatabaseStore {
     /// Deletes every `.blob` file of `Attachments/` that no kept revision references, however
     /// recent (as LiteCore's compaction does: an upload whose document is not saved yet goes too,
-    /// and saving that document afterwards is refused with `.notFound` — upload it again). Runs in
-    /// the writer's transaction, so no write can add a reference between the scan and the
-    /// deletions. Crash-safe by construction: only unreferenced files are ever deleted, one at a
-    /// time; uploads in progress are temporary files, which are not compaction's business.
+    /// and saving that document afterwards is refused with `.notFound` — upload it again). The
+    /// references are read in the writer's transaction and the files deleted right after its
+    /// COMMIT, still on the writer, so no write can add a reference in between, and a
+    /// transaction that fails (the revisions it pruned come back) deletes nothing. Crash-safe by
+    /// construction: only unreferenced files are ever deleted, one at a time; uploads in
+    /// progress are temporary files, which are not compaction's business. Returns how many files
+    /// it deletes.
     func removeUnreferencedBlobs(_ tx: Transaction) throws(SofaError) -> Int {
         let folder = attachmentsDirectory
         let names: [String]
@@ -231,11 +234,13 @@ extension DatabaseStore {
             return 0   // no Attachments folder: no blob was ever stored
         }
         let referenced = try tx.referencedBlobs()
-        var removed = 0
-        for name in names {
-            guard let reference = BlobReference(fileName: name), !referenced.contains(reference) else { continue }
-            if (try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))) != nil { removed += 1 }
+        let unreferenced = names.filter { name in
+            guard let reference = BlobReference(fileName: name) else { return false }
+            return !referenced.contains(reference)
         }
-        return removed
+        tx.afterCommit.append {
+            for name in unreferenced { try? FileManager.default.removeItem(at: folder.appendingPathComponent(name)) }
+        }
+        return unreferenced.count
     }
 }

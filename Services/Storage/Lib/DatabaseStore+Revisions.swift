@@ -235,7 +235,11 @@ extension Transaction {
 
     func resolve(_ request: ConflictResolutionRequest, in collection: CollectionName) throws(SofaError) -> Result<WriteResult, SofaError> {
         let id = request.id
-        if case .failure(let error) = checkBlobReferences(request.mergedBody, id: id) { return .failure(error) }
+        let mergedHasAttachments: Bool
+        switch checkBlobReferences(request.mergedBody, id: id) {
+        case .success(let flag): mergedHasAttachments = flag
+        case .failure(let error): return .failure(error)
+        }
         let content: DocumentContent?
         do throws(SofaError) { (_, content) = try loadContent(id, collection) } catch { return .failure(error) }
         switch content {
@@ -247,7 +251,7 @@ extension Transaction {
             }
             do throws(SofaError) {
                 try tree.resolveConflict(winning: winner, losing: loser, mergedBody: request.mergedBody,
-                                         mergedDeleted: request.mergedDeleted)
+                                         mergedDeleted: request.mergedDeleted, mergedHasAttachments: mergedHasAttachments)
             } catch {
                 return .failure(error)
             }

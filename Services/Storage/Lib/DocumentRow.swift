@@ -51,7 +51,8 @@ struct DocumentRow {
             if extra.isEmpty {
                 // A row written before trees were kept: one revision, the current one.
                 var tree = RevTree()
-                try tree.insert(try RevID(binary: version), parent: nil, body: body, deleted: flags.contains(.deleted))
+                try tree.insert(try RevID(binary: version), parent: nil, body: body, deleted: flags.contains(.deleted),
+                                hasAttachments: flags.contains(.hasAttachments))
                 tree.markSaved(sequence: sequence)
                 return .tree(tree)
             }
