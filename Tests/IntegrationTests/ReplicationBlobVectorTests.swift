@@ -34,11 +34,8 @@ import Testing
     /// written, not refused.
     @Test func aBlobTheTargetCompactedAwayIsCopiedAgain() async throws {
         try await suite.withTwoClusters { a, b in
-            let dbA = try await a.client.createDatabase("pics")
-            let dbB = try await b.client.createDatabase("pics")
             let content = Array("a photo that comes back".utf8)
-            let info = try await dbA.putBlob(content)
-            let photo = #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#
+            let (dbA, dbB, info, photo) = try await Self.picsWithBlob(a, b, content)
             _ = try await dbA.put(id: "cat", json: photo)
             let handle = try await a.client.replicate(from: "pics", to: suite.remote(b, "pics"), mode: .continuous)
             try await waitUntil("cat on B", in: dbB, timeout: .seconds(60)) { (try? await dbB.get(id: "cat")) != nil }
@@ -59,11 +56,8 @@ import Testing
     /// a deleted revision's references like any other's).
     @Test func aTombstoneKeepingABlobReferenceBringsTheBlob() async throws {
         try await suite.withTwoClusters { a, b in
-            let dbA = try await a.client.createDatabase("pics")
-            let dbB = try await b.client.createDatabase("pics")
             let content = Array("kept by a tombstone".utf8)
-            let info = try await dbA.putBlob(content)
-            let photo = #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#
+            let (dbA, dbB, info, photo) = try await Self.picsWithBlob(a, b, content)
             let live = try await dbA.put(id: "cat", json: photo)
             _ = try await dbA.put(id: "cat", body: Array(photo.utf8), rev: live.rev, deleted: true)
             let done = try await a.client.replicate(from: "pics", to: suite.remote(b, "pics")).wait()
@@ -72,6 +66,16 @@ import Testing
             #expect(try await dbB.blob(info.key) == content)
             try await suite.expectIdentical(dbA, dbB)
         }
+    }
+
+    /// Database "pics" on both clusters, `content` uploaded to A's, and a document body that
+    /// references it.
+    private static func picsWithBlob(_ a: Cluster, _ b: Cluster, _ content: [UInt8]) async throws
+        -> (Database, Database, BlobInfo, String) {
+        let dbA = try await a.client.createDatabase("pics")
+        let dbB = try await b.client.createDatabase("pics")
+        let info = try await dbA.putBlob(content)
+        return (dbA, dbB, info, #"{"photo":{"@type":"blob","digest":"\#(info.key)","length":\#(content.count)}}"#)
     }
 
     @Test func versionVectorDatabasesReplicateBothWays() async throws {
