@@ -5,15 +5,6 @@ import Testing
 /// Documents that reference blobs, end to end: SDK → gateway → sofa-storage, with the blobs
 /// uploaded through sofa-blob into the shared data directory.
 @Suite(.serialized) struct BlobDocumentTests {
-    private static func attachments(_ cluster: Cluster, _ db: String) -> URL {
-        cluster.directory.appendingPathComponent("data/\(db).sofa/Attachments", isDirectory: true)
-    }
-
-    private static func blobFile(_ cluster: Cluster, _ db: String, _ key: String) -> String {
-        attachments(cluster, db)
-            .appendingPathComponent(String(key.dropFirst(5)).replacingOccurrences(of: "/", with: "_") + ".blob").path
-    }
-
     private static func photo(_ key: String, _ length: Int) -> String {
         #"{"photo":{"@type":"blob","digest":"\#(key)","length":\#(length),"content_type":"image/png"}}"#
     }
@@ -49,7 +40,7 @@ import Testing
             #expect(bad?.is(.invalidParameter) == true, "\(String(describing: bad))")
 
             // Still referenced: compaction keeps it and it still reads back.
-            let file = Self.blobFile(cluster, "photos", info.key)
+            let file = blobFile(cluster, "photos", info.key).path
             #expect(FileManager.default.fileExists(atPath: file))
             try await db.compact()
             #expect(FileManager.default.fileExists(atPath: file))
@@ -118,7 +109,7 @@ import Testing
             let contents = ["This is the first attachment", "This is the second attachment", "This is the third attachment"]
             var keys: [String] = []
             for content in contents { keys.append(try await db.putBlob(Array(content.utf8)).key) }
-            func exists(_ index: Int) -> Bool { FileManager.default.fileExists(atPath: Self.blobFile(cluster, "compact", keys[index])) }
+            func exists(_ index: Int) -> Bool { FileManager.default.fileExists(atPath: blobFile(cluster, "compact", keys[index]).path) }
 
             let doc1 = try await db.put(id: "doc001", json: Self.photo(keys[0], contents[0].utf8.count))
             let doc2 = try await db.put(id: "doc002", json: Self.photo(keys[1], contents[1].utf8.count))
@@ -164,8 +155,8 @@ import Testing
             _ = try await db.put(id: "kept", json: Self.photo(kept.key, 10))
             let info = try await db.putBlob(content)
             try await db.compact()
-            #expect(!FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", info.key)))
-            #expect(FileManager.default.fileExists(atPath: Self.blobFile(cluster, "photos", kept.key)))
+            #expect(!FileManager.default.fileExists(atPath: blobFile(cluster, "photos", info.key).path))
+            #expect(FileManager.default.fileExists(atPath: blobFile(cluster, "photos", kept.key).path))
             let refused = await #expect(throws: SofaError.self) {
                 _ = try await db.put(id: "later", json: Self.photo(info.key, content.count))
             }

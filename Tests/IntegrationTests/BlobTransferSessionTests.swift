@@ -29,11 +29,13 @@ import Testing
         let chunk = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(writeID: id, offset: 0, bytes: [1, 2, 3])))
         #expect(chunk?.outcome == .success(.none))
         #expect(try temporaryFiles(data).count == 1)
-        let deadline = ContinuousClock.now + .seconds(10)
-        // The session is dropped, then its file removed on the database's I/O queue: wait for both.
-        while try await transfer.openSessions > 0 || !temporaryFiles(data).isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))  // back-off between polls of the event, under a deadline
+        // The reaper drops the session, then removes its file on the database's I/O queue, then
+        // announces it.
+        let expired = try await withDeadline(.seconds(30)) { () async -> UInt64? in
+            for await expired in transfer.expired where expired == id { return expired }
+            return nil
         }
+        #expect(expired == id)
         #expect(await transfer.openSessions == 0)
         #expect(try temporaryFiles(data).isEmpty)
         let late = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteEnd(writeID: id, length: 3)))

@@ -153,6 +153,20 @@ import Testing
         }
     }
 
+    /// `waitForRestart` answers with the new pid once a killed child runs again, and with nil at
+    /// its deadline when the child was never replaced.
+    @Test func waitingForARestart() async throws {
+        try await Cluster.with { cluster in
+            let blob = try #require(cluster.supervisor.pid(of: "blob"))
+            #expect(await cluster.supervisor.waitForRestart(of: "blob", replacing: blob, timeout: .milliseconds(300)) == nil)
+            kill(blob, SIGKILL)
+            let next = await cluster.supervisor.waitForRestart(of: "blob", replacing: blob)
+            #expect(next != nil && next != blob && next == cluster.supervisor.pid(of: "blob"))
+            #expect(cluster.supervisor.restartCount(of: "blob") == 1)
+            try await cluster.supervisor.waitUntilHealthy()
+        }
+    }
+
     /// The supervisor's children hold none of its descriptors, even one not marked close-on-exec:
     /// only stdin (/dev/null), and stdout and stderr (its log pipe), then their own. A descriptor
     /// leaked into a long-lived child kept another child's death from being seen.

@@ -54,10 +54,7 @@ import Testing
                 let done = try await handle.wait(timeout: .seconds(180))
                 #expect(done.first?.state == .completed, "\(done)", sourceLocation: sourceLocation)
                 // The push may have needed nothing more from the killed process: its restart can come later.
-                let restarted = ContinuousClock.now + .seconds(60)
-                while b.supervisor.restartCount(of: process) < 1, ContinuousClock.now < restarted {
-                    try await Task.sleep(for: .milliseconds(20))  // back-off between polls, not a wait for the event
-                }
+                #expect(await b.supervisor.waitForRestart(of: process, replacing: pid) != nil, sourceLocation: sourceLocation)
                 #expect(b.supervisor.restartCount(of: process) >= 1, sourceLocation: sourceLocation)
                 expectAtMostOneBatchTwice(done.first, total, sourceLocation: sourceLocation)
                 try await suite.expectIdentical(dbA, dbB, sourceLocation: sourceLocation)

@@ -141,28 +141,3 @@ import Testing
         #expect(error.is(.shuttingDown), "\(error)")
     }
 }
-
-/// Holds the requests of a worker until the test opens that worker's gate.
-final class Gate: Sendable {
-    private let state = Mutex<(open: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(([], [:]))
-
-    /// Returns once `instance`'s gate is open.
-    func pass(_ instance: String) async {
-        await withCheckedContinuation { continuation in
-            let isOpen = state.withLock { state in
-                if state.open.contains(instance) { return true }
-                state.waiting[instance, default: []].append(continuation)
-                return false
-            }
-            if isOpen { continuation.resume() }
-        }
-    }
-
-    func open(_ instance: String) {
-        let waiting = state.withLock { state in
-            state.open.insert(instance)
-            return state.waiting.removeValue(forKey: instance) ?? []
-        }
-        for continuation in waiting { continuation.resume() }
-    }
-}

@@ -100,3 +100,28 @@ final class Flag: Sendable {
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
 }
+
+/// Holds whoever passes `name`'s gate (a worker's requests, a slow handler) until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(([], [:]))
+
+    /// Returns once `instance`'s gate is open.
+    func pass(_ instance: String) async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if state.open.contains(instance) { return true }
+                state.waiting[instance, default: []].append(continuation)
+                return false
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func open(_ instance: String) {
+        let waiting = state.withLock { state in
+            state.open.insert(instance)
+            return state.waiting.removeValue(forKey: instance) ?? []
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}

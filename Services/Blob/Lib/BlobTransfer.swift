@@ -41,10 +41,14 @@ public actor BlobTransfer {
     private var stores: [String: StoreSlot] = [:]
     private var sessions: [UInt64: Session] = [:]
     private var reaper: Task<Void, Never>?
+    /// The ids of the sessions the reaper cancelled for idleness, each once its file is gone.
+    public nonisolated let expired: AsyncStream<UInt64>
+    private nonisolated let expiredContinuation: AsyncStream<UInt64>.Continuation
 
     public init(dataDirectory: URL, idleTimeout: Duration = .seconds(30)) {
         self.dataDirectory = dataDirectory
         self.idleTimeout = idleTimeout
+        (expired, expiredContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
     /// Starts the idle-session reaper.
@@ -212,6 +216,7 @@ public actor BlobTransfer {
         let now = ContinuousClock.now
         for (id, session) in sessions where now - session.lastActivity > idleTimeout {
             await abort(id)
+            expiredContinuation.yield(id)
         }
     }
 

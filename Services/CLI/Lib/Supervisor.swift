@@ -46,6 +46,16 @@ public final class Supervisor: Sendable {
     private let children: Mutex<[String: Child]>
     private let lockDescriptor: Int32
     private let stopping = Mutex(false)
+    /// Callers of `waitForRestart`, resumed with the new pid by `launch` (or with nil by their
+    /// deadline task); each is removed from here before it is resumed, so it is resumed once.
+    private let restartWaiters = Mutex<[UInt64: RestartWaiter]>([:])
+    private struct RestartWaiter {
+        var name: String
+        var old: Int32
+        var continuation: CheckedContinuation<Int32?, Never>
+        var deadline: Task<Void, Never>?
+    }
+    private let nextWaiter = Atomic<UInt64>(0)
 
     /// The folder of the running executable: where `swift build` puts all six binaries.
     public static var defaultBinDirectory: URL {
@@ -113,6 +123,32 @@ public final class Supervisor: Sendable {
 
     public func restartCount(of name: String) -> Int { children.withLock { $0[name]?.restarts ?? 0 } }
 
+    /// Waits until `name` runs as a process other than `old` (the supervisor started it again
+    /// after `old` ended) and returns its pid; nil if that has not happened within `timeout`.
+    public func waitForRestart(of name: String, replacing old: Int32, timeout: Duration = .seconds(60)) async -> Int32? {
+        let id = nextWaiter.add(1, ordering: .relaxed).newValue
+        return await withCheckedContinuation { continuation in
+            restartWaiters.withLock { $0[id] = RestartWaiter(name: name, old: old, continuation: continuation) }
+            let deadline = Task { [weak self] in
+                try? await Task.sleep(for: timeout)  // the wait's deadline, cancelled when it is answered
+                self?.resumeRestartWaiter(id, with: nil)
+            }
+            let waiting = restartWaiters.withLock { waiters in
+                waiters[id]?.deadline = deadline
+                return waiters[id] != nil
+            }
+            if !waiting { deadline.cancel() }
+            // Launched before the waiter was in place: answer now.
+            if let pid = pid(of: name), pid != old { resumeRestartWaiter(id, with: pid) }
+        }
+    }
+
+    private func resumeRestartWaiter(_ id: UInt64, with pid: Int32?) {
+        guard let waiter = restartWaiters.withLock({ $0.removeValue(forKey: id) }) else { return }
+        waiter.deadline?.cancel()
+        waiter.continuation.resume(returning: pid)
+    }
+
     /// Starts every child and waits until the gateway reports all of them healthy.
     public func start(timeout: Duration = .seconds(60)) async throws(SofaError) {
         for name in ["storage", "blob", "replicator", "gateway"] + childNames.filter({ $0.hasPrefix("query-") }) {
@@ -172,6 +208,8 @@ public final class Supervisor: Sendable {
         }
         process.watch(name: name, line: { log(prefix + $0) },
                       exited: { [weak self] process, how in self?.childExited(name, process: process, how) })
+        let waiting = restartWaiters.withLock { $0.filter { $0.value.name == name && $0.value.old != process.pid }.map(\.key) }
+        for id in waiting { resumeRestartWaiter(id, with: process.pid) }
     }
 
     private func childExited(_ name: String, process: ChildProcess, _ how: ChildProcess.Termination) {
