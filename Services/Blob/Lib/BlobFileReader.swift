@@ -11,16 +11,16 @@ public enum BlobFileReader {
     public static func contents(of key: BlobKey, in folder: URL) throws(SofaError) -> [UInt8]? {
         let path = folder.appendingPathComponent(key.fileName).path
         do {
+            guard try fileSize(path) != nil else { return nil }
             var keyFile = try KeyFile.read(in: folder.path)
             while true {
                 var failure: SofaError?
                 for candidate in keyFile?.candidates ?? [nil] {
-                    guard try fileSize(path) != nil else { return nil }   // none, or deleted meanwhile
                     do {
                         let file = try PosixFile.openForReading(path, notFound: "no blob \(key)")
                         return try BlobReader(file: file, key: key, encryptionKey: candidate).contents()
                     } catch let error as SofaError {
-                        if error.is(.notFound) { return nil }
+                        if error.is(.notFound) { return nil }   // none, or deleted meanwhile (compaction)
                         failure = error
                     }
                 }
