@@ -20,21 +20,9 @@ func writeFile(_ url: URL, _ bytes: [UInt8]) async throws {
     try await blocking { try Data(bytes).write(to: url) }
 }
 
-/// `sha1sum`'s key for a file (an SHA-1 independent of Sofa's).
+/// `sha1sum`'s key for a file (an SHA-1 independent of Sofa's), computed off the cooperative pool.
 func sha1sum(_ url: URL) async throws -> String {
-    try await blocking {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha1sum")
-        process.arguments = [url.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let hex = Array(String(decoding: output, as: UTF8.self).prefix(40))
-        let digest = stride(from: 0, to: hex.count, by: 2).compactMap { UInt8(String(hex[$0...$0 + 1]), radix: 16) }
-        return "sha1-" + Data(digest).base64EncodedString()
-    }
+    try await blocking { try sha1sumKey(of: url) }
 }
 
 func sha1Base64(_ bytes: [UInt8]) -> String {
