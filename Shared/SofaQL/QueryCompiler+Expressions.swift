@@ -48,6 +48,9 @@ extension QueryCompiler {
     static let nullBlob = "x'6e756c6c'", trueBlob = "x'74727565'", falseBlob = "x'66616c7365'"
 
     mutating func expression(_ json: JSON) throws(SofaError) -> Expr {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= QueryLimits.maxExpressionDepth else { throw Self.invalid(QueryLimits.tooDeep("query")) }
         switch json {
         case .null: return Expr(sql: Self.nullBlob, isCondition: false)
         case .bool(let b): return Expr(sql: b ? Self.trueBlob : Self.falseBlob, isCondition: false)

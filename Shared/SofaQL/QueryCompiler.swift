@@ -34,6 +34,8 @@ public struct QueryCompiler {
     var fullTextJoins: [(index: String, table: String, sqlAlias: String, source: String)] = []
     var mentionsDeleted = false
     var counter = 0
+    /// How many expressions are being compiled inside one another (bounded by `QueryLimits`).
+    var depth = 0
 
     public static func compile(_ query: JSON, schema: QuerySchema) throws(SofaError) -> CompiledQuery {
         var compiler = QueryCompiler(schema: schema)

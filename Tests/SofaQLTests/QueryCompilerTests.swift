@@ -233,3 +233,23 @@ import SofaCore
         #expect(try db.rows(any) == [#"["p1"]"#, #"["p2"]"#, #"["p3"]"#])
     }
 }
+
+/// Trees as tall as the JSON parser lets through (512) compile and run, or are refused with an
+/// error that names the limit; none exhausts a thread's stack.
+@Suite struct TallTreeTests {
+    @Test(arguments: [100, 255, 300, 500])
+    func tallSumsRunOrAreRefused(_ height: Int) throws {
+        let db = try QueryCompilerTests.db()
+        var tree: JSON = 1
+        for _ in 0..<height { tree = ["+", tree, 1] }
+        let query = JSON.object(["WHAT": [tree], "WHERE": ["=", ["._id"], "p1"]]).compactString
+        do {
+            #expect(try db.rows(query) == ["[\(height + 1)]"])
+        } catch let error as SofaError {
+            #expect(error.is(.invalidQuery), "\(error)")
+            if height >= QueryLimits.maxExpressionDepth {
+                #expect(error.message.contains("at most 256 levels deep"), "\(error)")
+            }
+        }
+    }
+}

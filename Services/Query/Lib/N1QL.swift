@@ -30,7 +30,7 @@ public enum N1QL {
     /// there, and what it found.
     public static func parse(_ text: String) throws(SofaError) -> JSON {
         var parser = N1QLParser(text)
-        if let tree = parser.parseQuery() { return tree }
+        if let tree = parser.parseQuery(), parser.abort == nil { return tree }
         throw SofaError(.invalidQuery, parser.errorMessage())
     }
 

@@ -5,12 +5,12 @@ import SofaCore
 extension N1QLParser {
     typealias Op = N1QLVocabulary
 
-    mutating func expression() -> JSON? { collateLevel() }
+    mutating func expression() -> JSON? { subtree { $0.collateLevel() } }
 
     /// `expr8 [COLLATE collation | COLLATE (collation…)]`.
     mutating func collateLevel() -> JSON? {
         guard let x = orLevel() else { return nil }
-        if let collations = optional({ $0.collateSuffix() }) { return Op.collate(x, collations) }
+        if let collations = optional({ $0.collateSuffix() }) { return grow() ? Op.collate(x, collations) : nil }
         return x
     }
 
@@ -85,10 +85,10 @@ extension N1QLParser {
 
     mutating func postfixTest(_ x: JSON) -> JSON? {
         if operatorKeyword("NOT") {
-            guard keyword("NULL") else { return nil }
+            guard keyword("NULL"), grow() else { return nil }
             return Op.op("IS NOT", x, .null)
         }
-        guard operatorKeyword("IS") else { return nil }
+        guard operatorKeyword("IS"), grow(2) else { return nil }
         let negated = operatorKeyword("NOT")
         if keyword("NULL") { return Op.op(negated ? "IS NOT" : "IS", x, .null) }
         if keyword("MISSING") { return Op.op(negated ? "IS NOT" : "IS", x, Op.missing) }
@@ -103,7 +103,7 @@ extension N1QLParser {
     /// not supported, as in LiteCore.)
     mutating func inSuffix(_ x: JSON) -> JSON? {
         let name = operatorKeyword("NOT") ? "NOT IN" : "IN"
-        guard operatorKeyword("IN") else { return nil }
+        guard operatorKeyword("IN"), grow() else { return nil }
         if let list = optional({ $0.parenthesizedList() }) {
             return Op.op(name, x, .array([.string("[]")] + list))
         }
@@ -114,7 +114,7 @@ extension N1QLParser {
     /// `[NOT] LIKE expr5` → `["LIKE", x, pattern]`, inside `["NOT", …]` when negated.
     mutating func likeSuffix(_ x: JSON) -> JSON? {
         let negated = operatorKeyword("NOT")
-        guard operatorKeyword("LIKE"), let pattern = relationalLevel() else { return nil }
+        guard operatorKeyword("LIKE"), let pattern = relationalLevel(), grow(2) else { return nil }
         let like = Op.op("LIKE", x, pattern)
         return negated ? Op.op("NOT", like) : like
     }
@@ -123,7 +123,7 @@ extension N1QLParser {
     mutating func betweenSuffix(_ x: JSON) -> JSON? {
         let negated = operatorKeyword("NOT")
         guard operatorKeyword("BETWEEN"), let low = relationalLevel(), keyword("AND"),
-              let high = relationalLevel() else { return nil }
+              let high = relationalLevel(), grow(2) else { return nil }
         let between = Op.op("BETWEEN", x, low, high)
         return negated ? Op.op("NOT", between) : between
     }
@@ -171,7 +171,7 @@ extension N1QLParser {
     mutating func pathLevel() -> JSON? {
         guard let base = baseExpression() else { return nil }
         let save = pos
-        if symbol("."), let path = propertyPath() {
+        if symbol("."), let path = propertyPath(), grow() {
             return Op.op("_.", base, .string(path))
         }
         pos = save
@@ -198,10 +198,11 @@ extension N1QLParser {
         var result = first
         while true {
             let save = pos
-            guard let name = op(&self), let right = operand(&self) else {
+            guard abort == nil, let name = op(&self), let right = subtree(operand) else {
                 pos = save
                 return result
             }
+            guard grow() else { return result }
             result = Op.op(name, result, right)
         }
     }

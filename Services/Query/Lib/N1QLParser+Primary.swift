@@ -2,7 +2,20 @@ import SofaCore
 
 /// `baseExpr`: the highest-precedence expressions, tried in LiteCore's order.
 extension N1QLParser {
+    /// One primary: one level taller than the tallest tree it holds (parentheses add no level),
+    /// and as tall as the trees before it in the expression at least.
     mutating func baseExpression() -> JSON? {
+        let outer = height
+        height = 0
+        let value = primaryAlternatives()
+        let own = value == nil || lastPrimaryWasParenthesized ? 0 : 1
+        lastPrimaryWasParenthesized = false
+        guard grow(own) else { return nil }
+        height = max(outer, height)
+        return value
+    }
+
+    private mutating func primaryAlternatives() -> JSON? {
         let start = pos
         guard depth < Self.maxDepth else {
             fail("a shallower expression")
@@ -25,8 +38,11 @@ extension N1QLParser {
             { $0.property() },
             { $0.parenthesized() },
         ]
-        for alternative in alternatives {
-            if let value = optional(alternative) { return value }
+        for (index, alternative) in alternatives.enumerated() {
+            if let value = optional(alternative) {
+                lastPrimaryWasParenthesized = index == alternatives.count - 1
+                return value
+            }
         }
         // Nothing got past the first character: say "an expression" rather than list every
         // way one can start.

@@ -1,4 +1,5 @@
 import SofaCore
+import SofaQL
 
 /// The N1QL parser's state: the UTF-8 text, a cursor, and what the furthest failure expected.
 ///
@@ -18,6 +19,17 @@ struct N1QLParser {
     /// is an error, not a stack overflow.
     var depth = 0
     static let maxDepth = 256
+    /// An upper bound on the height of the trees built so far in the current expression: every
+    /// operator folded onto a chain, every primary and every wrapper adds one. Bounded, so that no
+    /// later walk of the tree (compiling it, encoding it, freeing it) can run out of stack: a chain
+    /// such as `1+1+…+1` is folded in a loop but builds a tree as deep as it is long.
+    var height = 0
+    static let maxHeight = QueryLimits.maxExpressionDepth
+    /// Set when the query is too deep to parse further; every rule then fails at once, and this is
+    /// the error reported.
+    var abort: String?
+    /// Whether the primary just parsed was `( expression )`, which adds no level to the tree.
+    var lastPrimaryWasParenthesized = false
 
     init(_ source: String) {
         text = Array(source.utf8)
@@ -168,11 +180,36 @@ struct N1QLParser {
         return (word, false)
     }
 
+    // MARK: Depth
+
+    /// Adds `levels` to the height of the tree being built; past `maxHeight` the parse stops with
+    /// an error that names the limit. Returns whether parsing may go on.
+    mutating func grow(_ levels: Int = 1) -> Bool {
+        guard abort == nil else { return false }
+        height += levels
+        if height > Self.maxHeight {
+            abort = QueryLimits.tooDeep("N1QL query") + ", near offset \(pos)"
+            return false
+        }
+        return true
+    }
+
+    /// Parses `rule` as a tree of its own: its height starts from zero and, once parsed, bounds the
+    /// height of what encloses it. Siblings (list items, arguments) do not add up.
+    mutating func subtree<T>(_ rule: (inout N1QLParser) -> T?) -> T? {
+        let outer = height
+        height = 0
+        let value = rule(&self)
+        height = max(outer, height)
+        return value
+    }
+
     // MARK: Error message
 
     /// Where the parse failed and what was wanted there: "N1QL syntax error at line 1, column 13
     /// (offset 12): expected an operator, FROM or end of input; found ')'".
     func errorMessage() -> String {
+        if let abort { return abort }
         let at = max(failurePos, 0)
         var line = 1
         var column = 1

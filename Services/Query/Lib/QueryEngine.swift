@@ -59,10 +59,11 @@ public final class QueryEngine: Sendable {
     /// The tree a query's text stands for.
     public static func tree(_ spec: QuerySpec) throws(SofaError) -> JSON {
         if spec.isN1QL { return try N1QL.parse(spec.text) }
-        guard let tree = JSON.tryParse(spec.text) else {
-            throw SofaError(.invalidQuery, "the JSON query is not valid JSON")
+        do {
+            return try JSON.parse(spec.text)
+        } catch {
+            throw SofaError(.invalidQuery, "the JSON query is not valid JSON: \(error.message)")
         }
-        return tree
     }
 
     /// The file's inode, nil when there is no file.

@@ -364,7 +364,11 @@ extension Op {
             let parameterBytes = decodeBytes(op.parameters)
             var parameters = JSONObject()
             if !parameterBytes.isEmpty {
-                guard let object = JSON.tryParse(parameterBytes)?.objectValue else {
+                let parsed: JSON
+                do { parsed = try JSON.parse(parameterBytes) } catch {
+                    throw SofaError(.invalidParameter, "query parameters must be a JSON object: \(error.message)")
+                }
+                guard let object = parsed.objectValue else {
                     throw SofaError(.invalidParameter, "query parameters must be a JSON object")
                 }
                 parameters = object
@@ -373,8 +377,9 @@ extension Op {
                                     parameters: parameters, explain: op.explain != 0, skip: op.skip, pageRows: op.page_rows))
         case SOFA__WIRE__REQUEST__OP_CREATE_INDEX:
             let op = try required(m.create_index, "createIndex")
-            guard let descriptor = JSON.tryParse(decodeBytes(op.descriptor)) else {
-                throw SofaError(.invalidParameter, "an index descriptor must be JSON")
+            let descriptor: JSON
+            do { descriptor = try JSON.parse(decodeBytes(op.descriptor)) } catch {
+                throw SofaError(.invalidParameter, "an index descriptor must be JSON: \(error.message)")
             }
             return .createIndex(IndexDefinition(kind: op.kind, name: try decodeString(op.name, "createIndex.name"), descriptor: descriptor))
         case SOFA__WIRE__REQUEST__OP_DELETE_INDEX:
