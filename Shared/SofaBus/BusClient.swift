@@ -76,19 +76,25 @@ public final class BusClient: Sendable {
     private let state = Mutex(State())
     private let wakeup: Wakeup
     private let maxResponseBytes: Int
+    /// Requests larger than this are refused here, as the server would refuse them; past four
+    /// times the server's limit ZeroMQ drops the connection, and the caller would learn only that.
+    private let maxRequestBytes: Int
 
-    private init(endpoint: String, peerName: String, maxResponseBytes: Int) throws(SofaError) {
+    private init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int) throws(SofaError) {
         self.endpoint = endpoint
         self.peerName = peerName
         self.maxResponseBytes = maxResponseBytes
+        self.maxRequestBytes = maxRequestBytes
         self.wakeup = try Wakeup()
     }
 
     /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
     public static func connect(
-        _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20
+        _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
+        maxRequestBytes: Int = BusServer.defaultMaxRequestBytes
     ) async throws(SofaError) -> BusClient {
-        let client = try BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes)
+        let client = try BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
+                                   maxRequestBytes: maxRequestBytes)
         let started: Result<Void, SofaError> = await withCheckedContinuation { continuation in
             let thread = Thread { client.run(started: continuation) }
             thread.name = "bus-client-\(peerName)"
@@ -125,11 +131,16 @@ public final class BusClient: Sendable {
                         return .failure(0, SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
                     }
                     let id = state.nextID
-                    state.nextID += 1
                     request.id = id
+                    let encoded = request.encodedMessage()
+                    guard encoded.count <= maxRequestBytes else {
+                        return .failure(0, SofaError(.messageTooLarge, "the request of \(encoded.count) bytes is over the limit of "
+                                                     + "\(maxRequestBytes) bytes (\(peerName)'s SOFA_MAX_REQUEST_BYTES); nothing was sent"))
+                    }
+                    state.nextID += 1
                     idBox.withLock { $0 = id }
                     state.pending[id] = Pending(delivery: .decoded(continuation), deadline: localDeadline, startedMs: localDeadline - budget)
-                    state.outbox.append((id, request.encodedMessage()))
+                    state.outbox.append((id, encoded))
                     return nil
                 }
                 if let rejected {

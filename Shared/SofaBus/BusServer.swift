@@ -15,6 +15,8 @@ internal import Synchronization
 /// requests still running are cancelled (the socket monitor's DISCONNECTED names the
 /// connection's descriptor, which each message carries too).
 public final class BusServer: Sendable {
+    /// The largest request a server takes unless told otherwise (`SOFA_MAX_REQUEST_BYTES`).
+    public static let defaultMaxRequestBytes = 16 << 20
     public typealias Handler = @Sendable (Request) async -> Response
 
     /// Requests a server passes on without decoding them: those whose operation field is one of
@@ -54,7 +56,7 @@ public final class BusServer: Sendable {
     }
 
     public static func bind(
-        _ endpoint: String, name: String, maxRequestBytes: Int = 16 << 20, cancelOnDisconnect: Bool = false,
+        _ endpoint: String, name: String, maxRequestBytes: Int = BusServer.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
         forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()

@@ -58,6 +58,6 @@ public struct Settings: Sendable {
     /// Where storage publishes commit notices (storage binds, the gateway subscribes).
     public var changesEndpoint: String { string("CHANGES_ENDPOINT", default: Self.defaultChanges) }
     public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
-    public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: 16 << 20) }
+    public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: BusServer.defaultMaxRequestBytes) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }

@@ -1,5 +1,8 @@
-/// Document IDs: 1…240 bytes of UTF-8 with no control characters (U+0000–U+001F, U+007F–U+009F).
-/// Generated IDs are `~` followed by 22 random URL-safe base64 characters (128 random bits),
+/// Document IDs: 1…240 bytes of UTF-8 with no control characters (U+0000–U+001F, U+007F–U+009F),
+/// no line or paragraph separators (U+2028, U+2029) and no bidirectional controls (U+061C,
+/// U+200E, U+200F, U+202A–U+202E, U+2066–U+2069: an ID must read the same in every terminal and
+/// log). As in CouchDB, only reserved IDs start with `_`: `_design/NAME` and `_local/NAME`
+/// (`_foo`, `_sync:x` are refused). Generated IDs are `~` followed by 22 random URL-safe base64 characters (128 random bits),
 /// e.g. `~Xk3_9aQ0bW-vN2cLr7TfZw`.
 public enum DocumentID {
     public static let maxLength = 240
@@ -14,12 +17,28 @@ public enum DocumentID {
         let length = id.utf8.count
         if length == 0 { return "Document ID is empty" }
         if length > maxLength { return "Document ID is \(length) bytes long; the limit is \(maxLength)" }
-        for scalar in id.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+        for scalar in id.unicodeScalars {
+            let what: String
+            switch scalar.value {
+            case 0..<0x20, 0x7F...0x9F: what = "the control character"
+            case 0x2028, 0x2029: what = "the line or paragraph separator"
+            case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: what = "the bidirectional control"
+            default: continue
+            }
             let hex = String(scalar.value, radix: 16, uppercase: true)
-            return "Document ID contains the control character U+" + String(repeating: "0", count: 4 - hex.count) + hex
+            return "Document ID contains \(what) U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        }
+        if id.hasPrefix("_") {
+            guard let prefix = reservedPrefixes.first(where: { id.hasPrefix($0) }) else {
+                return "Document ID '\(id)' starts with '_': only reserved IDs may (_design/NAME, _local/NAME)"
+            }
+            if id.utf8.count == prefix.utf8.count { return "Document ID '\(id)' has no name after \(prefix)" }
         }
         return nil
     }
+
+    /// The prefixes of the only IDs that may start with `_`.
+    public static let reservedPrefixes = ["_design/", "_local/"]
 
     public static func generate() -> String {
         var rng = SystemRandomNumberGenerator()

@@ -93,7 +93,13 @@ public enum DocumentVersion: Sendable, Hashable, CustomStringConvertible {
 
     static func parseASCII(_ s: UnsafeBufferPointer<UInt8>) -> Result<DocumentVersion, SofaError> {
         if s.contains(UInt8(ascii: "-")) { return RevID.parseASCII(s).map { .revID($0) } }
-        return VersionVector.parseASCII(s).map { .vector(VersionVector(unchecked: [$0.versions[0]])) }
+        // Without a '-' it can only be a vector; a text that is not one either is named for what
+        // it is meant to be in both kinds of database.
+        return VersionVector.parseASCII(s).map { .vector(VersionVector(unchecked: [$0.versions[0]])) }.mapError { error in
+            SofaError(.badRevisionID, "Invalid revision \"\(Hex.printable(s.prefix(100)))\": a revision is GENERATION-DIGEST "
+                      + "(e.g. 2-7051cbe5c8faecd085a3fa619e6e6337) in a database with revision trees, or a version "
+                      + "(e.g. 3@a1b2c3) in one with version vectors (\(error.message))")
+        }
     }
 
     public var binary: [UInt8] {

@@ -77,7 +77,7 @@ public final class QueryConnection: @unchecked Sendable {  // safe: one caller a
     }
 
     private func error(_ rc: Int32, _ sql: String) -> SofaError {
-        SofaError(.sqlite, rc, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
+        SofaError(.sqlite, rc, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sqlExcerpt(sql)))")
     }
 
     /// Runs SQL with no results (tests and set-up only; a read-only connection refuses writes).
@@ -91,7 +91,7 @@ public final class QueryConnection: @unchecked Sendable {  // safe: one caller a
         var prepared: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
         guard rc == SQLITE_OK, let prepared else {
-            throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
+            throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sqlExcerpt(sql)))")
         }
         if statements.count > 200 {
             for statement in statements.values { sqlite3_finalize(statement) }
@@ -158,7 +158,7 @@ public final class QueryConnection: @unchecked Sendable {  // safe: one caller a
             }
             if interrupt?.isInterrupted == true { throw SofaError(.cancelled, "the query was cancelled") }
             guard rc == SQLITE_ROW else {
-                throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
+                throw SofaError(.invalidQuery, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sqlExcerpt(sql)))")
             }
             for i in 0..<columnCount { values[i] = Self.column(statement, Int32(i)) }
             if try !row(values) { return }
@@ -284,4 +284,10 @@ extension QueryConnection {
         }
         try SQLFunctions.register([function], on: handle)
     }
+}
+
+/// The start of a statement's text, for an error message: a schema's DDL or a compiled query can
+/// run to many kilobytes, and the message needs only enough to say which statement failed.
+public func sqlExcerpt(_ sql: String, limit: Int = 200) -> String {
+    sql.count <= limit ? sql : sql.prefix(limit) + "… (\(sql.utf8.count) bytes)"
 }

@@ -395,3 +395,29 @@ private func flags(_ tree: RevTree, _ revID: String) -> Revision.Flags? {
         }
     }
 }
+
+/// Sofa's rules beyond LiteCore's: CouchDB's reserved underscore, and characters that make an ID
+/// read differently from what it is.
+@Suite struct DocumentIDRules {
+    @Test(arguments: [
+        ("_foo", "only reserved IDs"), ("_sync:abc", "only reserved IDs"), ("_", "only reserved IDs"),
+        ("_design/", "no name after"), ("_local/", "no name after"), ("_Design/x", "only reserved IDs"),
+        ("abc\u{202E}gpj.exe", "bidirectional control U+202E"), ("a\u{2066}b", "bidirectional control U+2066"),
+        ("a\u{200F}b", "bidirectional control U+200F"), ("line\u{2028}two", "separator U+2028"),
+        ("para\u{2029}two", "separator U+2029"), ("del\u{7F}", "control character U+007F"),
+    ])
+    func refuses(_ id: String, _ reason: String) {
+        #expect(throws: SofaError.self) { try DocumentID.validate(id) }
+        do {
+            try DocumentID.validate(id)
+        } catch {
+            #expect(error.is(.badDocID))
+            #expect(error.message.contains(reason), "\(error.message)")
+        }
+    }
+
+    @Test(arguments: ["_design/app", "_local/cp", "a_b", "~gen", "é", "日本", "x/_y", "emoji 🛋️"])
+    func accepts(_ id: String) {
+        #expect(DocumentID.isValid(id))
+    }
+}

@@ -17,6 +17,7 @@ public struct SofaCommand: AsyncParsableCommand {
     /// The entry point of the `sofa` executable.
     public static func runMain() async {
         do {
+            try await reporting { try validateArgumentEncoding() }
             var command = try parseAsRoot(nil)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -25,6 +26,19 @@ public struct SofaCommand: AsyncParsableCommand {
             }
         } catch {
             exit(withError: error)
+        }
+    }
+}
+
+extension SofaCommand {
+    /// Refuses an argument that is not valid UTF-8 (the shell passed bytes, not text): read as a
+    /// String it would become U+FFFD, and a document ID or name would silently be another one.
+    static func validateArgumentEncoding() throws(SofaError) {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            let shown = String(decoding: UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) },
+                               as: UTF8.self)
+            throw SofaError(.invalidParameter, "argument \(index) is not valid UTF-8 ('\(shown)', with U+FFFD for each bad byte)")
         }
     }
 }

@@ -41,7 +41,7 @@ final class SQLiteConnection {
     }
 
     private func error(_ rc: Int32, _ sql: String) -> SofaError {
-        SofaError(.sqlite, rc, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sql))")
+        SofaError(.sqlite, rc, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sqlExcerpt(sql)))")
     }
 
     /// Runs SQL with no results (may hold several statements).

@@ -99,7 +99,16 @@ public final class StorageEngine: Sendable {
             } catch {
                 throw SofaError(.cantOpenFile, "cannot create \(directory.path): \(error.localizedDescription)")
             }
-            let store = try self.openStore(name, versioning: versioning)
+            // All or nothing: a database whose schema could not be written (a full disk, say)
+            // leaves no folder behind, so it neither exists half-made nor blocks a new attempt.
+            let store: DatabaseStore
+            do throws(SofaError) {
+                store = try self.openStore(name, versioning: versioning)
+            } catch {
+                try? FileManager.default.removeItem(at: directory)
+                syncDirectory(self.dataDirectory)
+                throw SofaError(error.domain, error.code, "cannot create database '\(name)': \(error.message)")
+            }
             syncDirectory(directory)
             syncDirectory(self.dataDirectory)
             self.open.withLock { $0[name] = store }
