@@ -6,7 +6,7 @@ internal import SofaClient
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self])
+        abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self, Hostile.self])
 
     struct RTT: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

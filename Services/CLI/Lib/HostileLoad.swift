@@ -1,0 +1,261 @@
+internal import CZeroMQ
+internal import Foundation
+public import SofaClient
+internal import SofaWire
+internal import Synchronization
+
+/// A well-behaved client's latency with and without hostile clients beside it, against one
+/// cluster: `sofa bench hostile` prints it, and the hostile-client test runs a short version.
+///
+/// The well-behaved client alternates a get of a small document and an indexed query, one at a
+/// time, for `phase` without load and again under load. The hostile clients, all at once:
+/// * deep: queries whose WHERE is a chain of 40,000 operators, one after another;
+/// * huge: raw requests just over the gateway's request limit, one after another;
+/// * non-readers: raw sockets that ask for a large document again and again and never read;
+/// * hogs: a client with a one-hour timeout that keeps `hogs` cross joins running;
+/// * bulk: bulk writes over the per-request item limit.
+/// Every loop is bounded by the phase's end; nothing is retried.
+public struct HostileLoad: Sendable {
+    public struct Options: Sendable {
+        public var phase: Duration = .seconds(5)
+        public var nonReaders = 2
+        public var nonReaderRequests = 200
+        public var largeDocumentBytes = 4 << 20
+        public var hogs = 8
+        public var joinDocuments = 3_000
+
+        public init() {}
+    }
+
+    public struct Figures: Sendable {
+        public var unloaded: [UInt64] = []
+        public var loaded: [UInt64] = []
+        public var hostileRequests = 0
+        public var hostileRefused = 0
+
+        public var json: JSON {
+            let u99 = percentile(unloaded, 0.99), l99 = percentile(loaded, 0.99)
+            return .object(JSONObject([
+                ("unloaded_calls", .int(Int64(unloaded.count))), ("loaded_calls", .int(Int64(loaded.count))),
+                ("unloaded_p50_us", .double(percentile(unloaded, 0.5))), ("unloaded_p99_us", .double(u99)),
+                ("loaded_p50_us", .double(percentile(loaded, 0.5))), ("loaded_p99_us", .double(l99)),
+                ("p99_ratio", .double((l99 / max(u99, 1) * 100).rounded() / 100)),
+                ("hostile_requests", .int(Int64(hostileRequests))), ("hostile_refused", .int(Int64(hostileRefused))),
+            ]))
+        }
+
+        public var p99Ratio: Double { percentile(loaded, 0.99) / max(percentile(unloaded, 0.99), 1) }
+    }
+
+    let gateway: String
+    let options: Options
+
+    public init(gateway: String, options: Options) {
+        self.gateway = gateway
+        self.options = options
+    }
+
+    public func run() async throws -> Figures {
+        let client = try await SofaClient.connect(gateway, timeout: .seconds(30))
+        defer { client.close() }
+        let name = "hostile-\(getpid())"
+        let db = try await client.createDatabase(name)
+        try await seed(db)
+        var figures = Figures()
+        figures.unloaded = try await measure(db, for: options.phase)
+        let end = ContinuousClock.now + options.phase
+        let counts = Counts()
+        let hostile = Task { try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await deep(db, until: end, counts) }
+            group.addTask { try await huge(name, until: end, counts) }
+            group.addTask { try await hog(name, until: end, counts) }
+            group.addTask { try await bulk(db, until: end, counts) }
+            for _ in 0..<options.nonReaders { group.addTask { try await nonReader(name, until: end, counts) } }
+            try await group.waitForAll()
+        } }
+        figures.loaded = try await measure(db, for: options.phase)
+        try await hostile.value
+        figures.hostileRequests = counts.requests.withLock { $0 }
+        figures.hostileRefused = counts.refused.withLock { $0 }
+        try? await client.deleteDatabase(name)
+        return figures
+    }
+
+    final class Counts: Sendable {
+        let requests = Mutex(0)
+        let refused = Mutex(0)
+
+        func sent(refused wasRefused: Bool) {
+            requests.withLock { $0 += 1 }
+            if wasRefused { refused.withLock { $0 += 1 } }
+        }
+    }
+
+    private func seed(_ db: Database) async throws {
+        let docs = (0..<options.joinDocuments).map { n in
+            BulkItem.put(id: String(format: "d%06d", n), rev: "", body: Array(#"{"n":\#(n),"name":"p\#(n)"}"#.utf8), deleted: false)
+        }
+        for part in stride(from: 0, to: docs.count, by: 1_000) {
+            _ = try await db.bulk(Array(docs[part..<min(part + 1_000, docs.count)]))
+        }
+        try await db.createIndex("byN", kind: .value, expressions: [[".n"]])
+        let large = #"{"pad":""# + String(repeating: "x", count: options.largeDocumentBytes) + #""}"#
+        _ = try await db.put(id: "large", json: large)
+    }
+
+    /// The well-behaved client: a get and an indexed query in turn, each timed.
+    private func measure(_ db: Database, for phase: Duration) async throws -> [UInt64] {
+        var samples: [UInt64] = []
+        let end = ContinuousClock.now + phase
+        var n = 0
+        while ContinuousClock.now < end {
+            let start = DispatchTime.now().uptimeNanoseconds
+            if n % 2 == 0 {
+                _ = try await db.get(id: String(format: "d%06d", n % options.joinDocuments))
+            } else {
+                _ = try await db.query(n1ql: "SELECT name FROM _ WHERE n = $n", parameters: ["n": .int(Int64(n % options.joinDocuments))])
+            }
+            samples.append(DispatchTime.now().uptimeNanoseconds - start)
+            n += 1
+        }
+        return samples
+    }
+
+    private func deep(_ db: Database, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+        let chain = "SELECT 1 FROM _ WHERE n = 1" + String(repeating: " + 1", count: 40_000)
+        while ContinuousClock.now < end {
+            do {
+                _ = try await db.query(n1ql: chain)
+                counts.sent(refused: false)
+            } catch {
+                counts.sent(refused: true)
+            }
+        }
+    }
+
+    /// Raw requests just over the gateway's limit: refused by the gateway with an error.
+    private func huge(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+        try await onThread {
+            let socket = RawSocket(gateway)
+            let body = Array(#"{"pad":""#.utf8) + [UInt8](repeating: 0x78, count: 16 << 20) + Array(#""}"#.utf8)
+            let request = Request(database: name, operation: .putDocument(id: "huge", rev: "", body: body, deleted: false)).encoded()
+            while ContinuousClock.now < end {
+                socket.send(request)
+                counts.sent(refused: socket.receive(until: end) != nil)
+            }
+        }
+    }
+
+    /// Asks for the large document again and again and never reads an answer.
+    private func nonReader(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+        try await onThread {
+            let socket = RawSocket(gateway)
+            let request = Request(database: name, operation: .getDocument(id: "large", rev: "")).encoded()
+            for _ in 0..<options.nonReaderRequests where ContinuousClock.now < end {
+                socket.send(request)
+                counts.sent(refused: false)
+            }
+            socket.wait(until: end)
+        }
+    }
+
+    /// Keeps `hogs` cross joins running, each with a one-hour deadline.
+    private func hog(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+        let hogClient = try await SofaClient.connect(gateway, timeout: .seconds(3_600))
+        defer { hogClient.close() }
+        let db = hogClient.database(name)
+        let join = "SELECT COUNT(*) FROM _ a JOIN _ b ON a.n != b.n WHERE a.name || b.name != ''"
+        let running = Task { try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<options.hogs {
+                group.addTask {
+                    while ContinuousClock.now < end, !Task.isCancelled {
+                        do {
+                            _ = try await db.query(n1ql: join)
+                            counts.sent(refused: false)
+                        } catch {
+                            counts.sent(refused: true)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        } }
+        try await Task.sleep(until: end, clock: .continuous)  // the load's own duration
+        running.cancel()
+        hogClient.close()
+        _ = try? await running.value
+    }
+
+    private func bulk(_ db: Database, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+        let items = (0..<200_000).map { _ in BulkItem.put(id: "", rev: "", body: Array("{}".utf8), deleted: false) }
+        while ContinuousClock.now < end {
+            do {
+                _ = try await db.bulk(items)
+                counts.sent(refused: false)
+            } catch {
+                counts.sent(refused: true)
+            }
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own (it blocks in ZeroMQ calls).
+private func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        Thread {
+            do {
+                try body()
+                continuation.resume()
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }.start()
+    }
+}
+
+/// A raw DEALER socket, used by one thread for its life.
+private final class RawSocket {
+    private let context = zmq_ctx_new()
+    private let socket: UnsafeMutableRawPointer
+
+    init(_ endpoint: String) {
+        socket = zmq_socket(context, ZMQ_DEALER)
+        var linger: Int32 = 0
+        zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        zmq_connect(socket, endpoint)
+    }
+
+    deinit {
+        zmq_close(socket)
+        zmq_ctx_term(context)
+    }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { zmq_send(socket, $0.baseAddress, bytes.count, 0) }
+    }
+
+    /// Reads one whole message, or nil when `end` comes first.
+    func receive(until end: ContinuousClock.Instant) -> [UInt8]? {
+        var item = zmq_pollitem_t(socket: socket, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+        let remaining = end - ContinuousClock.now
+        let ms = max(0, Int(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+        guard zmq_poll(&item, 1, ms) == 1 else { return nil }
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        defer { zmq_msg_close(&message) }
+        var last: [UInt8] = []
+        repeat {
+            guard zmq_msg_recv(&message, socket, 0) >= 0 else { return nil }
+            last = Array(UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: zmq_msg_size(&message)))
+        } while zmq_msg_more(&message) != 0
+        return last
+    }
+
+    /// Holds the connection open, reading nothing, until `end`.
+    func wait(until end: ContinuousClock.Instant) {
+        var item = zmq_pollitem_t(socket: nil, fd: -1, events: 0, revents: 0)
+        let remaining = end - ContinuousClock.now
+        let ms = max(0, Int(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+        _ = zmq_poll(&item, 0, ms)
+    }
+}
