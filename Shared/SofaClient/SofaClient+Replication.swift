@@ -144,11 +144,15 @@ public struct ReplicationHandle: Sendable {
     }
 
     /// Waits until every replication satisfies `condition` (e.g. ended, or idle and caught up),
-    /// or `timeout` runs out (`.timeout`). Answers the statuses that satisfied it.
+    /// or `timeout` runs out (`.timeout`); a replicator that restarts meanwhile is asked again. Answers
+    /// the statuses that satisfied it.
     public func wait(timeout: Duration = .seconds(60),
                      until condition: @escaping @Sendable (ReplicationStatus) -> Bool = { $0.state.isFinal }) async throws(SofaError) -> [ReplicationStatus] {
         let deadline = ContinuousClock.now + timeout
-        var statuses = try await status()
+        var statuses: [ReplicationStatus] = []
+        for id in ids {
+            statuses.append(try await Self.nextStatus(client, id, after: 0, wait: .zero, patience: timeout))
+        }
         for index in statuses.indices {
             while !condition(statuses[index]) {
                 let remaining = deadline - ContinuousClock.now
