@@ -71,12 +71,17 @@ import Testing
     /// The deadline passes after the first of three transactions committed: the answer says
     /// which items were written and which were not.
     @Test func bulkCutByItsDeadlineReportsExactlyWhatWasWritten() async throws {
-        let deadline = ContinuousClock.now + .milliseconds(300)
+        let deadline = Mutex<ContinuousClock.Instant?>(nil)
         try await withService(WriteLimits(maxTransactionItems: 10), onCommit: { _ in
-            // The first commit takes until the deadline has passed (waits on it, bounded by it).
-            while ContinuousClock.now < deadline {}
+            // The first commit lasts until the deadline has passed: the event waited for is that
+            // instant itself.
+            guard let instant = deadline.withLock({ $0 }) else { return }
+            let left = instant - ContinuousClock.now
+            if left > .zero { Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18 + 0.001) }
         }) { service, db in
-            let results = try await WriteDeadline.$current.withValue(deadline) {
+            let instant = ContinuousClock.now + .seconds(1)
+            deadline.withLock { $0 = instant }
+            let results = try await WriteDeadline.$current.withValue(instant) {
                 try await service.bulk(Self.items(30), db, .default)
             }
             #expect(results.prefix(10).allSatisfy { $0.error == nil && $0.sequence > 0 })
