@@ -72,7 +72,7 @@ public final class StorageService: Sendable {
     /// milliseconds) less the commit margin; nil when it has none.
     func commitDeadline(_ request: Request) -> ContinuousClock.Instant? {
         guard request.deadline != 0 else { return nil }
-        let remaining = Int64(bitPattern: request.deadline &- wallClockMs())
+        let remaining = Int64(clamping: request.deadline) - Int64(clamping: wallClockMs())
         return ContinuousClock.now + .milliseconds(remaining) - limits.commitMargin
     }
 
