@@ -115,7 +115,7 @@ let package = Package(
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator"],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaStorage", "SofaTestSupport"],
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaStorage", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "SofaBlob", "CZeroMQ",

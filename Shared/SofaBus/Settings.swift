@@ -59,5 +59,11 @@ public struct Settings: Sendable {
     public var changesEndpoint: String { string("CHANGES_ENDPOINT", default: Self.defaultChanges) }
     public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
     public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: BusServer.defaultMaxRequestBytes) }
+    /// Items one bulk write may carry (storage refuses a larger one whole, before any work).
+    public var maxBulkItems: Int { max(1, int("MAX_BULK_ITEMS", default: 100_000)) }
+    /// Items storage commits in one transaction (a longer bulk is committed in several).
+    public var maxTransactionItems: Int { max(1, int("MAX_TRANSACTION_ITEMS", default: 10_000)) }
+    /// How long before a request's deadline storage stops committing its work.
+    public var commitMarginMs: Int { max(0, int("COMMIT_MARGIN_MS", default: 250)) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }

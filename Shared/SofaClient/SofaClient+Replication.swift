@@ -80,7 +80,39 @@ public struct ReplicationHandle: Sendable {
         return result
     }
 
-    /// Every status change of the replications (interleaved), ending when all have ended.
+    /// How long `updates()` keeps asking while the replicator (or the gateway) does not answer,
+    /// e.g. while it restarts: the replications are recorded, so a restarted replicator resumes
+    /// them and answers again.
+    public static let unreachablePatience: Duration = .seconds(60)
+
+    /// The status of `id` newer than `version` (waiting up to `wait`), asked again while the
+    /// replicator is unreachable (up to `patience`). A replication the replicator no longer knows
+    /// fails with `.notFound` saying so.
+    static func nextStatus(_ client: SofaClient, _ id: String, after version: UInt64, wait: Duration,
+                           patience: Duration) async throws(SofaError) -> ReplicationStatus {
+        let giveUp = ContinuousClock.now + patience
+        var attempt = 0
+        while true {
+            do {
+                return try await client.replicationStatus(id, afterVersion: version, wait: wait)
+            } catch where error.is(.notFound) {
+                throw SofaError(.notFound, "replication \(id) ended: the replicator no longer knows it (\(error.message))")
+            } catch where (error.is(.unavailable) || error.is(.timeout) || error.is(.shuttingDown))
+                            && ContinuousClock.now < giveUp && !Task.isCancelled {
+                // Asked again after a pause that grows from 50 ms to 1 s.
+                attempt += 1
+                do {
+                    try await Task.sleep(for: .milliseconds(min(1_000, 50 << min(attempt, 5))))
+                } catch {
+                    throw SofaError(.cancelled, "stopped waiting for replication \(id)")
+                }
+            }
+        }
+    }
+
+    /// Every status change of the replications (interleaved), ending when all have ended (the
+    /// last status says how: completed, stopped, or failed with its `lastError`). It fails when a
+    /// replication is no longer known, or the replicator does not answer for `unreachablePatience`.
     public func updates() -> AsyncThrowingStream<ReplicationStatus, any Error> {
         let client = self.client
         let initial = self.initial
@@ -93,8 +125,8 @@ public struct ReplicationHandle: Sendable {
                             continuation.yield(status)
                             while !status.state.isFinal && !Task.isCancelled {
                                 do {
-                                    let next = try await client.replicationStatus(status.id, afterVersion: status.version,
-                                                                                  wait: .seconds(10))
+                                    let next = try await Self.nextStatus(client, status.id, after: status.version,
+                                                                         wait: .seconds(10), patience: Self.unreachablePatience)
                                     if next.version != status.version { continuation.yield(next) }
                                     status = next
                                 } catch {
@@ -112,11 +144,15 @@ public struct ReplicationHandle: Sendable {
     }
 
     /// Waits until every replication satisfies `condition` (e.g. ended, or idle and caught up),
-    /// or `timeout` runs out (`.timeout`). Answers the statuses that satisfied it.
+    /// or `timeout` runs out (`.timeout`); a replicator that restarts meanwhile is asked again. Answers
+    /// the statuses that satisfied it.
     public func wait(timeout: Duration = .seconds(60),
                      until condition: @escaping @Sendable (ReplicationStatus) -> Bool = { $0.state.isFinal }) async throws(SofaError) -> [ReplicationStatus] {
         let deadline = ContinuousClock.now + timeout
-        var statuses = try await status()
+        var statuses: [ReplicationStatus] = []
+        for id in ids {
+            statuses.append(try await Self.nextStatus(client, id, after: 0, wait: .zero, patience: timeout))
+        }
         for index in statuses.indices {
             while !condition(statuses[index]) {
                 let remaining = deadline - ContinuousClock.now
@@ -128,8 +164,8 @@ public struct ReplicationHandle: Sendable {
                     throw SofaError(.unexpectedError, "replication \(statuses[index].id) ended \(statuses[index].state.rawValue)"
                                     + (statuses[index].lastError.isEmpty ? "" : ": \(statuses[index].lastError)"))
                 }
-                statuses[index] = try await client.replicationStatus(statuses[index].id, afterVersion: statuses[index].version,
-                                                                     wait: min(remaining, .seconds(10)))
+                statuses[index] = try await Self.nextStatus(client, statuses[index].id, after: statuses[index].version,
+                                                            wait: min(remaining, .seconds(10)), patience: remaining)
             }
         }
         return statuses

@@ -17,7 +17,9 @@ internal import Logging
 /// status of each of its replications in the document's `status` array (`id`, `state`,
 /// `docs_checked`, `docs_written`, `last_error`, `checkpoint`). At launch it starts every
 /// document's replication again, except those whose status says they all completed (one-shot)
-/// or failed: the checkpoints make a restarted replication resume where it stopped.
+/// or failed (those are listed with their last status): the checkpoints make a restarted
+/// replication resume where it stopped. Replications started by clients are documents here too
+/// (see `ClientReplications`).
 actor PersistentReplications {
     static let database = "_replicator"
 
@@ -26,6 +28,8 @@ actor PersistentReplications {
     /// Per document: the spec (its body without `status`) as canonical JSON, and the
     /// replications started for it.
     private var known: [String: (spec: String, ids: [String], writer: Task<Void, Never>?)] = [:]
+    /// Set as the replicator shuts down: no status is written any more.
+    private var closing = false
 
     init(service: ReplicatorService, logger: Logger) {
         self.service = service
@@ -40,6 +44,8 @@ actor PersistentReplications {
                 try await follow()
             } catch {
                 if Task.isCancelled { break }
+                // No `_replicator` yet: nothing was recorded.
+                if error.is(.notFound) { await service.registry.markLoaded() }
                 failures += 1
                 if failures == 1 || failures % 20 == 0 {
                     logger.info("waiting for the _replicator database", metadata: ["error": "\(error.message)"])
@@ -50,6 +56,12 @@ actor PersistentReplications {
                 do { try await Task.sleep(for: .milliseconds(backoff)) } catch { break }
             }
         }
+        stopWriting()
+    }
+
+    /// Stops the status writers for good, as the replicator shuts down.
+    func stopWriting() {
+        closing = true
         for entry in known.values { entry.writer?.cancel() }
     }
 
@@ -62,7 +74,10 @@ actor PersistentReplications {
                                                           waitMs: first ? 0 : 20_000))
             for change in batch.changes { await handle(change, db, atLaunch: first) }
             since = max(since, batch.changes.map(\.sequence).max() ?? since)
-            if batch.changes.isEmpty { first = false }
+            if batch.changes.isEmpty && first {
+                first = false
+                await service.registry.markLoaded()
+            }
         }
     }
 
@@ -83,12 +98,22 @@ actor PersistentReplications {
             return state == "completed" || state == "failed"
         }) {
             known[docID] = (specText, [], nil)
+            if let spec = try? Self.spec(body, docID), let plans = try? service.plan(spec) {
+                await restore(plans, legs)
+            }
             return
         }
         do throws(SofaError) {
             let spec = try Self.spec(body, docID)
-            let started = try await service.start(spec)
-            let ids = started.map(\.id)
+            let plans = try service.plan(spec)
+            var ids = plans.map(\.id)
+            var adopted = false
+            if ClientReplications.isClientDocument(docID) && !atLaunch {
+                // Recorded by the start that runs it already (or ran it, for a quick one-shot).
+                adopted = true
+                for id in ids where await service.registry.status(id) == nil { adopted = false }
+            }
+            if !adopted { ids = try await service.start(spec).map(\.id) }
             known[docID] = (specText, ids, Task { await self.writeStatus(docID, ids, specText, db) })
             logger.info("persistent replication started", metadata: ["doc": "\(docID)", "replications": "\(ids.count)"])
         } catch {
@@ -97,6 +122,24 @@ actor PersistentReplications {
             var failed = body
             failed["status"] = .array([.object(JSONObject([("state", "failed"), ("last_error", .string(error.message))]))])
             _ = try? await db.put(id: docID, body: Array(JSON.object(failed).compactString.utf8), rev: change.rev)
+        }
+    }
+
+    /// Lists replications that ended before the replicator last stopped with their last status.
+    private func restore(_ plans: [ReplicationPlan], _ legs: [JSON]) async {
+        for plan in plans {
+            guard let leg = legs.compactMap(\.objectValue).first(where: { $0["id"] == .string(plan.id) }),
+                  case .string(let text)? = leg["state"], let state = ReplicationStatus.State(rawValue: text) else { continue }
+            func count(_ key: String) -> UInt64 {
+                if case .int(let value)? = leg[key] { return UInt64(clamping: value) }
+                return 0
+            }
+            await service.registry.restore(ReplicationStatus(
+                id: plan.id, source: plan.source.description, target: plan.target.description, continuous: plan.continuous,
+                state: state, docsChecked: count("docs_checked"), docsWritten: count("docs_written"),
+                lastError: leg["last_error"]?.stringValue ?? "", checkpoint: count("checkpoint"), docIDs: plan.docIDs,
+                filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection,
+                revisionsSent: count("revisions_sent")))
         }
     }
 
@@ -149,6 +192,12 @@ actor PersistentReplications {
             var statuses: [ReplicationStatus] = []
             for id in ids { if let status = await service.registry.status(id) { statuses.append(status) } }
             for status in statuses { versions[status.id] = status.version }
+            if closing { return }
+            if ClientReplications.isClientDocument(docID), !statuses.isEmpty, statuses.allSatisfy({ $0.state == .completed }) {
+                // A client's one-shot replication that completed needs no record any more.
+                try? await ClientReplications.forget(docID, in: db)
+                return
+            }
             do {
                 let doc = try await db.get(id: docID)
                 guard case .object(var body)? = JSON.tryParse(doc.body) else { return }

@@ -10,6 +10,10 @@ actor ReplicationRegistry {
     private var blobs: [String: Set<String>] = [:]
     private var waiters: [UInt64: (versions: [String: UInt64], continuation: CheckedContinuation<Void, Never>)] = [:]
     private var nextWaiter: UInt64 = 0
+    /// Whether the replications recorded in `_replicator` have been read since launch: until
+    /// then, an unknown ID may be one of them.
+    private(set) var loaded = false
+    private var loadWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
 
     func status(_ id: String) -> ReplicationStatus? { statuses[id] }
     var all: [ReplicationStatus] { order.compactMap { statuses[$0] } }
@@ -27,6 +31,16 @@ actor ReplicationRegistry {
         return status
     }
 
+    /// Lists a replication that ended before the replicator restarted, as it ended.
+    func restore(_ status: ReplicationStatus) {
+        guard statuses[status.id] == nil, status.state.isFinal else { return }
+        var restored = status
+        restored.version = 1
+        order.append(status.id)
+        statuses[status.id] = restored
+        wake(status.id)
+    }
+
     func stop(_ id: String) throws(SofaError) -> ReplicationStatus {
         guard let status = statuses[id] else { throw SofaError.notFound("no replication '\(id)'") }
         tasks[id]?.cancel()
@@ -35,12 +49,44 @@ actor ReplicationRegistry {
         return statuses[id] ?? status
     }
 
+    /// Cancels every replication as the replicator shuts down. They are recorded (in
+    /// `_replicator`), so they are not stopped: the restarted replicator resumes them.
     func stopAll() {
         for (id, task) in tasks {
             task.cancel()
-            update(id) { $0.state = .stopped }
+            update(id) {
+                $0.state = .retrying
+                $0.lastError = "the replicator is shutting down: the replication resumes from its checkpoint when it restarts"
+            }
         }
         tasks.removeAll()
+    }
+
+    /// The replications recorded in `_replicator` have all been started (or there are none).
+    func markLoaded() {
+        loaded = true
+        for waiter in loadWaiters.values { waiter.resume() }
+        loadWaiters.removeAll()
+    }
+
+    /// Waits until `markLoaded`, or `timeout` runs out; answers whether it was loaded.
+    func waitUntilLoaded(timeout: Duration) async -> Bool {
+        guard !loaded else { return true }
+        nextWaiter += 1
+        let key = nextWaiter
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)  // the wait's deadline, not a poll
+            await self?.expireLoadWaiter(key)
+        }
+        await withCheckedContinuation { continuation in
+            loadWaiters[key] = continuation
+        }
+        timer.cancel()
+        return loaded
+    }
+
+    private func expireLoadWaiter(_ key: UInt64) {
+        loadWaiters.removeValue(forKey: key)?.resume()
     }
 
     /// Changes a status (a stopped replication's state stays stopped).

@@ -30,6 +30,7 @@ public final class ReplicatorService: Sendable {
         let follower = Task { await persistent.run() }
         return {
             follower.cancel()
+            await persistent.stopWriting()
             await server.close()
             await service.registry.stopAll()
             await service.connections.closeAll()
@@ -40,10 +41,24 @@ public final class ReplicatorService: Sendable {
         do throws(SofaError) {
             switch request.operation {
             case .startReplication(let spec):
-                return .ok(request.id, .replications(try await start(spec)))
+                return .ok(request.id, .replications(try await startRecorded(spec)))
             case .stopReplication(let id):
+                if await registry.status(id) == nil, await registry.waitUntilLoaded(timeout: Self.loadWait) {
+                    throw SofaError.notFound("no replication '\(id)'")
+                }
+                // The record first: a replication stopped but still recorded would start again
+                // with the next replicator.
+                try await ClientReplications.forget(id, connections)
                 return .ok(request.id, .replications([try await registry.stop(id)]))
             case .listReplications(let id, let after, let waitMs):
+                // Until `_replicator` has been read, the recorded replications are not all known.
+                let known = id.isEmpty ? nil : await registry.status(id)
+                if known == nil {
+                    guard await registry.waitUntilLoaded(timeout: Self.loadWait) else {
+                        throw SofaError.unavailable("the replicator has not yet read the replications recorded in "
+                                                    + "\(PersistentReplications.database): ask again")
+                    }
+                }
                 guard !id.isEmpty else { return .ok(request.id, .replications(await registry.all)) }
                 if waitMs > 0 {
                     await registry.waitForChange(id, after: after, timeout: .milliseconds(Int(min(waitMs, 60_000))))
@@ -58,8 +73,26 @@ public final class ReplicatorService: Sendable {
         }
     }
 
-    /// Starts the replication (two for `both`) and answers their statuses.
-    func start(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
+    /// How long a request about replications waits for `_replicator` to be read after a launch.
+    static let loadWait: Duration = .seconds(10)
+
+    /// Starts a client's replication and records it in `_replicator`, so that it survives a
+    /// restart of the replicator. One that cannot be recorded is not left running.
+    func startRecorded(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
+        let known = Set(await registry.all.filter { !$0.state.isFinal }.map(\.id))
+        let started = try await start(spec)
+        do {
+            try await ClientReplications.record(started, connections)
+        } catch {
+            for status in started where !known.contains(status.id) { _ = try? await registry.stop(status.id) }
+            throw SofaError(error.domain, error.code, "the replication was not started: it could not be recorded in "
+                            + "\(PersistentReplications.database) (\(error.message))")
+        }
+        return started
+    }
+
+    /// The replications `spec` asks for (two for `both`), with their IDs; nothing is started.
+    func plan(_ spec: ReplicationSpec) throws(SofaError) -> [ReplicationPlan] {
         let source = try ReplicationEndpoint.parse(spec.source)
         let target = try ReplicationEndpoint.parse(spec.target)
         guard source != target else {
@@ -74,19 +107,25 @@ public final class ReplicatorService: Sendable {
         case .pull: legs = [(target, source)]
         case .both: legs = [(source, target), (target, source)]
         }
-        var started: [ReplicationStatus] = []
-        for (from, to) in legs {
+        return legs.map { from, to in
             let id = ReplicationID.derive(source: from, target: to, docIDs: spec.docIDs, filter: spec.filter,
                                           collection: spec.collection)
-            let plan = ReplicationPlan(id: id, source: from, target: to, continuous: spec.continuous, docIDs: spec.docIDs,
-                                       filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
+            return ReplicationPlan(id: id, source: from, target: to, continuous: spec.continuous, docIDs: spec.docIDs,
+                                   filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
+        }
+    }
+
+    /// Starts the replication (two for `both`) and answers their statuses.
+    func start(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
+        var started: [ReplicationStatus] = []
+        for plan in try plan(spec) {
             let replication = Replication(plan: plan, connections: connections, registry: registry, logger: logger)
-            let initial = ReplicationStatus(id: id, source: from.description, target: to.description,
-                                            continuous: spec.continuous, state: .starting, docIDs: spec.docIDs,
-                                            filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
+            let initial = ReplicationStatus(id: plan.id, source: plan.source.description, target: plan.target.description,
+                                            continuous: plan.continuous, state: .starting, docIDs: plan.docIDs,
+                                            filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection)
             started.append(await registry.start(initial) { await replication.run() })
-            logger.info("replication started", metadata: ["replication": "\(id.prefix(12))", "source": "\(from)",
-                                                          "target": "\(to)", "continuous": "\(spec.continuous)"])
+            logger.info("replication started", metadata: ["replication": "\(plan.id.prefix(12))", "source": "\(plan.source)",
+                                                          "target": "\(plan.target)", "continuous": "\(plan.continuous)"])
         }
         return started
     }

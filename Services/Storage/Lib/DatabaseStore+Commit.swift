@@ -29,9 +29,13 @@ public struct CommittedChanges: Sendable, Equatable {
 /// A unit of work for the writer: `run` applies it inside the open transaction and returns how to
 /// answer its caller once the transaction committed; `fail` answers it when the transaction could
 /// not commit. `run` must either change nothing and return a refusal, or make all its changes.
+/// Work whose `deadline` has passed is never committed: it fails with `WriteDeadline.passed`.
 struct PendingWork: Sendable {
     var run: @Sendable (Transaction) throws(SofaError) -> @Sendable () -> Void
     var fail: @Sendable (SofaError) -> Void
+    var deadline: ContinuousClock.Instant? = nil
+
+    var expired: Bool { WriteDeadline.hasPassed(deadline) }
 }
 
 /// The state of one write transaction, on the writer queue only: sequences handed out, changes
@@ -103,17 +107,21 @@ final class Transaction {
 
 extension DatabaseStore {
     /// Queues `body` for the next group commit and waits until it is durable. `body` returns a
-    /// refusal as `.failure` (nothing changed); a thrown error rolls the batch back.
+    /// refusal as `.failure` (nothing changed); a thrown error rolls the batch back. The work is
+    /// committed only before `WriteDeadline.current` (when one is set).
     func perform<T: Sendable>(
         _ body: @escaping @Sendable (Transaction) throws(SofaError) -> Result<T, SofaError>
     ) async throws(SofaError) -> T {
+        let deadline = WriteDeadline.current
+        if WriteDeadline.hasPassed(deadline) { throw WriteDeadline.passed }
         let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
             let work = PendingWork(
                 run: { (tx: Transaction) throws(SofaError) -> @Sendable () -> Void in
                     let outcome = try body(tx)
                     return { continuation.resume(returning: outcome) }
                 },
-                fail: { error in continuation.resume(returning: .failure(error)) })
+                fail: { error in continuation.resume(returning: .failure(error)) },
+                deadline: deadline)
             enqueue(work)
         }
         return try result.get()
@@ -134,31 +142,53 @@ extension DatabaseStore {
     }
 
     private func commitPending() {
-        let items = pending.withLock { state in
+        let taken = pending.withLock { state in
             defer {
                 state.items.removeAll()
                 state.scheduled = false
             }
             return state.items
         }
-        guard !items.isEmpty else { return }
-        do {
-            let answers = try commit(items)
-            for answer in answers { answer() }
-        } catch {
-            try? writer.execute("ROLLBACK")
-            if items.count == 1 {
-                items[0].fail(error)
+        var items = Self.failExpired(taken)
+        while !items.isEmpty {
+            do {
+                let answers = try commit(items)
+                for answer in answers { answer() }
                 return
-            }
-            // One write broke the batch: commit the others one by one so only it fails.
-            for item in items {
-                do {
-                    try commit([item])[0]()
-                } catch {
-                    try? writer.execute("ROLLBACK")
-                    item.fail(error)
+            } catch {
+                try? writer.execute("ROLLBACK")
+                // Work whose deadline passed while the batch ran: it fails alone, the rest commits.
+                guard items.contains(where: \.expired) else {
+                    commitOneByOne(items, error)
+                    return
                 }
+                items = Self.failExpired(items)
+            }
+        }
+    }
+
+    /// Answers the work whose deadline has passed (nothing of it was written) and returns the rest.
+    private static func failExpired(_ items: [PendingWork]) -> [PendingWork] {
+        guard items.contains(where: \.expired) else { return items }
+        var kept: [PendingWork] = []
+        for item in items {
+            if item.expired { item.fail(WriteDeadline.passed) } else { kept.append(item) }
+        }
+        return kept
+    }
+
+    /// One write broke the batch: the others are committed one by one so only it fails.
+    private func commitOneByOne(_ items: [PendingWork], _ error: SofaError) {
+        if items.count == 1 {
+            items[0].fail(error)
+            return
+        }
+        for item in items {
+            do {
+                try commit([item])[0]()
+            } catch {
+                try? writer.execute("ROLLBACK")
+                item.fail(error)
             }
         }
     }
@@ -173,6 +203,7 @@ extension DatabaseStore {
         for item in items {
             answers.append(try item.run(tx))
         }
+        if items.contains(where: \.expired) { throw WriteDeadline.passed }
         try tx.finish()
         try writer.execute("COMMIT")
         for action in tx.afterCommit { action() }

@@ -100,8 +100,13 @@ extension StorageService {
                      conflict: outcome.conflict)
     }
 
-    /// Parses every item; those that parse go to storage in one transaction, the others fail alone.
+    /// Parses every item; those that parse go to storage in transactions of at most
+    /// `maxTransactionItems`, one after the other, each before the request's deadline. A bulk
+    /// over `maxBulkItems` is refused whole. When the first transaction cannot commit, the call
+    /// fails (nothing was written); when a later one cannot, the items already committed keep
+    /// their results and each item not written says why.
     func bulk(_ items: [BulkItem], _ db: DatabaseStore, _ collection: CollectionName) async throws(SofaError) -> [BulkItemResult] {
+        try limits.checkBulk(items.count)
         var results = [BulkItemResult?](repeating: nil, count: items.count)
         var operations: [BulkOperation] = []
         var positions: [Int] = []
@@ -115,30 +120,47 @@ extension StorageService {
                 }
                 positions.append(index)
             } catch {
-                let id: String
-                switch item {
-                case .put(let i, _, _, _): id = i
-                case .insert(let insert): id = insert.id
-                }
-                results[index] = BulkItemResult(id: id, rev: "", sequence: 0, error: error)
+                results[index] = BulkItemResult(id: Self.itemID(item), rev: "", sequence: 0, error: error)
             }
         }
-        let outcomes = operations.isEmpty ? [] : try await db.bulk(operations, in: collection)
-        for (position, outcome) in zip(positions, outcomes) {
-            switch outcome {
-            case .success(.written(let w)):
-                results[position] = BulkItemResult(id: w.id, rev: w.rev.ascii, sequence: w.sequence)
-            case .success(.inserted(let i)):
-                results[position] = BulkItemResult(id: i.id, rev: i.rev, sequence: i.sequence, conflict: i.conflict)
-            case .failure(let error):
-                let id: String
-                switch operations[positions.firstIndex(of: position)!] {
-                case .write(let w): id = w.id
-                case .insert(let i): id = i.id
+        var written = 0
+        for start in stride(from: 0, to: operations.count, by: limits.maxTransactionItems) {
+            let range = start..<min(operations.count, start + limits.maxTransactionItems)
+            let outcomes: [Result<BulkOutcome, SofaError>]
+            do {
+                outcomes = try await db.bulk(Array(operations[range]), in: collection)
+            } catch {
+                guard start > 0 else { throw error }
+                let why = error.is(.timeout)
+                    ? "the request's deadline passed before storage committed this item's transaction" : error.message
+                let reason = SofaError(error.domain, error.code, "not written: \(why); the items before #\(written) "
+                                       + "were committed by earlier transactions of this bulk (see their results)")
+                for position in positions[range.lowerBound...] {
+                    results[position] = BulkItemResult(id: Self.itemID(items[position]), rev: "", sequence: 0, error: reason)
                 }
-                results[position] = BulkItemResult(id: id, rev: "", sequence: 0, error: error)
+                break
             }
+            for (offset, outcome) in outcomes.enumerated() {
+                let position = positions[start + offset]
+                switch outcome {
+                case .success(.written(let w)):
+                    results[position] = BulkItemResult(id: w.id, rev: w.rev.ascii, sequence: w.sequence)
+                case .success(.inserted(let i)):
+                    results[position] = BulkItemResult(id: i.id, rev: i.rev, sequence: i.sequence, conflict: i.conflict)
+                case .failure(let error):
+                    results[position] = BulkItemResult(id: Self.itemID(items[position]), rev: "", sequence: 0, error: error)
+                }
+            }
+            written = positions[range.upperBound - 1] + 1
         }
         return results.map { $0! }
+    }
+
+    /// The ID an item names ("" for a put whose ID storage generates).
+    static func itemID(_ item: BulkItem) -> String {
+        switch item {
+        case .put(let id, _, _, _): id
+        case .insert(let insert): insert.id
+        }
     }
 }

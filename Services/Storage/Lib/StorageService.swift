@@ -9,12 +9,14 @@ public import Foundation
 /// knows the wire: it turns requests into engine calls and results into replies.
 public final class StorageService: Sendable {
     public let engine: StorageEngine
+    let limits: WriteLimits
     private let started = ContinuousClock.now
     private let instance: String
     private let logger: Logger
 
-    public init(engine: StorageEngine, instance: String, logger: Logger) {
+    public init(engine: StorageEngine, instance: String, logger: Logger, limits: WriteLimits = .default) {
         self.engine = engine
+        self.limits = limits
         self.instance = instance
         self.logger = logger
     }
@@ -34,8 +36,10 @@ public final class StorageService: Sendable {
                 publisher.publish(topic: notice.topic, payload: notice.encoded())
             }
         }
+        let limits = WriteLimits(maxBulkItems: settings.maxBulkItems, maxTransactionItems: settings.maxTransactionItems,
+                                 commitMargin: .milliseconds(settings.commitMarginMs))
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
-                                     logger: logger)
+                                     logger: logger, limits: limits)
         let server = try await BusServer.bind(settings.storageEndpoint, name: "storage",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
             await service.handle(request)
@@ -49,15 +53,27 @@ public final class StorageService: Sendable {
     }
 
     public func handle(_ request: Request) async -> Response {
-        do {
-            return .ok(request.id, try await perform(request))
-        } catch {
+        let outcome: Result<Reply, SofaError> = await WriteDeadline.$current.withValue(commitDeadline(request)) {
+            do throws(SofaError) { return .success(try await perform(request)) } catch { return .failure(error) }
+        }
+        switch outcome {
+        case .success(let reply):
+            return .ok(request.id, reply)
+        case .failure(let error):
             if error.sofaCode == nil || error.is(.unexpectedError) {
                 logger.error("request failed", metadata: ["request": "\(request.id)", "op": "\(request.operation.name)",
                                                           "error": "\(error)"])
             }
             return .failure(request.id, error)
         }
+    }
+
+    /// The instant by which the request's writes must have committed: its deadline (wall-clock
+    /// milliseconds) less the commit margin; nil when it has none.
+    func commitDeadline(_ request: Request) -> ContinuousClock.Instant? {
+        guard request.deadline != 0 else { return nil }
+        let remaining = Int64(clamping: request.deadline) - Int64(clamping: wallClockMs())
+        return ContinuousClock.now + .milliseconds(remaining) - limits.commitMargin
     }
 
     private func perform(_ request: Request) async throws(SofaError) -> Reply {

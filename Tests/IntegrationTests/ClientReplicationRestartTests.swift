@@ -1,0 +1,80 @@
+import Foundation
+import SofaClient
+import Testing
+
+/// Replications started by a client (SDK or CLI) are recorded in `_replicator`: a replicator
+/// killed with SIGKILL and restarted by the supervisor resumes them, lists them, and the client's
+/// handle follows them across the restart.
+@Suite(.serialized) struct ClientReplicationRestartTests {
+    static func items(_ range: Range<Int>) -> [BulkItem] {
+        range.map { BulkItem.put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
+    }
+
+    @Test func continuousReplicationSurvivesAReplicatorKill() async throws {
+        try await Cluster.with(clientTimeout: .seconds(30)) { a in
+            let source = try await a.client.createDatabase("src")
+            let target = try await a.client.createDatabase("dst")
+            _ = try await source.bulk(Self.items(0..<500))
+            let handle = try await a.client.replicate(from: "src", to: "dst", mode: .continuous)
+            let id = try #require(handle.ids.first)
+            try await waitUntil("the first 500 on the target", in: target) { try await target.info().documentCount == 500 }
+            let record = try await a.client.database("_replicator").get(id: "client-\(id)")
+            #expect(try record.json().objectValue?["continuous"] == .bool(true))
+
+            let pid = try #require(a.supervisor.pid(of: "replicator"))
+            kill(pid, SIGKILL)
+            _ = try await source.bulk(Self.items(500..<1_000))
+            try await waitForRestart(a, "replicator", old: pid)
+            try await waitUntil("all 1,000 on the target", in: target, timeout: .seconds(60)) {
+                try await target.info().documentCount == 1_000
+            }
+            #expect(a.supervisor.restartCount(of: "replicator") >= 1)
+            // Listed, still running, and the handle taken before the kill follows it.
+            let listed = try await retrying { try await a.client.replications() }
+            let status = try #require(listed.first { $0.id == id }, "\(listed)")
+            #expect(!status.state.isFinal, "\(status)")
+            #expect(status.continuous)
+            let caughtUp = try await handle.wait(timeout: .seconds(30)) { $0.state == .idle }
+            #expect(caughtUp.first?.id == id)
+
+            // Stopped: no longer recorded, and the handle's updates end with the reason.
+            try await handle.stop()
+            #expect(try await handle.status().first?.state == .stopped)
+            await expectFailure("the record after stop", [.notFound]) {
+                _ = try await a.client.database("_replicator").get(id: "client-\(id)")
+            }
+            var last: ReplicationStatus?
+            for try await update in handle.updates() { last = update }
+            #expect(last?.state == .stopped)
+        }
+    }
+
+    /// A one-shot replication interrupted by the kill resumes after the restart and completes;
+    /// its record is removed once it has.
+    @Test func interruptedOneShotResumesAndCompletes() async throws {
+        try await Cluster.with(clientTimeout: .seconds(30)) { a in
+            let source = try await a.client.createDatabase("src")
+            let target = try await a.client.createDatabase("dst")
+            for attempt in 0..<3 {
+                for start in stride(from: attempt * 20_000, to: (attempt + 1) * 20_000, by: 5_000) {
+                    _ = try await source.bulk(Self.items(start..<start + 5_000))
+                }
+                let handle = try await a.client.replicate(from: "src", to: "dst")
+                let id = try #require(handle.ids.first)
+                let progressed = try await handle.wait(timeout: .seconds(60)) { $0.checkpoint > 0 || $0.state.isFinal }
+                guard progressed.first?.state.isFinal == false else { continue }
+                let pid = try #require(a.supervisor.pid(of: "replicator"))
+                kill(pid, SIGKILL)
+                let done = try await handle.wait(timeout: .seconds(120))
+                #expect(done.first?.state == .completed, "\(done)")
+                #expect(a.supervisor.restartCount(of: "replicator") >= 1)
+                #expect(try await target.info().documentCount == UInt64((attempt + 1) * 20_000))
+                try await waitUntil("the record removed", in: a.client.database("_replicator")) {
+                    (try? await a.client.database("_replicator").get(id: "client-\(id)")) == nil
+                }
+                return
+            }
+            Issue.record("every one-shot replication ended before the kill")
+        }
+    }
+}
