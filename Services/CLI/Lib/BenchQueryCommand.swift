@@ -3,7 +3,6 @@ internal import Foundation
 internal import SofaClient
 internal import SofaCore
 internal import SofaQL
-internal import SofaQuery
 
 extension Bench {
     /// `sofa bench query`: indexed point lookups and unindexed scans through the cluster, with 1

@@ -1,6 +1,6 @@
 internal import ArgumentParser
 internal import SofaCore
-internal import SofaQuery
+internal import enum SofaQL.N1QL
 internal import SofaClient
 internal import Foundation
 

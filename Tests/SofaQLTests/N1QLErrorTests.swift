@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// Malformed N1QL: an `.invalidQuery` error that says where (line and column of the furthest point
 /// the parser reached) and what it expected or found there.

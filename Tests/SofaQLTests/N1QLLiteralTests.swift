@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// Literals and property paths, as LiteCore's N1QLParserTest pins them ("N1QL literals",
 /// "N1QL properties").

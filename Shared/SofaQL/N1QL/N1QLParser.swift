@@ -1,5 +1,4 @@
 import SofaCore
-import SofaQL
 
 /// The N1QL parser's state: the UTF-8 text, a cursor, and what the furthest failure expected.
 ///

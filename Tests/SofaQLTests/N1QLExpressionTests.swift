@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// Operators, precedence and the special forms, as LiteCore's N1QLParserTest pins them
 /// ("N1QL expressions", "N1QL functions", "N1QL collation", type functions).

@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// SELECT clauses, FROM, JOIN, scopes and collections, as LiteCore's N1QLParserTest pins them
 /// ("N1QL SELECT", "N1QL JOIN", "N1QL Scopes and Collections", "N1QL DateTime", "N1QL Vector

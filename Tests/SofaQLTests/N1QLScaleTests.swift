@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// The parser shares each operand among the comparison alternatives, so its time grows with the
 /// text, not exponentially with the nesting (LiteCore's "N1QL Performance" test bounds a long

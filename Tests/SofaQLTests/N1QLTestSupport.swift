@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// One N1QL text and the JSON tree it must become.
 ///

@@ -1,6 +1,6 @@
 import Testing
 import SofaCore
-import SofaQuery
+import SofaQL
 
 /// Trees that follow from LiteCore's grammar (`n1ql.leg`) but that its tests do not pin, and
 /// Sofa's one extension (UNNEST). Each row names the rule it shows.
