@@ -40,6 +40,10 @@ public final class BusServer: Sendable {
         }
     }
 
+    /// The ZeroMQ identity of the connection the request being handled came in on (empty outside
+    /// a handler): who the client is, for sharing work fairly between clients.
+    @TaskLocal public static var client: [UInt8] = []
+
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
     private let state = Mutex<(outbox: [([UInt8], EncodedMessage)], closed: Bool)>(([], false))
@@ -134,13 +138,14 @@ public final class BusServer: Sendable {
         for task in tasks { task.cancel() }
     }
 
-    /// Runs `work` as a task tracked under the connection `fd` until it ends.
-    private func track(fd: Int32, _ work: @escaping @Sendable () async -> Void) {
+    /// Runs `work` as a task tracked under the connection `fd` until it ends, with `client` set
+    /// to the connection's identity.
+    private func track(fd: Int32, client: [UInt8], _ work: @escaping @Sendable () async -> Void) {
         running.withLock { running in
             let key = running.next
             running.next += 1
             running.tasks[fd, default: [:]][key] = Task {
-                await work()
+                await BusServer.$client.withValue(client) { await work() }
                 self.running.withLock { running in
                     running.tasks[fd]?[key] = nil
                     if running.tasks[fd]?.isEmpty == true { running.tasks[fd] = nil }
@@ -202,7 +207,7 @@ public final class BusServer: Sendable {
                         } else if let direct = forwarding?.direct {
                             direct(forwarded) { self.reply(identity, $0) }
                         } else if let forwarding {
-                            track(fd: socket.lastSourceFD) {
+                            track(fd: socket.lastSourceFD, client: identity) {
                                 self.reply(identity, await forwarding.handler(forwarded))
                             }
                         }
@@ -220,7 +225,7 @@ public final class BusServer: Sendable {
                     logger.trace("request", metadata: [
                         "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
                     ])
-                    track(fd: socket.lastSourceFD) {
+                    track(fd: socket.lastSourceFD, client: identity) {
                         var response = await handler(request)
                         if case .failure(let error) = response.outcome {
                             logger.debug("request failed", metadata: [

@@ -59,5 +59,10 @@ public struct Settings: Sendable {
     public var changesEndpoint: String { string("CHANGES_ENDPOINT", default: Self.defaultChanges) }
     public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
     public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: 16 << 20) }
+    /// The percent of the query workers one client's queries may occupy (at least one worker;
+    /// 100: no limit).
+    public var queryClientShare: Int { max(1, int("QUERY_CLIENT_SHARE", default: 50)) }
+    /// The longest a query may run: a longer deadline asked by a client is cut to it.
+    public var maxQueryMs: Int { max(1, int("MAX_QUERY_MS", default: 120_000)) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }
