@@ -64,5 +64,10 @@ public struct Settings: Sendable {
     public var queryClientShare: Int { max(1, int("QUERY_CLIENT_SHARE", default: 50)) }
     /// The longest a query may run: a longer deadline asked by a client is cut to it.
     public var maxQueryMs: Int { max(1, int("MAX_QUERY_MS", default: 120_000)) }
+    /// The bytes of replies the gateway holds for one client that has not read them yet; beyond
+    /// it replies are dropped for an error and new requests refused (see `ReplyBudget`).
+    public var clientReplyBytes: Int { max(1, int("CLIENT_REPLY_BYTES", default: 64 << 20)) }
+    /// The same across all clients.
+    public var totalReplyBytes: Int { max(1, int("TOTAL_REPLY_BYTES", default: 256 << 20)) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }

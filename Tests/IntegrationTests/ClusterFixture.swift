@@ -16,7 +16,7 @@ struct Cluster {
 
     static func with<T>(
         queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
-        _ body: (Cluster) async throws -> T
+        settings: [String: String] = [:], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -25,7 +25,7 @@ struct Cluster {
         let log = try FileHandle(forWritingTo: logFile)
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
                                               gatewayPort: try freePort(), queryWorkers: queryWorkers,
-                                              heartbeatMs: heartbeatMs, logLevel: "info")) { line in
+                                              heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
             log.write(Data((line + "\n").utf8))
         }
         do {

@@ -56,6 +56,8 @@ public final class GatewayService: Sendable {
         }
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
+                                              replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
+                                                                       total: settings.totalReplyBytes),
                                               forwarding: forwarding, logger: logger) { request in
             await gateway.handle(request)
         }
