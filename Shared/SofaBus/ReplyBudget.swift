@@ -6,7 +6,8 @@ internal import Synchronization
 /// buffer, on its way, or dropped with its connection). A client that sends requests and never
 /// reads their replies fills its own budget and no more:
 /// * A reply that would take a client over `perClient` is dropped and replaced by a short
-///   `.busy` error naming the limit (a client holding nothing always gets its reply, however big).
+///   `.busy` error naming the limit (a client holding nothing always gets its reply, however big,
+///   as does any client while nothing is held at all).
 /// * Past `total` across clients, a reply is kept only within the client's fair share of the
 ///   total (`total` / the clients holding bytes): clients that read keep being served.
 /// * A new request from a client over its budget (or over its fair share while the total is
@@ -43,7 +44,8 @@ public final class ReplyBudget: Sendable {
         state.withLock { state in
             let held = state.held[client] ?? 0
             if held > 0 && held + bytes > perClient { return overClient(held, dropping: bytes) }
-            if state.total + bytes > total, held + bytes > fairShare(state.held.count + (held == 0 ? 1 : 0)) {
+            if state.total > 0, state.total + bytes > total,
+               held + bytes > fairShare(state.held.count + (held == 0 ? 1 : 0)) {
                 return overTotal(state.total, dropping: bytes)
             }
             state.held[client] = held + bytes

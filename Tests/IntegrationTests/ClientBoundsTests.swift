@@ -26,7 +26,7 @@ import Testing
             let baseline = sampler.peak
 
             let count = 100
-            let raw = RawDealer(cluster.supervisor.gatewayEndpoint)
+            let raw = RawDealer(cluster.supervisor.gatewayEndpoint, receiveQueue: 1)
             for id in 1...count {
                 raw.send([Request(id: UInt64(id), database: "big", operation: .getDocument(id: "big", rev: "")).encoded()])
             }
