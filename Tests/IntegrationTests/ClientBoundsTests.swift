@@ -12,7 +12,7 @@ import Testing
     /// A client sends 100 gets of a 4 MiB document (400 MiB of replies) and never reads. The
     /// gateway keeps what the budget allows (16 MiB here), answers the rest with an error naming
     /// the limit, and its RSS stays within 128 MiB of where it started (without the budget it
-    /// grows by the whole 400 MiB); another client's gets go on working meanwhile.
+    /// grows by the whole 400 MiB); another client's gets go on working meanwhile, 64 at once too.
     @Test func aClientThatDoesNotReadHoldsOnlyItsBudget() async throws {
         let budget = 16 << 20
         try await Cluster.with(clientTimeout: .seconds(30), settings: ["SOFA_CLIENT_REPLY_BYTES": "\(budget)"]) { cluster in
@@ -20,6 +20,8 @@ import Testing
             let size = 4 << 20
             _ = try await db.put(id: "big", json: #"{"blob":""# + String(repeating: "x", count: size) + #""}"#)
             _ = try await db.put(id: "small", json: #"{"ok":true}"#)
+            let medium = 256 << 10
+            _ = try await db.put(id: "medium", json: #"{"blob":""# + String(repeating: "y", count: medium) + #""}"#)
             _ = try await db.get(id: "big")  // the gateway has moved one big reply: its allocator is warm
             let gateway = try #require(cluster.supervisor.pid(of: "gateway"))
             let sampler = try #require(RSSSampler(pid: gateway))
@@ -36,6 +38,12 @@ import Testing
                 #expect(try await db.get(id: "small").body == Array(#"{"ok":true}"#.utf8))
                 #expect(ContinuousClock.now - started < .seconds(5))
             }
+            // A pipelining client that reads (64 gets in flight, a whole budget's worth) loses nothing.
+            let pipelined = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<64 { group.addTask { try await db.get(id: "medium").body.count } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(pipelined.count == 64 && pipelined.allSatisfy { $0 > medium })
             // Now the hoarder reads: every request has an answer, the document or the error.
             let handed = HandedOver(raw)
             let replies = await onThread { handed.value.receiveAll(count, timeoutMs: 60_000) }
