@@ -30,8 +30,9 @@ public final class Broker: Sendable {
         self.wakeup = wakeup
     }
 
+    /// `clientShare`: the percent of the workers one client's queries may occupy (see `BrokerState`).
     public static func bind(
-        _ endpoint: String, heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, logger: Logger
+        _ endpoint: String, heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, clientShare: Int = 100, logger: Logger
     ) async throws(SofaError) -> Broker {
         let wakeup = try Wakeup()
         let bound: Result<Broker, SofaError> = await withCheckedContinuation { continuation in
@@ -46,7 +47,7 @@ public final class Broker: Sendable {
                 }
                 let broker = Broker(endpoint: socket.lastEndpoint(), wakeup: wakeup)
                 continuation.resume(returning: .success(broker))
-                broker.run(socket, BrokerState(heartbeatMs: heartbeatMs, liveness: liveness), logger: logger)
+                broker.run(socket, BrokerState(heartbeatMs: heartbeatMs, liveness: liveness, clientShare: clientShare), logger: logger)
             }
             thread.name = "broker"
             thread.start()
@@ -58,7 +59,8 @@ public final class Broker: Sendable {
     public var snapshot: Snapshot { snapshotBox.withLock { $0 } }
 
     /// Runs a request on some worker and returns its response (or a timeout/unavailable error).
-    public func submit(_ request: Request, timeout: Duration = .seconds(30)) async -> Response {
+    /// `client` names who sent it (its share of the workers is counted by that name).
+    public func submit(_ request: Request, client: [UInt8] = [], timeout: Duration = .seconds(30)) async -> Response {
         let id = nextID.withLock { value in
             defer { value += 1 }
             return value
@@ -66,7 +68,7 @@ public final class Broker: Sendable {
         let budget = UInt64(timeout.components.seconds) * 1000
             + UInt64(timeout.components.attoseconds / 1_000_000_000_000_000)
         let remaining = request.deadline == 0 ? budget : min(budget, request.deadline &- min(request.deadline, wallClockMs()))
-        let job = BrokerState.Job(id: id, request: request, deadline: monotonicMs() + remaining)
+        let job = BrokerState.Job(id: id, request: request, deadline: monotonicMs() + remaining, client: client)
         // A cancelled caller (its client went away) cancels the job, and the worker's run of it.
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

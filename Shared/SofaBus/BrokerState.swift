@@ -16,8 +16,15 @@ public import SofaWire
 ///   (sent before the worker was declared dead and joined again) is dropped.
 /// * Any frame from a worker proves it alive. Every `heartbeatMs` the broker sends a HEARTBEAT to
 ///   each worker; a worker silent for `heartbeatMs * liveness` is dead and forgotten.
-/// * A dead worker's jobs are retried once on other workers; a job that already failed over once
-///   completes with `.unavailable`.
+/// * A worker runs its jobs one after the other, in the order it got them: its oldest job is the
+///   one running. When a worker dies (falls silent), that job completes with `.unavailable` and is
+///   not retried: it may be what killed the worker, and another run could kill another one. The
+///   jobs only waiting behind it go back to the front of their clients' queues. A worker that
+///   leaves (DISCONNECT) did not die of its work: all its jobs are retried.
+/// * Jobs carry the client they came from. Each client has its own queue; the queues are served
+///   round-robin, and a client holds at most `clientShare` percent of the workers (at least one)
+///   with its jobs, running, waiting at a worker, or abandoned but still running. A share of 100
+///   or more sets no limit. So a client sending long queries fills its own share, not the cluster.
 /// * A job past its deadline completes with `.timeout`, queued or running.
 /// * A cancelled job (its caller went away) completes with `.cancelled`; a running one's worker
 ///   gets CANCEL.
@@ -34,16 +41,20 @@ public struct BrokerState: Sendable {
         public var id: UInt64
         public var request: Request
         public var deadline: UInt64  // monotonic ms
+        /// Who sent it (the gateway's peer identity of the client's connection; empty: unknown).
+        public var client: [UInt8]
+        /// How many times it was taken back from a worker that died or left before running it.
         public var attempts = 0
         /// Completed already (deadline, cancel) while its worker still runs it.
         public var abandoned = false
         /// When it was sent to its worker (monotonic ms).
         public var sentAt: UInt64 = 0
 
-        public init(id: UInt64, request: Request, deadline: UInt64) {
+        public init(id: UInt64, request: Request, deadline: UInt64, client: [UInt8] = []) {
             self.id = id
             self.request = request
             self.deadline = deadline
+            self.client = client
         }
     }
 
@@ -68,26 +79,41 @@ public struct BrokerState: Sendable {
 
     public let heartbeatMs: UInt64
     public let liveness: UInt64
+    /// The percent of the workers one client's jobs may occupy (at least one worker); 100 or
+    /// more: no limit.
+    public let clientShare: Int
     public private(set) var workers: [[UInt8]: Worker] = [:]
     /// Workers with room, the one waiting longest first.
     private var idle: [[UInt8]] = []
-    private var queue: [Job] = []
+    /// The waiting jobs: one queue per client, served round-robin.
+    var queues = ClientQueues()
     private var lastHeartbeat: UInt64 = 0
     /// The latest clock reading seen (monotonic ms).
     private var now: UInt64 = 0
     public static let prefetchMs: UInt64 = 20
 
-    public init(heartbeatMs: UInt64 = 500, liveness: UInt64 = 3) {
+    public init(heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, clientShare: Int = 100) {
         self.heartbeatMs = heartbeatMs
         self.liveness = liveness
+        self.clientShare = max(1, clientShare)
     }
 
     public var busyCount: Int { workers.values.filter { !$0.jobs.isEmpty }.count }
-    public var queuedCount: Int { queue.count }
+    public var queuedCount: Int { queues.count }
+
+    /// How many jobs one client may have at workers now.
+    public var clientLimit: Int {
+        clientShare >= 100 ? .max : max(1, workers.count * clientShare / 100)
+    }
+
+    /// The jobs `client` has at workers (running, waiting there, or abandoned but still running).
+    public func jobsAtWorkers(of client: [UInt8]) -> Int {
+        workers.values.reduce(0) { $0 + $1.jobs.filter { $0.client == client }.count }
+    }
 
     public mutating func submit(_ job: Job, now: UInt64? = nil) -> [Action] {
         if let now { self.now = max(self.now, now) }
-        queue.append(job)
+        queues.append(job)
         return dispatch()
     }
 
@@ -97,7 +123,7 @@ public struct BrokerState: Sendable {
             var carried: [Job] = []
             if let old = workers[identity] {
                 // The same socket announced itself again: it lost what it was doing.
-                queue.insert(contentsOf: old.jobs.filter { !$0.abandoned }, at: 0)
+                queues.putBack(old.jobs.filter { !$0.abandoned })
             }
             if let (oldIdentity, old) = workers.first(where: {
                 $0.key != identity && $0.value.instance == frame.instance && $0.value.pid == frame.pid
@@ -151,7 +177,7 @@ public struct BrokerState: Sendable {
             }
             return actions + dispatch()
         case .disconnect:
-            return remove(identity, reason: "worker \(worker.instance) left")
+            return remove(identity, reason: "worker \(worker.instance) left", died: false)
         case .heartbeat, .ready, .request, .cancel:
             return []
         }
@@ -162,10 +188,7 @@ public struct BrokerState: Sendable {
     /// completes now with `.cancelled`.
     public mutating func cancel(_ jobID: UInt64) -> [Action] {
         let cancelled = Action.complete(jobID: jobID, response: .failure(jobID, SofaError(.cancelled, "the request was cancelled")))
-        if let index = queue.firstIndex(where: { $0.id == jobID }) {
-            queue.remove(at: index)
-            return [cancelled]
-        }
+        if queues.remove(jobID) != nil { return [cancelled] }
         for (identity, var worker) in workers {
             guard let index = worker.jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
             worker.jobs[index].abandoned = true
@@ -180,12 +203,11 @@ public struct BrokerState: Sendable {
         var actions: [Action] = []
         let deadline = heartbeatMs * liveness
         for (identity, worker) in workers where now &- worker.lastSeen > deadline {
-            actions += remove(identity, reason: "worker \(worker.instance) (pid \(worker.pid)) stopped answering")
+            actions += remove(identity, reason: "the query worker \(worker.instance) (pid \(worker.pid)) stopped answering",
+                              died: true)
         }
         // Jobs past their deadline, queued or running.
-        let expired = queue.filter { $0.deadline <= now }
-        queue.removeAll { $0.deadline <= now }
-        for job in expired {
+        for job in queues.removeExpired(now: now) {
             actions.append(.complete(jobID: job.id, response: .failure(job.id, .timeout("no query worker finished the request before its deadline"))))
         }
         for (identity, var worker) in workers {
@@ -208,28 +230,38 @@ public struct BrokerState: Sendable {
         return actions
     }
 
-    private mutating func remove(_ identity: [UInt8], reason: String) -> [Action] {
+    /// Forgets a worker. When it `died`, its oldest job (the one it was running) fails for good;
+    /// the others, which only waited there, are retried first.
+    private mutating func remove(_ identity: [UInt8], reason: String, died: Bool) -> [Action] {
         guard let worker = workers.removeValue(forKey: identity) else { return [] }
         idle.removeAll { $0 == identity }
         var actions: [Action] = []
         var retried: [Job] = []
-        for var job in worker.jobs where !job.abandoned {
-            job.attempts += 1
-            if job.attempts >= 2 {
+        for (index, var job) in worker.jobs.enumerated() where !job.abandoned {
+            if died && index == 0 {
                 actions.append(.complete(jobID: job.id, response: .failure(job.id, .unavailable(
-                    "\(reason) with the request; it failed on a second worker too"))))
+                    "\(reason) while running this request, which may be what made it die: it was not retried"))))
             } else {
+                job.attempts += 1
                 retried.append(job)
             }
         }
-        queue.insert(contentsOf: retried, at: 0)
+        queues.putBack(retried)
         return actions + dispatch()
     }
 
-    /// Hands queued jobs to workers with room: the least busy first, then the one waiting longest.
+    /// Hands queued jobs to workers with room: the least busy first, then the one waiting longest;
+    /// the next job is the next client's in turn that is within its share.
     private mutating func dispatch() -> [Action] {
         var actions: [Action] = []
-        while !queue.isEmpty {
+        let limit = clientLimit
+        var atWorkers: [[UInt8]: Int] = [:]
+        if limit != .max {
+            for worker in workers.values {
+                for job in worker.jobs { atWorkers[job.client, default: 0] += 1 }
+            }
+        }
+        while !queues.isEmpty {
             idle.removeAll { workers[$0]?.hasRoom != true }
             let eligible = idle.indices.filter { index in
                 guard let oldest = workers[idle[index]]?.jobs.first else { return true }
@@ -237,9 +269,13 @@ public struct BrokerState: Sendable {
             }
             guard let pick = eligible.min(by: { (workers[idle[$0]]?.jobs.count ?? 0) < (workers[idle[$1]]?.jobs.count ?? 0) })
             else { break }
+            guard var job = queues.next(where: { limit == .max || atWorkers[$0, default: 0] < limit }) else { break }
+            atWorkers[job.client, default: 0] += 1
             let identity = idle.remove(at: pick)
-            guard var worker = workers[identity] else { continue }
-            var job = queue.removeFirst()
+            guard var worker = workers[identity] else {
+                queues.putBack([job])
+                continue
+            }
             job.sentAt = now
             worker.jobs.append(job)
             workers[identity] = worker

@@ -13,7 +13,8 @@ internal import Synchronization
 /// serving. A request whose deadline has already passed is answered with `.timeout` unhandled.
 /// With `cancelOnDisconnect`, when a client's connection closes, the handler tasks of its
 /// requests still running are cancelled (the socket monitor's DISCONNECTED names the
-/// connection's descriptor, which each message carries too).
+/// connection's descriptor, which each message carries too). With a `ReplyBudget`, what the
+/// server holds for clients that do not read their replies is bounded in bytes (see there).
 public final class BusServer: Sendable {
     /// The largest request a server takes unless told otherwise (`SOFA_MAX_REQUEST_BYTES`).
     public static let defaultMaxRequestBytes = 16 << 20
@@ -42,22 +43,30 @@ public final class BusServer: Sendable {
         }
     }
 
+    /// The ZeroMQ identity of the connection the request being handled came in on (empty outside
+    /// a handler): who the client is, for sharing work fairly between clients.
+    @TaskLocal public static var client: [UInt8] = []
+
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
-    private let state = Mutex<(outbox: [([UInt8], EncodedMessage)], closed: Bool)>(([], false))
+    /// Replies to send: (client, reply, whether `budget` counts it).
+    private let state = Mutex<(outbox: [([UInt8], EncodedMessage, Bool)], closed: Bool)>(([], false))
     private let wakeup: Wakeup
+    /// Bounds the bytes of replies held for each client and for all of them; nil: no bound.
+    public let budget: ReplyBudget?
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     /// Handler tasks running, by the descriptor of the connection their request came in on.
     private let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
 
-    private init(endpoint: String, wakeup: Wakeup) {
+    private init(endpoint: String, wakeup: Wakeup, budget: ReplyBudget?) {
         self.endpoint = endpoint
         self.wakeup = wakeup
+        self.budget = budget
     }
 
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusServer.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
-        forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
+        replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()
         let bound: Result<BusServer, SofaError> = await withCheckedContinuation { continuation in
@@ -74,7 +83,7 @@ public final class BusServer: Sendable {
                     continuation.resume(returning: .failure(error))
                     return
                 }
-                let server = BusServer(endpoint: socket.lastEndpoint(), wakeup: wakeup)
+                let server = BusServer(endpoint: socket.lastEndpoint(), wakeup: wakeup, budget: replyBudget)
                 continuation.resume(returning: .success(server))
                 server.run(socket, name: name, maxRequestBytes: maxRequestBytes, cancelOnDisconnect: cancelOnDisconnect,
                            forwarding: forwarding, logger: logger, handler: handler)
@@ -103,11 +112,25 @@ public final class BusServer: Sendable {
     }
 
     private func reply(_ identity: [UInt8], _ response: Response) {
-        reply(identity, response.encodedMessage())
+        reply(identity, response.encodedMessage(), id: response.id)
     }
 
-    private func reply(_ identity: [UInt8], _ message: EncodedMessage) {
-        state.withLock { $0.outbox.append((identity, message)) }
+    /// Queues a reply to request `id` of client `identity`; one over the client's budget is
+    /// dropped and an error sent instead (or nothing, past the slack for errors).
+    private func reply(_ identity: [UInt8], _ message: EncodedMessage, id: UInt64) {
+        guard let budget else { return queue(identity, message, counted: false) }
+        guard let error = budget.reserve(message.count, for: identity) else { return queue(identity, message, counted: true) }
+        refuse(identity, id: id, error)
+    }
+
+    /// Answers request `id` of `identity` with `error`, counted as an error reply.
+    private func refuse(_ identity: [UInt8], id: UInt64, _ error: SofaError) {
+        let answer = Response.failure(id, error).encodedMessage()
+        if budget?.reserveError(answer.count, for: identity) ?? true { queue(identity, answer, counted: budget != nil) }
+    }
+
+    private func queue(_ identity: [UInt8], _ message: EncodedMessage, counted: Bool) {
+        state.withLock { $0.outbox.append((identity, message, counted)) }
         wakeup.signal()
     }
 
@@ -136,13 +159,14 @@ public final class BusServer: Sendable {
         for task in tasks { task.cancel() }
     }
 
-    /// Runs `work` as a task tracked under the connection `fd` until it ends.
-    private func track(fd: Int32, _ work: @escaping @Sendable () async -> Void) {
+    /// Runs `work` as a task tracked under the connection `fd` until it ends, with `client` set
+    /// to the connection's identity.
+    private func track(fd: Int32, client: [UInt8], _ work: @escaping @Sendable () async -> Void) {
         running.withLock { running in
             let key = running.next
             running.next += 1
             running.tasks[fd, default: [:]][key] = Task {
-                await work()
+                await BusServer.$client.withValue(client) { await work() }
                 self.running.withLock { running in
                     running.tasks[fd]?[key] = nil
                     if running.tasks[fd]?.isEmpty == true { running.tasks[fd] = nil }
@@ -163,8 +187,13 @@ public final class BusServer: Sendable {
                 defer { state.outbox.removeAll(keepingCapacity: true) }
                 return (state.outbox, state.closed)
             }
-            for (identity, message) in outgoing {
-                _ = try? socket.send([identity], message)
+            for (identity, message, counted) in outgoing {
+                var released: (@Sendable () -> Void)?
+                if counted, let budget {
+                    let count = message.count
+                    released = { budget.release(count, for: identity) }
+                }
+                _ = try? socket.send([identity], message, released: released)
             }
             if closed { break }
             guard ready[0] else { continue }
@@ -198,20 +227,26 @@ public final class BusServer: Sendable {
                     case .success(.decoded(let decoded)):
                         request = decoded
                     case .success(.forwarded(let forwarded)):
-                        if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
+                        if let refusal = budget?.refusal(for: identity) {
+                            refuse(identity, id: forwarded.id, refusal)
+                        } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
                             _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                                 "the request's deadline passed before \(name) could start it")).encoded()])
                         } else if let direct = forwarding?.direct {
-                            direct(forwarded) { self.reply(identity, $0) }
+                            direct(forwarded) { self.reply(identity, $0, id: forwarded.id) }
                         } else if let forwarding {
-                            track(fd: socket.lastSourceFD) {
-                                self.reply(identity, await forwarding.handler(forwarded))
+                            track(fd: socket.lastSourceFD, client: identity) {
+                                self.reply(identity, await forwarding.handler(forwarded), id: forwarded.id)
                             }
                         }
                         continue
                     case .failure(let error):
                         logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
                         _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
+                        continue
+                    }
+                    if let refusal = budget?.refusal(for: identity) {
+                        refuse(identity, id: request.id, refusal)
                         continue
                     }
                     if request.deadline != 0 && request.deadline < wallClockMs() {
@@ -222,7 +257,7 @@ public final class BusServer: Sendable {
                     logger.trace("request", metadata: [
                         "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
                     ])
-                    track(fd: socket.lastSourceFD) {
+                    track(fd: socket.lastSourceFD, client: identity) {
                         var response = await handler(request)
                         if case .failure(let error) = response.outcome {
                             logger.debug("request failed", metadata: [

@@ -65,5 +65,15 @@ public struct Settings: Sendable {
     public var maxTransactionItems: Int { max(1, int("MAX_TRANSACTION_ITEMS", default: 10_000)) }
     /// How long before a request's deadline storage stops committing its work.
     public var commitMarginMs: Int { max(0, int("COMMIT_MARGIN_MS", default: 250)) }
+    /// The percent of the query workers one client's queries may occupy (at least one worker;
+    /// 100: no limit).
+    public var queryClientShare: Int { max(1, int("QUERY_CLIENT_SHARE", default: 50)) }
+    /// The longest a query may run: a longer deadline asked by a client is cut to it.
+    public var maxQueryMs: Int { max(1, int("MAX_QUERY_MS", default: 120_000)) }
+    /// The bytes of replies the gateway holds for one client that has not read them yet; beyond
+    /// it replies are dropped for an error and new requests refused (see `ReplyBudget`).
+    public var clientReplyBytes: Int { max(1, int("CLIENT_REPLY_BYTES", default: 64 << 20)) }
+    /// The same across all clients.
+    public var totalReplyBytes: Int { max(1, int("TOTAL_REPLY_BYTES", default: 256 << 20)) }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }

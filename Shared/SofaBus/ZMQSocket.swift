@@ -87,17 +87,36 @@ final class ZMQSocket {
 
     /// Sends `head` then `message` as one multipart message without blocking; `message` is handed
     /// to ZeroMQ without a copy (its memory is freed once it is on the wire). Returns false when
-    /// ZeroMQ cannot take it now (no peer connected, or the queue is full).
-    func send(_ head: [[UInt8]], _ message: EncodedMessage) throws(SofaError) -> Bool {
+    /// ZeroMQ cannot take it now (no peer connected, or the queue is full). `released` is called
+    /// exactly once when the message's memory is let go of: once ZeroMQ has passed it to the
+    /// kernel or dropped it (on ZeroMQ's I/O thread), or here when it was not taken.
+    func send(_ head: [[UInt8]], _ message: EncodedMessage, released: (@Sendable () -> Void)? = nil) throws(SofaError) -> Bool {
         checkOwner()
+        let notice = released.map { Unmanaged.passRetained(ReleaseNotice($0)).toOpaque() }
+        let notTaken = { if let notice { Unmanaged<ReleaseNotice>.fromOpaque(notice).takeRetainedValue().action() } }
         if !head.isEmpty {
-            guard try send(head, more: true) else { return false }
+            let sent: Bool
+            do { sent = try send(head, more: true) } catch {
+                notTaken()
+                throw error
+            }
+            guard sent else {
+                notTaken()
+                return false
+            }
         }
         var frame = zmq_msg_t()
-        guard let pointer = message.take() else { return try send([[]], more: false) }
+        guard let pointer = message.take() else {
+            notTaken()
+            return try send([[]], more: false)
+        }
         // On success ZeroMQ frees the buffer when it is sent; on failure zmq_msg_close does.
-        guard zmq_msg_init_data(&frame, pointer, message.count, { data, _ in free(data) }, nil) == 0 else {
+        guard zmq_msg_init_data(&frame, pointer, message.count, { data, hint in
+            free(data)
+            if let hint { Unmanaged<ReleaseNotice>.fromOpaque(hint).takeRetainedValue().action() }
+        }, notice) == 0 else {
             free(pointer)
+            notTaken()
             throw zmqError("zmq_msg_init_data")
         }
         if zmq_msg_send(&frame, handle, ZMQ_DONTWAIT) < 0 {
@@ -178,6 +197,13 @@ final class ZMQSocket {
         /// The first frame, the head of the second, and the total size of the message.
         case tooLarge([[UInt8]], Int)
     }
+}
+
+/// What `ZMQSocket.send` calls when ZeroMQ lets go of a message, carried through ZeroMQ's free
+/// function as its hint.
+private final class ReleaseNotice: Sendable {
+    let action: @Sendable () -> Void
+    init(_ action: @escaping @Sendable () -> Void) { self.action = action }
 }
 
 /// An eventfd that other threads signal to wake a socket loop blocked in `zmq_poll`.

@@ -16,7 +16,7 @@ struct Cluster {
 
     static func with<T>(
         queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
-        _ body: (Cluster) async throws -> T
+        settings: [String: String] = [:], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -25,7 +25,7 @@ struct Cluster {
         let log = try FileHandle(forWritingTo: logFile)
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
                                               gatewayPort: try freePort(), queryWorkers: queryWorkers,
-                                              heartbeatMs: heartbeatMs, logLevel: "info")) { line in
+                                              heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
             log.write(Data((line + "\n").utf8))
         }
         do {
@@ -65,10 +65,18 @@ final class RawDealer {
     private let context = zmq_ctx_new()
     private let socket: UnsafeMutableRawPointer
 
-    init(_ endpoint: String) {
+    /// `receiveQueue`: how many messages ZeroMQ takes off the connection before this socket is
+    /// read (1 and a small kernel buffer make a client that truly does not read).
+    init(_ endpoint: String, receiveQueue: Int32 = 1000) {
         socket = zmq_socket(context, ZMQ_DEALER)
         var linger: Int32 = 0
         zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        var queue = receiveQueue
+        zmq_setsockopt(socket, ZMQ_RCVHWM, &queue, 4)
+        if receiveQueue < 1000 {
+            var buffer: Int32 = 64 << 10
+            zmq_setsockopt(socket, ZMQ_RCVBUF, &buffer, 4)
+        }
         zmq_connect(socket, endpoint)
     }
 

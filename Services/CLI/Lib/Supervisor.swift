@@ -16,9 +16,13 @@ public final class Supervisor: Sendable {
         public var queryWorkers: Int
         public var heartbeatMs: Int
         public var logLevel: String
+        /// More settings for every child, by variable name (e.g. `SOFA_MAX_QUERY_MS`).
+        public var settings: [String: String]
 
         public init(binDirectory: URL = Supervisor.defaultBinDirectory, dataDirectory: URL, gatewayPort: Int,
-                    queryWorkers: Int = 2, heartbeatMs: Int = 500, logLevel: String = "info") {
+                    queryWorkers: Int = 2, heartbeatMs: Int = 500, logLevel: String = "info",
+                    settings: [String: String] = [:]) {
+            self.settings = settings
             self.binDirectory = binDirectory
             self.dataDirectory = dataDirectory
             self.gatewayPort = gatewayPort
@@ -86,7 +90,7 @@ public final class Supervisor: Sendable {
             // ipc:// paths are limited to ~107 bytes by the OS; fall back to a free loopback port.
             return path.utf8.count < 100 ? "ipc://\(path)" : "tcp://127.0.0.1:\(try freePort())"
         }
-        var common = ProcessInfo.processInfo.environment
+        var common = ProcessInfo.processInfo.environment.merging(options.settings) { $1 }
         common["SOFA_DATA_DIR"] = options.dataDirectory.path
         common["SOFA_GATEWAY_ENDPOINT"] = gatewayEndpoint
         common["SOFA_STORAGE_ENDPOINT"] = try endpoint("storage")

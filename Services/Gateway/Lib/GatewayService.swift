@@ -14,8 +14,12 @@ public final class GatewayService: Sendable {
     public let changeWaiters = ChangeWaiters()
     private let basic: BasicHandler
     private let logger: Logger
+    /// The longest a query may run (`SOFA_MAX_QUERY_MS`): a longer deadline is cut to it.
+    public let maxQueryMs: UInt64
 
-    public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String, logger: Logger) {
+    public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String,
+                maxQueryMs: Int = 120_000, logger: Logger) {
+        self.maxQueryMs = UInt64(max(1, maxQueryMs))
         self.storage = storage
         self.blob = blob
         self.replicator = replicator
@@ -28,9 +32,11 @@ public final class GatewayService: Sendable {
         let storage = try await BusClient.connect(settings.storageEndpoint, peerName: "storage")
         let blob = try await BusClient.connect(settings.blobEndpoint, peerName: "blob")
         let replicator = try await BusClient.connect(settings.replicatorEndpoint, peerName: "replicator")
-        let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs, logger: logger)
+        let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs,
+                                           clientShare: settings.queryClientShare, logger: logger)
         let gateway = GatewayService(storage: storage, blob: blob, replicator: replicator, broker: broker,
-                                     instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"), logger: logger)
+                                     instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
+                                     maxQueryMs: settings.maxQueryMs, logger: logger)
         let waiters = gateway.changeWaiters
         let subscriber = try await Subscriber.connect(settings.changesEndpoint, name: "changes", logger: logger) { frames in
             guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
@@ -50,6 +56,8 @@ public final class GatewayService: Sendable {
         }
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
+                                              replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
+                                                                       total: settings.totalReplyBytes),
                                               forwarding: forwarding, logger: logger) { request in
             await gateway.handle(request)
         }
@@ -103,8 +111,6 @@ public final class GatewayService: Sendable {
     }
 
     static let forwardTimeout: Duration = .seconds(30)
-    /// The cap on a query's own deadline.
-    static let longestQuery: Duration = .seconds(3600)
     static let rekeyTimeout: Duration = .seconds(3600)
 
     public func handle(_ request: Request) async -> Response {
@@ -121,9 +127,7 @@ public final class GatewayService: Sendable {
             guard !request.database.isEmpty else {
                 return .failure(request.id, SofaError(.invalidParameter, "query needs a database name"))
             }
-            // A query's own deadline governs (long analytical queries are the caller's call);
-            // one without a deadline gets the forwarding default.
-            return await broker.submit(request, timeout: request.deadline != 0 ? Self.longestQuery : Self.forwardTimeout)
+            return await query(request)
         case .createDatabase(let versioning, let key?):
             return await createEncryptedDatabase(request, versioning: versioning, key: key)
         case .rekeyDatabase:
@@ -150,6 +154,23 @@ public final class GatewayService: Sendable {
             }
             return await storage.send(request, timeout: Self.forwardTimeout)
         }
+    }
+
+    /// A query through the broker, counted against its client's share of the workers. Its own
+    /// deadline governs up to `maxQueryMs`; one without a deadline gets the forwarding default.
+    /// The deadline the worker sees is cut too, so a worker stops a query the broker gave up on.
+    private func query(_ request: Request) async -> Response {
+        let now = wallClockMs()
+        let cap = now + maxQueryMs
+        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Self.forwardTimeout.components.seconds) * 1000
+        var bounded = request
+        bounded.deadline = min(asked, cap)
+        var response = await broker.submit(bounded, client: BusServer.client, timeout: .milliseconds(Int(maxQueryMs)))
+        if asked > cap, case .failure(let error) = response.outcome, error.is(.timeout) {
+            response = .failure(request.id, .timeout("\(error.message): a query may run at most \(maxQueryMs) ms "
+                + "(the server's limit, SOFA_MAX_QUERY_MS), and its longer deadline was cut to that"))
+        }
+        return response
     }
 
     /// An encrypted database: storage creates it (without the key: storage never sees keys), then
