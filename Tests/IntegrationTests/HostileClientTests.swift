@@ -19,6 +19,9 @@ import Testing
             options.largeDocumentBytes = 2 << 20
             options.hogs = 6
             options.joinDocuments = 2_000
+            if let only = ProcessInfo.processInfo.environment["SOFA_HOSTILE_ACTORS"] {
+                options.actors = Set(only.split(separator: ",").map(String.init))
+            }
             let figures = try await HostileLoad(gateway: cluster.supervisor.gatewayEndpoint, options: options).run()
             #expect(figures.hostileRequests > 0)
             #expect(figures.loaded.count >= 20, "the well-behaved client made \(figures.loaded.count) calls under load")

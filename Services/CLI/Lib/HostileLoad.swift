@@ -23,6 +23,8 @@ public struct HostileLoad: Sendable {
         public var largeDocumentBytes = 4 << 20
         public var hogs = 8
         public var joinDocuments = 3_000
+        /// The hostile clients to run (all by default): deep, huge, nonReaders, hogs, bulk.
+        public var actors: Set<String> = ["deep", "huge", "nonReaders", "hogs", "bulk"]
 
         public init() {}
     }
@@ -65,12 +67,19 @@ public struct HostileLoad: Sendable {
         figures.unloaded = try await measure(db, for: options.phase)
         let end = ContinuousClock.now + options.phase
         let counts = Counts()
+        // Each hostile client has a connection of its own, as separate programs would.
+        let other = try await SofaClient.connect(gateway, timeout: .seconds(30))
+        defer { other.close() }
+        let hostileDB = other.database(name)
+        let actors = options.actors
         let hostile = Task { try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await deep(db, until: end, counts) }
-            group.addTask { try await huge(name, until: end, counts) }
-            group.addTask { try await hog(name, until: end, counts) }
-            group.addTask { try await bulk(db, until: end, counts) }
-            for _ in 0..<options.nonReaders { group.addTask { try await nonReader(name, until: end, counts) } }
+            if actors.contains("deep") { group.addTask { try await deep(hostileDB, until: end, counts) } }
+            if actors.contains("huge") { group.addTask { try await huge(name, until: end, counts) } }
+            if actors.contains("hogs") { group.addTask { try await hog(name, until: end, counts) } }
+            if actors.contains("bulk") { group.addTask { try await bulk(hostileDB, until: end, counts) } }
+            if actors.contains("nonReaders") {
+                for _ in 0..<options.nonReaders { group.addTask { try await nonReader(name, until: end, counts) } }
+            }
             try await group.waitForAll()
         } }
         figures.loaded = try await measure(db, for: options.phase)
