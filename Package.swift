@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "sofa-blob", targets: ["SofaBlobMain"]),
         .executable(name: "sofa-replicator", targets: ["SofaReplicatorMain"]),
         .executable(name: "sofa-gateway", targets: ["SofaGatewayMain"]),
+        .executable(name: "sofa-bench", targets: ["SofaBenchMain"]),
         .library(name: "SofaClient", targets: ["SofaClient"]),
     ],
     dependencies: [
@@ -62,6 +63,9 @@ let package = Package(
                 swiftSettings: settings),
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
+        // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
+        .target(name: "SofaCluster", dependencies: ["SofaCore", "SofaClient", "CSofaSpawn", argumentParser],
+                path: "Shared/SofaCluster", swiftSettings: settings),
 
         // Services
         .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", "CPosix", log],
@@ -74,13 +78,18 @@ let package = Package(
                 path: "Services/Replicator/Lib", swiftSettings: settings),
         .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
-        .target(name: "SofaBenchmarks", dependencies: ["SofaCore"], path: "Benchmarks/SofaBenchmarks",
-                swiftSettings: settings),
-        .target(name: "SofaCLI",
-                dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaBenchmarks", "SofaStorage", "SofaQL", "CZeroMQ",
-                               "CSQLite", "CSofaSpawn",
-                               argumentParser, log],
+        // The CLI stands on the SDK, the cluster library and SofaQL (N1QL → JSON) alone
+        .target(name: "SofaCLI", dependencies: ["SofaClient", "SofaCluster", "SofaQL", argumentParser],
                 path: "Services/CLI/Lib", swiftSettings: settings),
+
+        // Benchmarks: `sofa-bench`, beside the cluster (some figures measure SQLite or a service's
+        // engine in-process as the baseline)
+        .target(name: "SofaBench",
+                dependencies: ["SofaClient", "SofaCluster", "SofaStorage", "SofaBlob", "SofaQL", "CZeroMQ", "CSQLite",
+                               argumentParser],
+                path: "Benchmarks/SofaBench", swiftSettings: settings),
+        .executableTarget(name: "SofaBenchMain", dependencies: ["SofaBench", "SofaCluster"], path: "Benchmarks/Main",
+                          swiftSettings: settings),
 
         // Executables: a few lines over each library
         .executableTarget(name: "SofaStorageMain", dependencies: ["SofaStorage", "SofaBus"],
@@ -107,6 +116,8 @@ let package = Package(
                     path: "Tests/SofaBusTests", swiftSettings: settings),
         .testTarget(name: "SofaBlobTests", dependencies: ["SofaCore", "SofaWire", "SofaBlob", "SofaTestSupport"],
                     path: "Tests/SofaBlobTests", swiftSettings: settings),
+        .testTarget(name: "SofaBenchTests", dependencies: ["SofaBench", "SofaTestSupport"],
+                    path: "Tests/SofaBenchTests", swiftSettings: settings),
         .testTarget(name: "SofaQLTests", dependencies: ["SofaCore", "SofaQL", "CSQLite"],
                     path: "Tests/SofaQLTests", swiftSettings: settings),
         .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway"],
@@ -116,9 +127,9 @@ let package = Package(
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaStorage", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCLI", "SofaBlob", "CZeroMQ",
+                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
-                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain"],
+                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain", "SofaBenchMain"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),
     ]
 )

@@ -15,12 +15,13 @@ static const char *base_name(const char *path) {
 }
 
 /// Whether the process streams blob chunks: sofa-blob, the gateway, and the CLI's blob
-/// transfers (`sofa blob put|get`, `sofa bench blob`).
+/// transfers (`sofa blob put|get`, `sofa-bench blob`).
 static int moves_blob_chunks(int argc, char **argv, const char *name) {
     if (strcmp(name, "sofa-blob") == 0 || strcmp(name, "sofa-gateway") == 0) return 1;
+    if (argc < 2) return 0;
+    if (strcmp(name, "sofa-bench") == 0) return strcmp(argv[1], "blob") == 0;
     if (strcmp(name, "sofa") != 0 || argc < 3) return 0;
-    if (strcmp(argv[1], "blob") == 0) return strcmp(argv[2], "put") == 0 || strcmp(argv[2], "get") == 0;
-    return strcmp(argv[1], "bench") == 0 && strcmp(argv[2], "blob") == 0;
+    return strcmp(argv[1], "blob") == 0 && (strcmp(argv[2], "put") == 0 || strcmp(argv[2], "get") == 0);
 }
 
 /// Every Sofa executable:
@@ -39,7 +40,7 @@ __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv
     (void)envp;
     if (argc < 1 || argv == NULL || argv[0] == NULL) return;
     static const char *const executables[] = {
-        "sofa", "sofa-storage", "sofa-query", "sofa-blob", "sofa-replicator", "sofa-gateway",
+        "sofa", "sofa-storage", "sofa-query", "sofa-blob", "sofa-replicator", "sofa-gateway", "sofa-bench",
     };
     const char *name = base_name(argv[0]);
     int known = 0;

@@ -2,7 +2,7 @@ import Foundation
 import SofaClient
 import SofaCore
 import Testing
-import SofaCLI
+import SofaCluster
 
 /// Odd IDs, revisions and sizes through real processes: each is refused with an error that says
 /// what is wrong, by the SDK and by storage itself, and nothing is written.

@@ -220,10 +220,11 @@ import Testing
         }
     }
 
-    /// `sofa bench blob` (a small blob, three trials): its own cluster, every figure, each the
+    /// `sofa-bench blob` (a small blob, three trials): its own cluster, every figure, each the
     /// median of its trials, the ratios from them, and the peak memory of every process.
     @Test func benchBlobPrintsEveryFigure() async throws {
-        let run = try await runSofa(["bench", "blob", "--megabytes", "3", "--trials", "3"], gateway: "tcp://127.0.0.1:1")
+        let run = try await runSofa(["blob", "--megabytes", "3", "--trials", "3"], gateway: "tcp://127.0.0.1:1",
+                                  executable: "sofa-bench")
         #expect(run.status == 0, "\(run.err)")
         let figures = try JSON.parse(Array(run.out.utf8))
         #expect(figures["megabytes"] == 3 && figures["trials"] == 3)

@@ -1,6 +1,6 @@
 import CZeroMQ
 import Foundation
-import SofaCLI
+import SofaCluster
 import SofaBus
 import SofaClient
 import SofaCore
@@ -111,11 +111,12 @@ final class RawDealer {
 
 /// Runs the `sofa` executable built beside the tests. The wait happens on a thread of its own:
 /// blocking one of the few threads of the cooperative pool would stall every other test.
-func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) async throws -> (status: Int32, out: String, err: String) {
+func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil,
+             executable: String = "sofa") async throws -> (status: Int32, out: String, err: String) {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             do {
-                continuation.resume(returning: try runSofaBlocking(arguments, gateway: gateway, stdin: stdin))
+                continuation.resume(returning: try runSofaBlocking(executable, arguments, gateway: gateway, stdin: stdin))
             } catch {
                 continuation.resume(throwing: error)
             }
@@ -124,9 +125,10 @@ func runSofa(_ arguments: [String], gateway: String, stdin: String? = nil) async
     }
 }
 
-private func runSofaBlocking(_ arguments: [String], gateway: String, stdin: String?) throws -> (status: Int32, out: String, err: String) {
+private func runSofaBlocking(_ executable: String, _ arguments: [String], gateway: String,
+                             stdin: String?) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
-    process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent("sofa")
+    process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent(executable)
     process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["SOFA_GATEWAY"] = gateway

@@ -1,5 +1,5 @@
 import Foundation
-import SofaCLI
+import SofaCluster
 import SofaClient
 import Synchronization
 import Testing

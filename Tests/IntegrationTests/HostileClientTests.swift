@@ -1,5 +1,5 @@
 import Foundation
-import SofaCLI
+import SofaBench
 import SofaClient
 import SofaCore
 import Testing

@@ -1,6 +1,6 @@
 import CZeroMQ
 import Foundation
-import SofaCLI
+import SofaCluster
 import SofaClient
 import SofaWire
 import Synchronization

@@ -1,16 +1,8 @@
 import Foundation
+import SofaTestSupport
 import SofaCore
 @testable import SofaBlob
 import Testing
-
-/// A fresh folder for one test, removed afterwards.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("sofa-blob-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try body(url)
-}
 
 /// The store's two forms, for tests that run in both.
 enum Mode: String, CaseIterable, CustomTestStringConvertible {

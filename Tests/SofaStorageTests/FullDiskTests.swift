@@ -1,6 +1,7 @@
 import Foundation
 import SofaCore
 import SofaStorage
+import SofaTestSupport
 import Testing
 
 /// A database created on a full disk: an error that says so in a line (not the schema's DDL),
@@ -10,7 +11,6 @@ import Testing
 struct FullDiskTests {
     @Test func createOnAFullDiskIsAllOrNothing() async throws {
         try await withTemporaryDirectory { directory in
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             guard mount("tmpfs", directory.path, "tmpfs", 0, "size=512k") == 0 else {
                 Issue.record("mount failed: errno \(errno)")
                 return

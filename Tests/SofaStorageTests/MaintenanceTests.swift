@@ -1,3 +1,4 @@
+import SofaTestSupport
 import SofaQL
 import Foundation
 import SofaCore

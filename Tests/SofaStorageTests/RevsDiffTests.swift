@@ -1,3 +1,4 @@
+import SofaTestSupport
 import SofaCore
 @testable import SofaStorage
 import Testing

@@ -1,15 +1,8 @@
 import Foundation
+import SofaTestSupport
 import SofaCore
 @testable import SofaStorage
 import Testing
-
-/// A fresh, empty data directory for one test, removed afterwards.
-func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("sofa-storage-tests-\(UUID().uuidString)", isDirectory: true)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try await body(url)
-}
 
 /// A StorageEngine on a fresh data directory, closed and removed afterwards.
 func withEngine<T>(_ body: (StorageEngine) async throws -> T) async throws -> T {

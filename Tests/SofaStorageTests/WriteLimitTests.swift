@@ -1,3 +1,4 @@
+import SofaTestSupport
 import Foundation
 import Logging
 import SofaCore

@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 /// `sofa blob put|get|stat`: a database's blobs (attachments), streamed in chunks.
 struct BlobCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 /// `sofa changes`: one batch of the feed; with `--follow`, the live feed: one JSON line per
 /// change as it is committed, until interrupted.

@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 /// `--collection`, for the commands that work on documents.
 struct CollectionOption: ParsableArguments {

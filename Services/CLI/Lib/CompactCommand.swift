@@ -1,5 +1,6 @@
 internal import ArgumentParser
 internal import SofaClient
+internal import SofaCluster
 
 /// `sofa compact DB`: prune revision trees, drop bodies of old revisions, reclaim space.
 struct Compact: AsyncParsableCommand {

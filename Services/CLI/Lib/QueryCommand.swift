@@ -3,6 +3,7 @@ internal import SofaCore
 internal import enum SofaQL.N1QL
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 struct QueryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

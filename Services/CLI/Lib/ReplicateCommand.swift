@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 /// `sofa replicate SOURCE TARGET`: starts a replication run by the cluster's sofa-replicator.
 /// One-shot: waits until it has caught up and prints the final statuses (non-zero exit when it

@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import SofaClient
 internal import Foundation
+internal import SofaCluster
 
 struct Conflicts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

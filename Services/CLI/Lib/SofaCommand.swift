@@ -1,6 +1,6 @@
 public import ArgumentParser
 internal import SofaClient
-internal import SofaBus
+internal import SofaCluster
 internal import Foundation
 
 /// `sofa`: the admin and data tool. JSON on stdout; errors on stderr with a non-zero exit.
@@ -10,7 +10,7 @@ public struct SofaCommand: AsyncParsableCommand {
         abstract: "Sofa: a document database served by a cluster of processes.",
         subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self, Compact.self,
                       Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
-                      QueryCommand.self, IndexCommand.self, Bench.self, BlobCommand.self, Replicate.self, Replications.self])
+                      QueryCommand.self, IndexCommand.self, BlobCommand.self, Replicate.self, Replications.self])
 
     public init() {}
 
@@ -18,15 +18,10 @@ public struct SofaCommand: AsyncParsableCommand {
     public static func runMain() async {
         do {
             try await reporting { try validateArgumentEncoding() }
-            var command = try parseAsRoot(nil)
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
         } catch {
             exit(withError: error)
         }
+        await runCommand(Self.self)
     }
 }
 
@@ -41,36 +36,6 @@ extension SofaCommand {
             throw SofaError(.invalidParameter, "argument \(index) is not valid UTF-8 ('\(shown)', with U+FFFD for each bad byte)")
         }
     }
-}
-
-struct GatewayOptions: ParsableArguments {
-    @Option(help: "The gateway endpoint (or SOFA_GATEWAY).")
-    var gateway: String = ProcessInfo.processInfo.environment["SOFA_GATEWAY"] ?? "tcp://127.0.0.1:7420"
-
-    @Option(help: "Seconds to wait for an answer.")
-    var timeout: Double = 10
-
-    func connect() async throws -> SofaClient {
-        try await SofaClient.connect(gateway, timeout: .milliseconds(Int(timeout * 1000)))
-    }
-}
-
-/// Runs a command body, printing a `SofaError` on stderr and exiting 1.
-func reporting(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as SofaError {
-        let json = JSON.object(JSONObject([("error", .object(JSONObject([
-            ("domain", .string(error.domain.rawValue)), ("code", .int(Int64(error.code))),
-            ("message", .string(error.message)),
-        ])))]))
-        FileHandle.standardError.write(Data("sofa: \(error)\n\(json.compactString)\n".utf8))
-        throw ExitCode(1)
-    }
-}
-
-func printJSON(_ json: JSON) {
-    print(json.compactString)
 }
 
 struct Status: AsyncParsableCommand {

@@ -2,6 +2,7 @@ internal import ArgumentParser
 internal import Foundation
 internal import SofaCore
 internal import Synchronization
+internal import SofaCluster
 
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,9 +3,10 @@ internal import Foundation
 internal import SofaClient
 internal import SofaCore
 internal import SofaQL
+internal import SofaCluster
 
 extension Bench {
-    /// `sofa bench query`: indexed point lookups and unindexed scans through the cluster, with 1
+    /// `sofa-bench query`: indexed point lookups and unindexed scans through the cluster, with 1
     /// and 2 query workers, next to the same compiled SQL run directly on the database file.
     struct Query: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,8 +1,9 @@
 internal import ArgumentParser
 internal import Foundation
 internal import SofaClient
+internal import SofaCluster
 
-/// `sofa bench replicate`: two temporary local clusters. Prints the bulk-import rate of the docs
+/// `sofa-bench replicate`: two temporary local clusters. Prints the bulk-import rate of the docs
 /// into one cluster (the local write ceiling), the docs/s of a one-shot push of the same docs to
 /// the other cluster, their ratio, and the latency from a write on one side to its arrival on the
 /// other with a continuous replication (p50/p99).

@@ -1,9 +1,10 @@
 internal import ArgumentParser
 internal import Foundation
 internal import SofaClient
+internal import SofaCluster
 
 extension Bench {
-    /// `sofa bench blob`: a large blob up and down through the gateway, next to `cp` of the same
+    /// `sofa-bench blob`: a large blob up and down through the gateway, next to `cp` of the same
     /// file on the same disk, and the peak resident memory of every Sofa process.
     struct Blob: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

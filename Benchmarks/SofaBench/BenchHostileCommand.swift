@@ -1,6 +1,7 @@
 internal import ArgumentParser
 internal import Foundation
 internal import SofaClient
+internal import SofaCluster
 
 extension Bench {
     struct Hostile: AsyncParsableCommand {

@@ -3,9 +3,10 @@ internal import CSQLite
 internal import Foundation
 internal import SofaClient
 internal import SofaStorage
+internal import SofaCluster
 
 extension Bench {
-    /// `sofa bench write`: bulk import through the service vs. the same rows written straight
+    /// `sofa-bench write`: bulk import through the service vs. the same rows written straight
     /// into SQLite, and single-document put round trips.
     struct Write: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,11 +1,15 @@
-internal import ArgumentParser
+public import ArgumentParser
 internal import CZeroMQ
 internal import Foundation
-internal import SofaBenchmarks
 internal import SofaClient
+internal import SofaCluster
 
-struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `sofa-bench`: Sofa's performance figures, each printed as one JSON object.
+public struct Bench: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
+        commandName: "sofa-bench",
         abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self, Hostile.self])
 
     struct RTT: AsyncParsableCommand {
@@ -58,6 +62,7 @@ struct Bench: AsyncParsableCommand {
             }
             let throughputStart = DispatchTime.now().uptimeNanoseconds
             let total = count * 4
+            let inFlight = self.inFlight
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<inFlight {
                     group.addTask {

@@ -1,5 +1,5 @@
 import Foundation
-@testable import SofaBlob
+@testable import SofaBench
 import SofaTestSupport
 import Testing
 

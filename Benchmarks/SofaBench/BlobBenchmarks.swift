@@ -1,5 +1,6 @@
 public import Foundation
 internal import SofaCore
+internal import SofaBlob
 
 /// Throughput of the blob store itself (no bus, no processes): one 256 MiB blob written in 1 MiB
 /// chunks and read back in 1 MiB chunks, in a plain and in an encrypted store, in fresh folders

@@ -5,7 +5,7 @@ internal import SofaWire
 internal import Synchronization
 
 /// A well-behaved client's latency with and without hostile clients beside it, against one
-/// cluster: `sofa bench hostile` prints it, and the hostile-client test runs a short version.
+/// cluster: `sofa-bench hostile` prints it, and the hostile-client test runs a short version.
 ///
 /// The well-behaved client alternates a get of a small document and an indexed query, one at a
 /// time, for `phase` without load and again under load. The hostile clients, all at once:

@@ -1,0 +1,4 @@
+import SofaBench
+import SofaCluster
+
+await runCommand(Bench.self)
