@@ -77,4 +77,29 @@ import Testing
             Issue.record("every one-shot replication ended before the kill")
         }
     }
+
+    /// A one-shot replication started again as soon as it completed runs anew each time (the end
+    /// of the previous run, which deletes its record, never takes the new run for itself), and
+    /// leaves no record once the last one completed.
+    @Test func oneShotStartedAgainAsSoonAsItCompletesRunsAnew() async throws {
+        try await Cluster.with(clientTimeout: .seconds(30)) { a in
+            let source = try await a.client.createDatabase("src")
+            let target = try await a.client.createDatabase("dst")
+            var id = ""
+            for round in 0..<15 {
+                _ = try await source.put(id: "doc\(round)", json: "{}")
+                let handle = try await a.client.replicate(from: "src", to: "dst")
+                id = try #require(handle.ids.first)
+                let done = try await handle.wait(timeout: .seconds(30))
+                #expect(done.first?.state == .completed, "round \(round): \(done)")
+                #expect(done.first?.docsChecked == 1, "round \(round): \(done)")
+                #expect(done.first?.docsWritten == 1, "round \(round): \(done)")
+            }
+            #expect(try await target.info().documentCount == 15)
+            let records = a.client.database("_replicator")
+            try await waitUntil("the record removed", in: records) {
+                (try? await records.get(id: "client-\(id)")) == nil
+            }
+        }
+    }
 }

@@ -83,6 +83,15 @@ actor PersistentReplications {
 
     private func handle(_ change: Change, _ db: Database, atLaunch: Bool) async {
         let docID = change.id
+        let client = ClientReplications.isClientDocument(docID)
+        if client && (change.deleted || change.rev.isEmpty) {
+            known[docID] = nil
+            await service.clientRecords.deleted(docID)
+            return
+        }
+        // After launch, the records of client replications are written by `ClientReplications`
+        // alone, as their replications start and end.
+        if client && !atLaunch { return }
         if change.deleted || change.rev.isEmpty {
             await stop(docID)
             return
@@ -101,20 +110,22 @@ actor PersistentReplications {
             if let spec = try? Self.spec(body, docID), let plans = try? service.plan(spec) {
                 await restore(plans, legs)
             }
+            if client, legs.allSatisfy({ $0.objectValue?["state"] == "completed" }) {
+                // Completed just before the replicator stopped, and not yet forgotten.
+                await service.clientRecords.forgetCompleted(docID)
+            }
             return
         }
         do throws(SofaError) {
             let spec = try Self.spec(body, docID)
-            let plans = try service.plan(spec)
-            var ids = plans.map(\.id)
-            var adopted = false
-            if ClientReplications.isClientDocument(docID) && !atLaunch {
-                // Recorded by the start that runs it already (or ran it, for a quick one-shot).
-                adopted = true
-                for id in ids where await service.registry.status(id) == nil { adopted = false }
+            let ids = try await service.start(spec).map(\.id)
+            if client {
+                // Resumed; its record is kept by `ClientReplications` from now on.
+                known[docID] = (specText, ids, nil)
+                await service.clientRecords.adopt(ids)
+            } else {
+                known[docID] = (specText, ids, Task { await self.writeStatus(docID, ids, specText, db) })
             }
-            if !adopted { ids = try await service.start(spec).map(\.id) }
-            known[docID] = (specText, ids, Task { await self.writeStatus(docID, ids, specText, db) })
             logger.info("persistent replication started", metadata: ["doc": "\(docID)", "replications": "\(ids.count)"])
         } catch {
             logger.warning("invalid persistent replication", metadata: ["doc": "\(docID)", "error": "\(error.message)"])
@@ -193,11 +204,6 @@ actor PersistentReplications {
             for id in ids { if let status = await service.registry.status(id) { statuses.append(status) } }
             for status in statuses { versions[status.id] = status.version }
             if closing { return }
-            if ClientReplications.isClientDocument(docID), !statuses.isEmpty, statuses.allSatisfy({ $0.state == .completed }) {
-                // A client's one-shot replication that completed needs no record any more.
-                try? await ClientReplications.forget(docID, in: db)
-                return
-            }
             do {
                 let doc = try await db.get(id: docID)
                 guard case .object(var body)? = JSON.tryParse(doc.body) else { return }

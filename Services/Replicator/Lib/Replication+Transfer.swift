@@ -76,7 +76,7 @@ extension Replication {
         }
         revisions += try await fetch(toFetch, from: from, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
-        await registry.update(plan.id) { $0.revisionsSent += UInt64(revisions.count) }
+        await registry.update(plan.id, run: run) { $0.revisionsSent += UInt64(revisions.count) }
         var results = try await into.bulk(revisions.map { .insert($0) })
         results = try await retryMissingBlobs(revisions, results, from: source, to: target, into: into)
         var conflicted: [String] = []

@@ -62,6 +62,8 @@ final class Replication: Sendable {
     let plan: ReplicationPlan
     let connections: Connections
     let registry: ReplicationRegistry
+    /// This run's number (see `ReplicationRegistry`).
+    let run: UInt64
     let logger: Logger
 
     /// Changes per read (the next is read while parts of this one are transferred), in parts of
@@ -79,8 +81,9 @@ final class Replication: Sendable {
     /// One-shot replications give up after this many failed attempts in a row.
     static let oneShotAttempts = 6
 
-    init(plan: ReplicationPlan, connections: Connections, registry: ReplicationRegistry, logger: Logger) {
+    init(plan: ReplicationPlan, run: UInt64, connections: Connections, registry: ReplicationRegistry, logger: Logger) {
         self.plan = plan
+        self.run = run
         self.connections = connections
         self.registry = registry
         var logger = logger
@@ -94,7 +97,7 @@ final class Replication: Sendable {
         while !Task.isCancelled {
             do {
                 try await runOnce()
-                await registry.update(plan.id) { $0.state = .completed }
+                await registry.update(plan.id, run: run) { $0.state = .completed }
                 return
             } catch {
                 if Task.isCancelled { return }
@@ -102,13 +105,13 @@ final class Replication: Sendable {
                 let permanent = Self.isPermanent(error)
                 logger.warning("replication attempt failed", metadata: ["error": "\(error.message)", "permanent": "\(permanent)"])
                 if permanent || (!plan.continuous && failures >= Self.oneShotAttempts) {
-                    await registry.update(plan.id) {
+                    await registry.update(plan.id, run: run) {
                         $0.state = .failed
                         $0.lastError = error.message
                     }
                     return
                 }
-                await registry.update(plan.id) {
+                await registry.update(plan.id, run: run) {
                     $0.state = .retrying
                     $0.lastError = error.message
                 }
@@ -157,7 +160,7 @@ final class Replication: Sendable {
             }
         }
         var checkpoint = try await Checkpoint.agreed(plan.id, source: source, target: target)
-        await registry.update(plan.id) {
+        await registry.update(plan.id, run: run) {
             $0.state = .running
             $0.checkpoint = checkpoint.sequence
             $0.lastError = ""
@@ -172,7 +175,7 @@ final class Replication: Sendable {
             try await checkpoint.save(sequence, source: source, target: target)
             unsaved = nil
             lastSave = ContinuousClock.now
-            await registry.update(plan.id) { $0.checkpoint = sequence }
+            await registry.update(plan.id, run: run) { $0.checkpoint = sequence }
         }
         // Parts being transferred, oldest first: up to `partsInFlight` at once, finished in
         // order so the checkpoint only ever covers parts wholly written. As the oldest finishes
@@ -188,7 +191,7 @@ final class Replication: Sendable {
             }
             let written = try await part.task.value.get()
             unsaved = part.last
-            await registry.update(plan.id) {
+            await registry.update(plan.id, run: run) {
                 $0.docsChecked += UInt64(part.checked)
                 $0.docsWritten += UInt64(written.revisions)
                 $0.conflictsResolved += UInt64(written.resolved)
@@ -208,13 +211,13 @@ final class Replication: Sendable {
                     while !inFlight.isEmpty { try await finishOldest() }
                     if let sequence = unsaved { try await saveCheckpoint(sequence) }
                     guard plan.continuous else { return }
-                    await registry.update(plan.id) { $0.state = .idle }
+                    await registry.update(plan.id, run: run) { $0.state = .idle }
                     next = prefetch(source, since: since, wait: true)
                     continue
                 }
                 since = last
                 next = prefetch(source, since: last, wait: false)
-                await registry.update(plan.id) { $0.state = .running }
+                await registry.update(plan.id, run: run) { $0.state = .running }
                 // A batch lists each document once, in sequence order: each part ends at a
                 // sequence below which everything is in it or in an earlier part.
                 var changes = batch.changes

@@ -3,10 +3,17 @@ internal import SofaWire
 
 /// Every replication of this replicator: its status (with a version bumped by every change), its
 /// task, the blobs it already copied, and the callers waiting for a newer status.
+///
+/// Each start of a replication anew is a *run* with its own number: a replication started again
+/// after it ended reuses its ID, so whatever acts on one run (its task's status updates, a stop
+/// because its record was deleted) names the run, and leaves a later run of the same ID alone.
 actor ReplicationRegistry {
     private var statuses: [String: ReplicationStatus] = [:]
     private var order: [String] = []
     private var tasks: [String: Task<Void, Never>] = [:]
+    /// The current run of each replication started since launch.
+    private var runs: [String: UInt64] = [:]
+    private var lastRun: UInt64 = 0
     private var blobs: [String: Set<String>] = [:]
     private var waiters: [UInt64: (versions: [String: UInt64], continuation: CheckedContinuation<Void, Never>)] = [:]
     private var nextWaiter: UInt64 = 0
@@ -17,16 +24,20 @@ actor ReplicationRegistry {
 
     func status(_ id: String) -> ReplicationStatus? { statuses[id] }
     var all: [ReplicationStatus] { order.compactMap { statuses[$0] } }
+    /// The number of the current run of `id` (nil: not started since launch).
+    func run(of id: String) -> UInt64? { runs[id] }
 
-    /// Registers a replication and starts `run` for it, unless it is already running (then its
-    /// status is answered as it is).
-    func start(_ initial: ReplicationStatus, run: @escaping @Sendable () async -> Void) -> ReplicationStatus {
+    /// Registers a replication and starts a new run of it (`run` gets the run's number), unless
+    /// it is running already (then its status is answered as it is). One that ended runs anew.
+    func start(_ initial: ReplicationStatus, run: @escaping @Sendable (_ number: UInt64) async -> Void) -> ReplicationStatus {
         if let existing = statuses[initial.id], !existing.state.isFinal { return existing }
         var status = initial
         status.version = (statuses[initial.id]?.version ?? 0) + 1
         if statuses[initial.id] == nil { order.append(initial.id) }
         statuses[initial.id] = status
-        tasks[initial.id] = Task { await run() }
+        lastRun += 1
+        runs[initial.id] = lastRun
+        tasks[initial.id] = Task { [number = lastRun] in await run(number) }
         wake(initial.id)
         return status
     }
@@ -41,8 +52,10 @@ actor ReplicationRegistry {
         wake(status.id)
     }
 
-    func stop(_ id: String) throws(SofaError) -> ReplicationStatus {
+    /// Stops `id`; with `run`, only while that run is the current one (a later run is left alone).
+    func stop(_ id: String, run: UInt64? = nil) throws(SofaError) -> ReplicationStatus {
         guard let status = statuses[id] else { throw SofaError.notFound("no replication '\(id)'") }
+        if let run, runs[id] != run { return status }
         tasks[id]?.cancel()
         tasks[id] = nil
         if !status.state.isFinal { update(id) { $0.state = .stopped } }
@@ -89,8 +102,14 @@ actor ReplicationRegistry {
         loadWaiters.removeValue(forKey: key)?.resume()
     }
 
-    /// Changes a status (a stopped replication's state stays stopped).
-    func update(_ id: String, _ change: (inout ReplicationStatus) -> Void) {
+    /// Changes the status of run `run` of `id` (a stopped replication's state stays stopped); a
+    /// run that is no longer the current one changes nothing.
+    func update(_ id: String, run: UInt64, _ change: (inout ReplicationStatus) -> Void) {
+        guard runs[id] == run else { return }
+        update(id, change)
+    }
+
+    private func update(_ id: String, _ change: (inout ReplicationStatus) -> Void) {
         guard var status = statuses[id] else { return }
         let wasFinal = status.state.isFinal
         let before = status

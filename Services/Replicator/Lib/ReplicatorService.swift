@@ -6,13 +6,19 @@ public import Logging
 /// `sofa-replicator`: runs replications between databases of this cluster and of other Sofa
 /// clusters (see `Replication`), started, listed and stopped through the gateway.
 public final class ReplicatorService: Sendable {
-    let registry = ReplicationRegistry()
+    let registry: ReplicationRegistry
     let connections: Connections
+    /// The `_replicator` records of the replications clients start.
+    let clientRecords: ClientReplications
     private let basic: BasicHandler
     private let logger: Logger
 
     public init(localGateway: String, instance: String, logger: Logger) {
-        self.connections = Connections(localGateway: localGateway)
+        let registry = ReplicationRegistry()
+        let connections = Connections(localGateway: localGateway)
+        self.registry = registry
+        self.connections = connections
+        self.clientRecords = ClientReplications(connections: connections, registry: registry)
         self.basic = BasicHandler(service: "replicator", instance: instance)
         self.logger = logger
     }
@@ -31,6 +37,7 @@ public final class ReplicatorService: Sendable {
         return {
             follower.cancel()
             await persistent.stopWriting()
+            await service.clientRecords.close()
             await server.close()
             await service.registry.stopAll()
             await service.connections.closeAll()
@@ -46,10 +53,7 @@ public final class ReplicatorService: Sendable {
                 if await registry.status(id) == nil, await registry.waitUntilLoaded(timeout: Self.loadWait) {
                     throw SofaError.notFound("no replication '\(id)'")
                 }
-                // The record first: a replication stopped but still recorded would start again
-                // with the next replicator.
-                try await ClientReplications.forget(id, connections)
-                return .ok(request.id, .replications([try await registry.stop(id)]))
+                return .ok(request.id, .replications([try await clientRecords.stop(id)]))
             case .listReplications(let id, let after, let waitMs):
                 // Until `_replicator` has been read, the recorded replications are not all known.
                 let known = id.isEmpty ? nil : await registry.status(id)
@@ -78,17 +82,26 @@ public final class ReplicatorService: Sendable {
 
     /// Starts a client's replication and records it in `_replicator`, so that it survives a
     /// restart of the replicator. One that cannot be recorded is not left running.
+    /// The start and the record are made with the IDs locked, so that the end of an earlier run
+    /// (deleting its record) cannot come between them.
     func startRecorded(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
-        let known = Set(await registry.all.filter { !$0.state.isFinal }.map(\.id))
-        let started = try await start(spec)
+        let ids = try plan(spec).map(\.id)
+        await clientRecords.lock(ids)
+        var before: [String: UInt64] = [:]
+        for id in ids { before[id] = await registry.run(of: id) }
         do {
-            try await ClientReplications.record(started, connections)
+            let started = try await start(spec)
+            try await clientRecords.record(ids)
+            await clientRecords.unlock(ids)
+            return started
         } catch {
-            for status in started where !known.contains(status.id) { _ = try? await registry.stop(status.id) }
+            for id in ids {
+                if let run = await registry.run(of: id), run != before[id] { _ = try? await registry.stop(id, run: run) }
+            }
+            await clientRecords.unlock(ids)
             throw SofaError(error.domain, error.code, "the replication was not started: it could not be recorded in "
                             + "\(PersistentReplications.database) (\(error.message))")
         }
-        return started
     }
 
     /// The replications `spec` asks for (two for `both`), with their IDs; nothing is started.
@@ -119,11 +132,12 @@ public final class ReplicatorService: Sendable {
     func start(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
         var started: [ReplicationStatus] = []
         for plan in try plan(spec) {
-            let replication = Replication(plan: plan, connections: connections, registry: registry, logger: logger)
             let initial = ReplicationStatus(id: plan.id, source: plan.source.description, target: plan.target.description,
                                             continuous: plan.continuous, state: .starting, docIDs: plan.docIDs,
                                             filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection)
-            started.append(await registry.start(initial) { await replication.run() })
+            started.append(await registry.start(initial) { [connections, registry, logger] run in
+                await Replication(plan: plan, run: run, connections: connections, registry: registry, logger: logger).run()
+            })
             logger.info("replication started", metadata: ["replication": "\(plan.id.prefix(12))", "source": "\(plan.source)",
                                                           "target": "\(plan.target)", "continuous": "\(plan.continuous)"])
         }
