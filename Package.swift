@@ -61,6 +61,10 @@ let package = Package(
                 path: "Shared/SofaBus", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),
+        // The on-disk format: a data directory's and a database folder's layout, blob keys and
+        // files, key files, the encrypted blob format, direct I/O and syncs
+        .target(name: "SofaFiles", dependencies: ["SofaCore", "COpenSSL", "CPosix"], path: "Shared/SofaFiles",
+                swiftSettings: settings),
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
         // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
@@ -68,11 +72,11 @@ let package = Package(
                 path: "Shared/SofaCluster", swiftSettings: settings),
 
         // Services
-        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "CSQLite", "CPosix", log],
+        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "SofaFiles", "CSQLite", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
-        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "SofaBlob", "CSQLite", log],
+        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaQL", "SofaFiles", "CSQLite", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
-        .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "COpenSSL", "CPosix", log],
+        .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "COpenSSL", "CPosix", log],
                 path: "Services/Blob/Lib", swiftSettings: settings),
         .target(name: "SofaReplicator", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", log],
                 path: "Services/Replicator/Lib", swiftSettings: settings),
@@ -85,7 +89,7 @@ let package = Package(
         // Benchmarks: `sofa-bench`, beside the cluster (some figures measure SQLite or a service's
         // engine in-process as the baseline)
         .target(name: "SofaBench",
-                dependencies: ["SofaClient", "SofaCluster", "SofaStorage", "SofaBlob", "SofaQL", "CZeroMQ", "CSQLite",
+                dependencies: ["SofaClient", "SofaCluster", "SofaStorage", "SofaBlob", "SofaFiles", "SofaQL", "CZeroMQ", "CSQLite",
                                argumentParser],
                 path: "Benchmarks/SofaBench", swiftSettings: settings),
         .executableTarget(name: "SofaBenchMain", dependencies: ["SofaBench", "SofaCluster"], path: "Benchmarks/Main",
@@ -114,7 +118,7 @@ let package = Package(
                     path: "Tests/SofaWireTests", swiftSettings: settings),
         .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus"],
                     path: "Tests/SofaBusTests", swiftSettings: settings),
-        .testTarget(name: "SofaBlobTests", dependencies: ["SofaCore", "SofaWire", "SofaBlob", "SofaTestSupport"],
+        .testTarget(name: "SofaBlobTests", dependencies: ["SofaCore", "SofaWire", "SofaBlob", "SofaFiles", "SofaTestSupport"],
                     path: "Tests/SofaBlobTests", swiftSettings: settings),
         .testTarget(name: "SofaBenchTests", dependencies: ["SofaBench", "SofaTestSupport"],
                     path: "Tests/SofaBenchTests", swiftSettings: settings),
@@ -124,10 +128,10 @@ let package = Package(
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator"],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaStorage", "SofaTestSupport", "SofaWire", log],
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaFiles", "SofaStorage", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "CZeroMQ",
+                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
                                    "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain", "SofaBenchMain"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),

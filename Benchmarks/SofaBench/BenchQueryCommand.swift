@@ -1,3 +1,4 @@
+internal import SofaFiles
 internal import ArgumentParser
 internal import Foundation
 internal import SofaClient

@@ -1,3 +1,4 @@
+internal import SofaFiles
 public import Foundation
 internal import SofaCore
 internal import SofaBlob

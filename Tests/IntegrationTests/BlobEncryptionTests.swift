@@ -1,3 +1,4 @@
+import SofaFiles
 import Foundation
 import SofaBlob
 import SofaClient

@@ -1,6 +1,7 @@
 import Foundation
 import SofaCore
 @testable import SofaBlob
+@testable import SofaFiles
 import SofaTestSupport
 import Testing
 

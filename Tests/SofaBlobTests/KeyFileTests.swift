@@ -2,6 +2,7 @@ import Foundation
 import SofaCore
 import SofaWire
 @testable import SofaBlob
+@testable import SofaFiles
 import SofaTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import SofaBlob
+@testable import SofaFiles
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import SofaTestSupport
 import SofaCore
 @testable import SofaBlob
+@testable import SofaFiles
 import Testing
 
 /// The store's two forms, for tests that run in both.

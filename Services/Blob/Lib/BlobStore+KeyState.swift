@@ -1,3 +1,4 @@
+public import SofaFiles
 import Foundation
 import SofaCore
 
@@ -28,13 +29,6 @@ extension EncryptionKey {
 
 /// The state-file form of "no key" or a key.
 func keyCheck(_ key: EncryptionKey?) throws -> String { try key?.check() ?? "none" }
-
-extension Array where Element == UInt8 {
-    var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-    }
-}
 
 extension BlobStore {
     static let keyStateName = ".sofa-keystate"

@@ -1,3 +1,4 @@
+public import SofaFiles
 public import SofaCore
 
 /// Rekey: encrypt a plain store, decrypt an encrypted one, or change its key — every blob

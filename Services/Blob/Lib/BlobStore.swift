@@ -1,3 +1,4 @@
+public import SofaFiles
 public import Foundation
 public import SofaCore
 import Synchronization

@@ -1,3 +1,4 @@
+public import SofaFiles
 internal import SofaCore
 public import SofaWire
 public import Foundation
@@ -232,7 +233,7 @@ public actor BlobTransfer {
     private func slot(for database: String) throws(SofaError) -> StoreSlot {
         try Self.validate(databaseName: database)
         if let slot = stores[database] { return slot }
-        let slot = StoreSlot(databaseDirectory: dataDirectory.appendingPathComponent("\(database).sofa", isDirectory: true),
+        let slot = StoreSlot(databaseDirectory: StorageLayout.directory(of: database, in: dataDirectory),
                              name: database)
         stores[database] = slot
         return slot

@@ -1,3 +1,4 @@
+public import SofaFiles
 import SofaCore
 
 /// Streams one new blob into a temporary file of the store's folder, then installs it under the

@@ -1,3 +1,4 @@
+public import SofaFiles
 import Foundation
 import SofaCore
 
@@ -25,7 +26,7 @@ final class StoreSlot: Sendable {
 
     init(databaseDirectory: URL, name: String) {
         self.databaseDirectory = databaseDirectory
-        self.attachments = databaseDirectory.appendingPathComponent("Attachments", isDirectory: true)
+        self.attachments = StorageLayout.attachmentsDirectory(ofDatabaseDirectory: databaseDirectory)
         self.name = name
         self.queue = DispatchQueue(label: "sofa.blob.\(name)")
         self.open = Confined(nil)

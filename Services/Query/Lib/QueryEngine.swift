@@ -1,9 +1,9 @@
+internal import SofaFiles
 public import SofaCore
 public import SofaWire
 public import SofaQL
 public import Foundation
 internal import Synchronization
-internal import SofaBlob
 
 /// What a query worker does with a query: find the database's file, open it read-only (one
 /// connection per database, reused), compile the query once per text and schema version (an
@@ -87,8 +87,7 @@ public final class QueryEngine: Sendable {
         if let open = state.withLock({ $0.connections[database] }), open.inode == inode { return open.connection }
         state.withLock { $0.compiled = $0.compiled.filter { $0.key.database != database } }
         let connection = try QueryConnection(path: file.path, readOnly: true)
-        let attachments = StorageLayout.directory(of: database, in: dataDirectory)
-            .appendingPathComponent("Attachments", isDirectory: true)
+        let attachments = StorageLayout.attachmentsDirectory(of: database, in: dataDirectory)
         try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
             guard let key = BlobKey.tryParse(digest) else { return nil }
             return try BlobFileReader.contents(of: key, in: attachments)

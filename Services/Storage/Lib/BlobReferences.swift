@@ -1,4 +1,5 @@
 public import SofaCore
+public import SofaFiles
 internal import Foundation
 internal import CPosix
 
@@ -9,53 +10,22 @@ internal import CPosix
 /// * every value with a `"digest"` in the top-level CouchDB-style `_attachments` dictionary, e.g.
 ///   `{"_attachments":{"a.txt":{"digest":"sha1-…","length":37,"stub":true}}}`.
 ///
-/// A digest is `sha1-` + the 28-character padded base64 of 20 bytes; anything else is refused
-/// with `.invalidParameter` naming the path. The blob's file in `<db>.sofa/Attachments/` is the
-/// base64 with `/` replaced by `_`, then `.blob` (the mapping of sofa-blob's `BlobKey`, repeated
-/// here so storage does not depend on the blob service).
+/// A digest is a `BlobKey` (SofaFiles: `sha1-` + the 28-character padded base64 of 20 bytes, and
+/// the name of its file in `<db>.sofa/Attachments/`); anything else is refused with
+/// `.invalidParameter` naming the path.
 ///
 /// Storage reads bodies here only for this: a revision that references a blob the store lacks is
 /// refused, and compaction must know which blob files are still referenced.
-public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
-    /// The 28 base64 characters after `sha1-`.
-    public let base64: String
+public typealias BlobReference = BlobKey
 
-    public static let prefix = "sha1-"
-    public static let fileExtension = ".blob"
-
-    /// Parses `sha1-<28 base64 characters>`; throws `.invalidParameter` naming `path` otherwise.
-    public static func parse(_ digest: String, path: String = "digest") throws(SofaError) -> BlobReference {
-        guard let reference = tryParse(digest) else {
+extension BlobKey {
+    /// Parses a digest found in a body at `path`; `.invalidParameter` naming the path otherwise.
+    public static func parse(_ digest: String, path: String) throws(SofaError) -> BlobKey {
+        guard let key = tryParse(digest) else {
             throw SofaError.invalid("invalid blob digest \(String(reflecting: digest)) at \(path): expected \"sha1-\" followed by the 28-character base64 of a SHA-1 digest")
         }
-        return reference
+        return key
     }
-
-    /// As `parse`, returning nil instead of throwing.
-    public static func tryParse(_ digest: String) -> BlobReference? {
-        guard digest.utf8.count == prefix.utf8.count + 28, digest.hasPrefix(prefix) else { return nil }
-        let base = String(digest.dropFirst(prefix.count))
-        // Canonical padded base64 of 20 bytes: decodes to 20 bytes and encodes back identically.
-        guard base.hasSuffix("="), let data = Data(base64Encoded: base), data.count == 20,
-              data.base64EncodedString() == base else { return nil }
-        return BlobReference(base64: base)
-    }
-
-    /// The reference a file of `Attachments/` is named for; nil for any other name.
-    public init?(fileName: String) {
-        guard fileName.hasSuffix(Self.fileExtension) else { return nil }
-        let base = String(fileName.dropLast(Self.fileExtension.count)).replacingOccurrences(of: "_", with: "/")
-        guard !base.contains("_"), let reference = Self.tryParse(Self.prefix + base) else { return nil }
-        self = reference
-    }
-
-    private init(base64: String) { self.base64 = base64 }
-
-    /// `sha1-<base64>`.
-    public var description: String { Self.prefix + base64 }
-
-    /// `<base64 with _ for />.blob`.
-    public var fileName: String { base64.replacingOccurrences(of: "/", with: "_") + Self.fileExtension }
 
     /// Every blob `body` references, with the first malformed digest refused.
     public static func find(in body: JSON) throws(SofaError) -> Set<BlobReference> {
@@ -153,7 +123,7 @@ public struct BlobReference: Sendable, Hashable, CustomStringConvertible {
 
 extension DatabaseStore {
     /// `<db>.sofa/Attachments/`, shared with sofa-blob.
-    var attachmentsDirectory: URL { directory.appendingPathComponent("Attachments", isDirectory: true) }
+    var attachmentsDirectory: URL { StorageLayout.attachmentsDirectory(ofDatabaseDirectory: directory) }
 }
 
 extension Transaction {

@@ -1,3 +1,4 @@
+internal import SofaFiles
 internal import SofaQL
 public import SofaCore
 internal import Foundation
@@ -63,7 +64,7 @@ public final class DatabaseStore: Sendable {
     static func open(name: String, in dataDirectory: URL, versioning: Versioning = .revisionTrees,
                      maxRevTreeDepth: Int = RevTree.defaultMaxDepth,
                      onCommit: (@Sendable (CommittedChanges) -> Void)? = nil) throws(SofaError) -> DatabaseStore {
-        let directory = dataDirectory.appendingPathComponent("\(name).sofa", isDirectory: true)
+        let directory = StorageLayout.directory(of: name, in: dataDirectory)
         let file = directory.appendingPathComponent("db.sqlite3").path
         let writerQueue = DispatchQueue(label: "sofa.storage.\(name).writer")
         let readerQueue = DispatchQueue(label: "sofa.storage.\(name).reader")

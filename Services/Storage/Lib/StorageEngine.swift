@@ -1,3 +1,4 @@
+internal import SofaFiles
 internal import SofaQL
 public import SofaCore
 public import Foundation
@@ -49,8 +50,7 @@ public final class StorageEngine: Sendable {
         }
         lockDescriptor = Mutex(descriptor)
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
-        for entry in entries where entry.hasSuffix(".sofa") {
-            let name = String(entry.dropLast(5))
+        for name in entries.compactMap(StorageLayout.databaseName(ofEntry:)) {
             guard (try? Self.validate(databaseName: name)) != nil, exists(name),
                   let store = try? openStore(name, versioning: .revisionTrees) else { continue }
             open.withLock { $0[name] = store }
@@ -133,8 +133,7 @@ public final class StorageEngine: Sendable {
     public func listDatabases() async throws(SofaError) -> [String] {
         try await admin { () throws(SofaError) -> [String] in
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: self.dataDirectory.path)) ?? []
-            return entries.filter { $0.hasSuffix(".sofa") }.map { String($0.dropLast(5)) }
-                .filter { self.exists($0) }.sorted()
+            return entries.compactMap(StorageLayout.databaseName(ofEntry:)).filter { self.exists($0) }.sorted()
         }
     }
 
@@ -162,10 +161,8 @@ public final class StorageEngine: Sendable {
     }
 }
 
-/// Makes a directory's new or removed entries durable.
+/// Makes a directory's new or removed entries durable (best effort, as before a failure here the
+/// files themselves are already synced).
 private func syncDirectory(_ url: URL) {
-    let fd = Foundation.open(url.path, O_RDONLY | O_DIRECTORY)
-    guard fd >= 0 else { return }
-    fsync(fd)
-    Foundation.close(fd)
+    try? SofaFiles.syncDirectory(url.path)
 }

@@ -1,18 +1,18 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Musl)
-import Musl
+public import Musl
 #elseif canImport(Darwin)
-import Darwin
+public import Darwin
 #endif
-import SofaCore
-import CPosix
+public import SofaCore
+public import CPosix
 
 /// A POSIX file descriptor, closed in `deinit`. Every call's return code is checked where it is
 /// made and becomes a `.posix` SofaError carrying errno, its message and the path.
-final class PosixFile {
-    let fd: Int32
-    let path: String
+public final class PosixFile {
+    public let fd: Int32
+    public let path: String
 
     private init(fd: Int32, path: String) {
         self.fd = fd
@@ -22,7 +22,7 @@ final class PosixFile {
     deinit { close(fd) }
 
     /// Opens for reading; a missing file is `.notFound`.
-    static func openForReading(_ path: String, notFound: @autoclosure () -> String) throws -> PosixFile {
+    public static func openForReading(_ path: String, notFound: @autoclosure () -> String) throws -> PosixFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { throw SofaError.notFound(notFound()) }
@@ -32,14 +32,14 @@ final class PosixFile {
     }
 
     /// Creates a new file that must not exist yet (O_EXCL), mode 0600.
-    static func create(_ path: String) throws -> PosixFile {
+    public static func create(_ path: String) throws -> PosixFile {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw posixError("create", path) }
         return PosixFile(fd: fd, path: path)
     }
 
     /// Opens an existing file for reading and writing, or nil if it is gone.
-    static func openExisting(_ path: String) throws -> PosixFile? {
+    public static func openExisting(_ path: String) throws -> PosixFile? {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
@@ -48,7 +48,7 @@ final class PosixFile {
         return PosixFile(fd: fd, path: path)
     }
 
-    var size: UInt64 {
+    public var size: UInt64 {
         get throws {
             var st = stat()
             guard fstat(fd, &st) == 0 else { throw posixError("fstat", path) }
@@ -57,14 +57,14 @@ final class PosixFile {
     }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         setDirect(false)
         return try readAt(buffer, offset)
     }
 
     /// The same with direct I/O (`buffer`, its size and `offset` aligned as `directAlignment`
     /// says); nil where the file system does not allow it (read through the page cache then).
-    func readDirect(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int? {
+    public func readDirect(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int? {
         guard setDirect(true) else { return nil }
         do {
             // A short direct read is the end of the file: reading on from there (an unaligned
@@ -95,7 +95,7 @@ final class PosixFile {
     /// Writes all of `bytes` at the current position. With direct I/O on, `bytes` must be
     /// aligned as `directAlignment` says; where the file system refuses a direct write anyway
     /// (EINVAL), direct I/O is turned off and the rest is written through the page cache.
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
         while done < bytes.count {
             let n = systemWrite(fd, bytes.baseAddress! + done, bytes.count - done)
@@ -110,16 +110,16 @@ final class PosixFile {
 
     /// Buffers, file offsets and lengths of direct transfers are multiples of this (the largest
     /// logical block size of Linux block devices, so any device takes them).
-    static let directAlignment = 4096
+    public static let directAlignment = 4096
 
     /// Whether transfers bypass the page cache (O_DIRECT).
-    private(set) var isDirect = false
+    public private(set) var isDirect = false
 
     /// Turns direct I/O on or off; false when the file system does not allow it (nothing
     /// changes then). Large sequential transfers go direct: copying a gigabyte into the page
     /// cache costs more CPU than the disk takes to write it, and fsync then has little to do.
     @discardableResult
-    func setDirect(_ on: Bool) -> Bool {
+    public func setDirect(_ on: Bool) -> Bool {
         guard on != isDirect else { return true }
         guard sofa_set_direct_io(fd, on ? 1 : 0) == 0 else { return false }
         isDirect = on
@@ -129,20 +129,20 @@ final class PosixFile {
     /// Starts writing `length` bytes at `offset` back to the disk without waiting for it, so the
     /// final `sync` of a big file has little left to do. Where the call is not supported (not
     /// Linux's sync_file_range on this file system), it does nothing: `sync` still does it all.
-    func startWriteBack(offset: UInt64, length: UInt64) throws {
+    public func startWriteBack(offset: UInt64, length: UInt64) throws {
         let code = sofa_start_writeback(fd, off_t(offset), off_t(length))
         guard code == 0 || code == EINVAL || code == ENOSYS || code == ESPIPE else {
             throw posixError("sync_file_range", path, code)
         }
     }
 
-    func sync() throws {
+    public func sync() throws {
         guard fsync(fd) == 0 else { throw posixError("fsync", path) }
     }
 
     /// Takes an exclusive advisory lock (flock); false when another descriptor holds it and
     /// `wait` is false. The lock dies with the descriptor, so with the process.
-    func lock(wait: Bool) throws -> Bool {
+    public func lock(wait: Bool) throws -> Bool {
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
             if errno == EWOULDBLOCK { return false }
@@ -155,12 +155,12 @@ final class PosixFile {
 /// The C `write`, reachable from inside `PosixFile` (whose own `write` hides it).
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
 
-func posixError(_ call: String, _ path: String, _ code: Int32 = errno) -> SofaError {
+public func posixError(_ call: String, _ path: String, _ code: Int32 = errno) -> SofaError {
     SofaError(.posix, code, "\(call) \(path): \(String(cString: strerror(code)))")
 }
 
 /// fsync of a directory, so that renames and unlinks in it are durable.
-func syncDirectory(_ path: String) throws {
+public func syncDirectory(_ path: String) throws {
     let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw posixError("open directory", path) }
     defer { close(fd) }
@@ -168,13 +168,13 @@ func syncDirectory(_ path: String) throws {
 }
 
 /// Atomic rename within one directory.
-func renameFile(_ from: String, _ to: String) throws {
+public func renameFile(_ from: String, _ to: String) throws {
     guard rename(from, to) == 0 else { throw posixError("rename to \(to)", from) }
 }
 
 /// unlink; false when the file was already gone.
 @discardableResult
-func removeFile(_ path: String) throws -> Bool {
+public func removeFile(_ path: String) throws -> Bool {
     guard unlink(path) == 0 else {
         if errno == ENOENT { return false }
         throw posixError("unlink", path)
@@ -183,7 +183,7 @@ func removeFile(_ path: String) throws -> Bool {
 }
 
 /// The names in a directory (without `.` and `..`).
-func directoryEntries(_ path: String) throws -> [String] {
+public func directoryEntries(_ path: String) throws -> [String] {
     guard let dir = opendir(path) else { throw posixError("opendir", path) }
     defer { closedir(dir) }
     var names: [String] = []
@@ -197,7 +197,7 @@ func directoryEntries(_ path: String) throws -> [String] {
 }
 
 /// Creates `path` (and its parents) if missing.
-func makeDirectory(_ path: String) throws {
+public func makeDirectory(_ path: String) throws {
     var st = stat()
     if stat(path, &st) == 0 { return }
     let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
@@ -206,7 +206,7 @@ func makeDirectory(_ path: String) throws {
 }
 
 /// A file's size, or nil when it does not exist.
-func fileSize(_ path: String) throws -> UInt64? {
+public func fileSize(_ path: String) throws -> UInt64? {
     var st = stat()
     guard stat(path, &st) == 0 else {
         if errno == ENOENT { return nil }
@@ -216,13 +216,13 @@ func fileSize(_ path: String) throws -> UInt64? {
 }
 
 /// Which file a path names (device and inode), to notice a folder deleted and made again.
-struct FileIdentity: Equatable {
-    let device: UInt64
-    let inode: UInt64
+public struct FileIdentity: Equatable, Sendable {
+    public let device: UInt64
+    public let inode: UInt64
 }
 
 /// The identity of the file at `path`, or nil when it does not exist.
-func fileIdentity(_ path: String) throws -> FileIdentity? {
+public func fileIdentity(_ path: String) throws -> FileIdentity? {
     var st = stat()
     guard stat(path, &st) == 0 else {
         if errno == ENOENT { return nil }

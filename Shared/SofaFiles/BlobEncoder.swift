@@ -1,5 +1,5 @@
-import SofaCore
-internal import Dispatch
+public import SofaCore
+public import Dispatch
 
 /// The layout of a blob file, as Couchbase Lite / LiteCore writes it.
 ///
@@ -21,20 +21,20 @@ internal import Dispatch
 ///
 /// Example: the 37 bytes `This is a blob to store in the store!` → block 0 = 37 bytes + 11 bytes
 /// of `0b`, encrypted with IV `00…00` to 48 bytes, then the nonce: an 80-byte file.
-enum BlobFormat {
-    static let blockSize = 4096
-    static let nonceSize = 32
-    static let aesBlock = 16
+public enum BlobFormat {
+    public static let blockSize = 4096
+    public static let nonceSize = 32
+    public static let aesBlock = 16
 
     /// The IV of block `index`.
-    static func iv(block index: UInt64) -> [UInt8] {
+    public static func iv(block index: UInt64) -> [UInt8] {
         [UInt8](repeating: 0, count: 8) + (0..<8).map { UInt8(truncatingIfNeeded: index >> (56 - 8 * UInt64($0))) }
     }
 
-    static func cipherLength(plainLength n: UInt64) -> UInt64 { n / 16 * 16 + 16 }
+    public static func cipherLength(plainLength n: UInt64) -> UInt64 { n / 16 * 16 + 16 }
 
     /// The size of the file holding `plainLength` bytes.
-    static func fileLength(plainLength n: UInt64, encrypted: Bool) -> UInt64 {
+    public static func fileLength(plainLength n: UInt64, encrypted: Bool) -> UInt64 {
         encrypted ? cipherLength(plainLength: n) + UInt64(nonceSize) : n
     }
 }
@@ -45,13 +45,13 @@ enum BlobFormat {
 /// cache, from a block-aligned buffer) by a thread of their own while the next one fills (two
 /// buffers), and only the tail of the file goes through the cache. Large pieces are hashed on a
 /// second thread while they are stored (and, encrypted, the two threads share the encryption).
-final class BlobEncoder {
+public final class BlobEncoder {
     private static let outputCapacity = 256 * BlobFormat.blockSize
     /// Every this many bytes written, their write-back to the disk is started, so that it runs
     /// while the rest arrives and `finish`'s fsync is short.
     private static let writeBackStep: UInt64 = 8 << 20
 
-    let file: PosixFile
+    public let file: PosixFile
     private let sha = SHA1Context()
     private let key: EncryptionKey?
     private let cipher: AESCBC?
@@ -73,12 +73,12 @@ final class BlobEncoder {
     private let pending: UnsafeMutableRawBufferPointer
     private var pendingCount = 0
     private var blockIndex: UInt64 = 0
-    private(set) var length: UInt64 = 0
+    public private(set) var length: UInt64 = 0
     /// Bytes of the file written, and how many of them are already on their way to the disk.
     private var fileLength: UInt64 = 0
     private var writeBackStarted: UInt64 = 0
 
-    init(file: PosixFile, key: EncryptionKey?) throws {
+    public init(file: PosixFile, key: EncryptionKey?) throws {
         self.file = file
         self.key = key
         cipher = try key.map { try AESCBC(key: $0, encrypt: true) }
@@ -95,7 +95,7 @@ final class BlobEncoder {
         pending.deallocate()
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
         length += UInt64(bytes.count)
         guard bytes.count >= Self.parallelThreshold else {
             sha.update(bytes)
@@ -194,7 +194,7 @@ final class BlobEncoder {
 
     /// Pads and encrypts the last block, appends the nonce, writes everything and fsyncs.
     /// Returns the content's key; the encoder cannot be written to afterwards.
-    func finish() throws -> BlobKey {
+    public func finish() throws -> BlobKey {
         if let cipher {
             try encryptPending(cipher, padded: true)
             try randomBytes(BlobFormat.nonceSize).withUnsafeBytes { try append($0) }

@@ -1,5 +1,5 @@
-import Foundation
-import SofaCore
+public import Foundation
+public import SofaCore
 
 /// `Attachments/.sofa-key`: an encrypted database's key, kept by sofa-blob so that it serves the
 /// database after a restart without anyone giving the key again — the way a CouchDB or Couchbase
@@ -21,21 +21,21 @@ import SofaCore
 /// database created again under the same name cannot meet a stale key, which keys kept apart
 /// (`SOFA_BLOB_KEYS`, a secrets mount) would need extra bookkeeping to avoid. Keeping keys off
 /// the volume is the next step: wrap this file's key with a master key given to sofa-blob alone.
-struct KeyFile: Equatable {
-    static let name = ".sofa-key"
+public struct KeyFile: Equatable, Sendable {
+    public static let name = ".sofa-key"
 
     /// The key the blobs are in (nil: plain, only while a rekey from plain is under way).
-    var key: EncryptionKey?
+    public var key: EncryptionKey?
     /// During a rekey: the key it moves to (`.some(nil)`: decrypting).
-    var next: EncryptionKey??
+    public var next: EncryptionKey??
 
-    init(key: EncryptionKey?, next: EncryptionKey?? = nil) {
+    public init(key: EncryptionKey?, next: EncryptionKey?? = nil) {
         self.key = key
         self.next = next
     }
 
     /// The keys the store may be in, the settled one first.
-    var candidates: [EncryptionKey?] {
+    public var candidates: [EncryptionKey?] {
         if let next { return [key, next] }
         return [key]
     }
@@ -47,7 +47,7 @@ struct KeyFile: Equatable {
     }
 
     /// The key file of `folder`, nil when there is none.
-    static func read(in folder: String) throws -> KeyFile? {
+    public static func read(in folder: String) throws -> KeyFile? {
         let path = folder + "/" + name
         guard let size = try fileSize(path) else { return nil }
         let file = try PosixFile.openForReading(path, notFound: "no key file")
@@ -67,7 +67,7 @@ struct KeyFile: Equatable {
     }
 
     /// Replaces the key file of `folder` atomically.
-    func write(in folder: String) throws {
+    public func write(in folder: String) throws {
         try makeDirectory(folder)
         let path = folder + "/" + Self.name, newPath = path + ".new"
         try removeFile(newPath)
@@ -83,7 +83,7 @@ struct KeyFile: Equatable {
     }
 
     /// Removes the key file of `folder` (the database is now plain).
-    static func remove(in folder: String) throws {
+    public static func remove(in folder: String) throws {
         if try removeFile(folder + "/" + name) { try syncDirectory(folder) }
     }
 }

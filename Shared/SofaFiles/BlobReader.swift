@@ -31,7 +31,7 @@ public final class BlobReader {
         try self.init(file: file, key: nil, encryptionKey: encryptionKey)
     }
 
-    init(file: PosixFile, key: BlobKey?, encryptionKey: EncryptionKey?) throws {
+    public init(file: PosixFile, key: BlobKey?, encryptionKey: EncryptionKey?) throws {
         self.file = file
         self.key = key
         isEncrypted = encryptionKey != nil

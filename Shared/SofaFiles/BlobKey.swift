@@ -1,5 +1,5 @@
-import Foundation
-import SofaCore
+public import Foundation
+public import SofaCore
 
 /// A blob's key: the SHA-1 digest of its (plaintext) content.
 ///

@@ -1,8 +1,9 @@
 public import SofaCore
 public import Foundation
 
-/// Where a database lives in the data directory, shared by storage (which owns the files) and
-/// query workers (which only read them): `<data>/<db>.sofa/db.sqlite3`.
+/// Where a database lives in the data directory, shared by storage (which owns the SQLite file),
+/// sofa-blob (which owns `Attachments/`) and query workers (which only read both):
+/// `<data>/<db>.sofa/db.sqlite3` and `<data>/<db>.sofa/Attachments/`.
 public enum StorageLayout {
     /// The system databases, named outside the rule as in CouchDB: `_replicator` holds the
     /// persistent replications (see sofa-replicator).
@@ -25,8 +26,24 @@ public enum StorageLayout {
     }
 
     public static func directory(of name: String, in dataDirectory: URL) -> URL {
-        dataDirectory.appendingPathComponent("\(name).sofa", isDirectory: true)
+        dataDirectory.appendingPathComponent(name + folderSuffix, isDirectory: true)
     }
+
+    /// The folder of a database's blobs (sofa-blob's alone: only it writes or deletes there).
+    public static func attachmentsDirectory(ofDatabaseDirectory directory: URL) -> URL {
+        directory.appendingPathComponent("Attachments", isDirectory: true)
+    }
+
+    public static func attachmentsDirectory(of name: String, in dataDirectory: URL) -> URL {
+        attachmentsDirectory(ofDatabaseDirectory: directory(of: name, in: dataDirectory))
+    }
+
+    /// The database a folder of the data directory holds, or nil for another entry.
+    public static func databaseName(ofEntry entry: String) -> String? {
+        entry.hasSuffix(folderSuffix) ? String(entry.dropLast(folderSuffix.count)) : nil
+    }
+
+    static let folderSuffix = ".sofa"
 
     public static func databaseFile(of name: String, in dataDirectory: URL) -> URL {
         directory(of: name, in: dataDirectory).appendingPathComponent("db.sqlite3")

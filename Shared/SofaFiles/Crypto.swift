@@ -1,10 +1,10 @@
-internal import COpenSSL
-import SofaCore
+public import COpenSSL
+public import SofaCore
 
 /// The OpenSSL calls the blob store needs, each handle wrapped once and freed in `deinit`.
 
 /// The last OpenSSL error as a `.crypto` SofaError.
-func opensslError(_ what: String) -> SofaError {
+public func opensslError(_ what: String) -> SofaError {
     let code = ERR_get_error()
     var buffer = [CChar](repeating: 0, count: 256)
     ERR_error_string_n(code, &buffer, buffer.count)
@@ -13,10 +13,10 @@ func opensslError(_ what: String) -> SofaError {
 }
 
 /// A running SHA-1 (EVP). Not thread-safe; owned by one writer or reader.
-final class SHA1Context {
+public final class SHA1Context {
     private let ctx: OpaquePointer
 
-    init() {
+    public init() {
         guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
         self.ctx = ctx
         guard EVP_DigestInit_ex(ctx, EVP_sha1(), nil) == 1 else { fatalError("EVP_DigestInit_ex(SHA-1) failed") }
@@ -24,13 +24,13 @@ final class SHA1Context {
 
     deinit { EVP_MD_CTX_free(ctx) }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    public func update(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
         guard EVP_DigestUpdate(ctx, bytes.baseAddress, bytes.count) == 1 else { fatalError("EVP_DigestUpdate failed") }
     }
 
     /// The digest; the context cannot be used afterwards.
-    func finish() -> BlobKey {
+    public func finish() -> BlobKey {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         guard EVP_DigestFinal_ex(ctx, &digest, &length) == 1, length == 20 else { fatalError("EVP_DigestFinal_ex failed") }
@@ -40,11 +40,11 @@ final class SHA1Context {
 
 /// AES-256-CBC without padding (the blob format pads its last block itself), one key for the
 /// life of the context, a fresh IV per call.
-final class AESCBC {
+public final class AESCBC {
     private let ctx: OpaquePointer
     private let encrypting: Bool
 
-    init(key: EncryptionKey, encrypt: Bool) throws {
+    public init(key: EncryptionKey, encrypt: Bool) throws {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw opensslError("EVP_CIPHER_CTX_new") }
         self.ctx = ctx
         self.encrypting = encrypt
@@ -57,7 +57,7 @@ final class AESCBC {
     deinit { EVP_CIPHER_CTX_free(ctx) }
 
     /// Transforms `input` (a multiple of 16 bytes) into `output` (at least as long) with `iv`.
-    func run(iv: UnsafeRawBufferPointer, _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+    public func run(iv: UnsafeRawBufferPointer, _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
         precondition(input.count % 16 == 0 && output.count >= input.count && iv.count == 16)
         guard EVP_CipherInit_ex(ctx, nil, nil, nil, iv.baseAddress?.assumingMemoryBound(to: UInt8.self), encrypting ? 1 : 0) == 1
         else { throw opensslError("EVP_CipherInit_ex(iv)") }
@@ -72,16 +72,24 @@ final class AESCBC {
 }
 
 /// `count` bytes from OpenSSL's CSPRNG.
-func randomBytes(_ count: Int) throws -> [UInt8] {
+public func randomBytes(_ count: Int) throws -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: count)
     guard RAND_bytes(&bytes, Int32(count)) == 1 else { throw opensslError("RAND_bytes") }
     return bytes
 }
 
 /// SHA-256 of `bytes`.
-func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
+public func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
     var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
     var length: UInt32 = 0
     guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { throw opensslError("EVP_Digest(SHA-256)") }
     return Array(digest.prefix(Int(length)))
+}
+
+extension Array where Element == UInt8 {
+    /// Lower-case hexadecimal, two digits a byte (key checks, temporary file names).
+    public var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
 }

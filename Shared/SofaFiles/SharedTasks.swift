@@ -1,12 +1,12 @@
-internal import Dispatch
-internal import Synchronization
+public import Dispatch
+public import Synchronization
 
 /// Tasks `0..<count` shared by the calling thread and one thread of a queue: the queue's thread
 /// takes them from the first, the caller (in `finish`) from the last. The caller never waits for
 /// a task no thread has begun: if the queue's thread is slow to come (a busy process, its thread
 /// pool spent), the caller runs them all, and the queue's thread later finds none left and
 /// touches nothing. So work split this way cannot hang on a thread that never comes.
-final class SharedTasks: Sendable {
+public final class SharedTasks: Sendable {
     private struct State {
         var front = 0
         var back: Int
@@ -22,7 +22,7 @@ final class SharedTasks: Sendable {
     private let task: @Sendable (Int) throws -> Void
 
     /// Offers the tasks to `queue`'s thread at once; `finish` runs the caller's share.
-    init(count: Int, on queue: DispatchQueue, _ task: @escaping @Sendable (Int) throws -> Void) {
+    public init(count: Int, on queue: DispatchQueue, _ task: @escaping @Sendable (Int) throws -> Void) {
         state = Mutex(State(back: count))
         self.task = task
         queue.async { self.runHelper() }
@@ -50,7 +50,7 @@ final class SharedTasks: Sendable {
 
     /// Runs the tasks the queue's thread has not taken (from the last), waits for the one it is
     /// running, if any, and throws the first error of any task. Call it once.
-    func finish() throws {
+    public func finish() throws {
         while let index = state.withLock({ state -> Int? in
             guard state.front < state.back else { return nil }
             state.back -= 1
