@@ -12,30 +12,17 @@ public func opensslError(_ what: String) -> SofaError {
     return SofaError(.crypto, "\(what) failed: \(code == 0 ? "unknown OpenSSL error" : text)")
 }
 
-/// A running SHA-1 (EVP). Not thread-safe; owned by one writer or reader.
+/// A running SHA-1 whose result is a blob key (SofaCore's `SHA1Stream` underneath). Not
+/// thread-safe; owned by one writer or reader.
 public final class SHA1Context {
-    private let ctx: OpaquePointer
+    private let stream = SHA1Stream()
 
-    public init() {
-        guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
-        self.ctx = ctx
-        guard EVP_DigestInit_ex(ctx, EVP_sha1(), nil) == 1 else { fatalError("EVP_DigestInit_ex(SHA-1) failed") }
-    }
+    public init() {}
 
-    deinit { EVP_MD_CTX_free(ctx) }
-
-    public func update(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count > 0 else { return }
-        guard EVP_DigestUpdate(ctx, bytes.baseAddress, bytes.count) == 1 else { fatalError("EVP_DigestUpdate failed") }
-    }
+    public func update(_ bytes: UnsafeRawBufferPointer) { stream.update(bytes) }
 
     /// The digest; the context cannot be used afterwards.
-    public func finish() -> BlobKey {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(ctx, &digest, &length) == 1, length == 20 else { fatalError("EVP_DigestFinal_ex failed") }
-        return BlobKey(digest: Array(digest.prefix(20)))
-    }
+    public func finish() -> BlobKey { BlobKey(digest: stream.finish()) }
 }
 
 /// AES-256-CBC without padding (the blob format pads its last block itself), one key for the
