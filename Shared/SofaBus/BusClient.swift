@@ -91,7 +91,7 @@ public final class BusClient: Sendable {
     /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
     public static func connect(
         _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
-        maxRequestBytes: Int = BusServer.defaultMaxRequestBytes
+        maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes
     ) async throws(SofaError) -> BusClient {
         let client = try BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
                                    maxRequestBytes: maxRequestBytes)
@@ -417,4 +417,10 @@ extension BusClient {
         /// Handed to a `forward` handler where it was received.
         case delivered
     }
+}
+
+/// The bounds client and server agree on unless told otherwise.
+public enum BusLimits {
+    /// The largest request a server takes (`SOFA_MAX_REQUEST_BYTES`), and a client sends.
+    public static let defaultMaxRequestBytes = 16 << 20
 }

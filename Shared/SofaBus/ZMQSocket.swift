@@ -1,13 +1,13 @@
-internal import CZeroMQ
+public import CZeroMQ
 public import SofaCore
 
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import SofaWire
+public import SofaWire
 
 /// The process-wide ZeroMQ context (thread-safe by ZeroMQ's contract; sockets are not).
-enum ZMQContext {
+public enum ZMQContext {
     nonisolated(unsafe) static let shared: UnsafeMutableRawPointer = {
         let context = zmq_ctx_new()!
         zmq_ctx_set(context, ZMQ_BLOCKY, 0)  // closing a socket never waits on unsent messages
@@ -15,21 +15,21 @@ enum ZMQContext {
     }()
 }
 
-func zmqError(_ what: String) -> SofaError {
+public func zmqError(_ what: String) -> SofaError {
     let code = zmq_errno()
     return SofaError(.zmq, code, "\(what): \(String(cString: zmq_strerror(code)))")
 }
 
 /// One ZeroMQ socket. It is created, used and closed by a single thread (the loop of the
 /// `SocketLoop` that owns it); the owner is recorded and checked on every use.
-final class ZMQSocket {
-    let handle: UnsafeMutableRawPointer
+public final class ZMQSocket {
+    public let handle: UnsafeMutableRawPointer
     private let owner = pthread_self()
     /// The file descriptor of the connection the last received message came in on (-1 = not
     /// known): a ROUTER matches it with the monitor's DISCONNECTED events.
-    private(set) var lastSourceFD: Int32 = -1
+    public private(set) var lastSourceFD: Int32 = -1
 
-    init(type: Int32) throws(SofaError) {
+    public init(type: Int32) throws(SofaError) {
         guard let handle = zmq_socket(ZMQContext.shared, type) else { throw zmqError("zmq_socket") }
         self.handle = handle
         try set(ZMQ_LINGER, 0)
@@ -41,37 +41,37 @@ final class ZMQSocket {
         precondition(pthread_equal(owner, pthread_self()) != 0, "a ZeroMQ socket used off its owning thread")
     }
 
-    func set(_ option: Int32, _ value: Int32) throws(SofaError) {
+    public func set(_ option: Int32, _ value: Int32) throws(SofaError) {
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
             throw zmqError("zmq_setsockopt(\(option))")
         }
     }
 
-    func set64(_ option: Int32, _ value: Int64) throws(SofaError) {
+    public func set64(_ option: Int32, _ value: Int64) throws(SofaError) {
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
             throw zmqError("zmq_setsockopt(\(option))")
         }
     }
 
-    func set(_ option: Int32, bytes: [UInt8]) throws(SofaError) {
+    public func set(_ option: Int32, bytes: [UInt8]) throws(SofaError) {
         let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, bytes.count) }
         guard rc == 0 else { throw zmqError("zmq_setsockopt(\(option))") }
     }
 
-    func bind(_ endpoint: String) throws(SofaError) {
+    public func bind(_ endpoint: String) throws(SofaError) {
         checkOwner()
         guard zmq_bind(handle, endpoint) == 0 else { throw zmqError("bind \(endpoint)") }
     }
 
-    func connect(_ endpoint: String) throws(SofaError) {
+    public func connect(_ endpoint: String) throws(SofaError) {
         checkOwner()
         guard zmq_connect(handle, endpoint) == 0 else { throw zmqError("connect \(endpoint)") }
     }
 
     /// The endpoint actually bound (resolves `tcp://127.0.0.1:*` to the chosen port).
-    func lastEndpoint() -> String {
+    public func lastEndpoint() -> String {
         var buffer = [CChar](repeating: 0, count: 512)
         var size = buffer.count
         guard zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) == 0 else { return "" }
@@ -80,7 +80,7 @@ final class ZMQSocket {
 
     /// Sends the frames as one multipart message without blocking.
     /// Returns false when ZeroMQ cannot take it now (no peer connected, or the queue is full).
-    func send(_ frames: [[UInt8]]) throws(SofaError) -> Bool {
+    public func send(_ frames: [[UInt8]]) throws(SofaError) -> Bool {
         checkOwner()
         return try send(frames, more: false)
     }
@@ -90,7 +90,7 @@ final class ZMQSocket {
     /// ZeroMQ cannot take it now (no peer connected, or the queue is full). `released` is called
     /// exactly once when the message's memory is let go of: once ZeroMQ has passed it to the
     /// kernel or dropped it (on ZeroMQ's I/O thread), or here when it was not taken.
-    func send(_ head: [[UInt8]], _ message: EncodedMessage, released: (@Sendable () -> Void)? = nil) throws(SofaError) -> Bool {
+    public func send(_ head: [[UInt8]], _ message: EncodedMessage, released: (@Sendable () -> Void)? = nil) throws(SofaError) -> Bool {
         checkOwner()
         let notice = released.map { Unmanaged.passRetained(ReleaseNotice($0)).toOpaque() }
         let notTaken = { if let notice { Unmanaged<ReleaseNotice>.fromOpaque(notice).takeRetainedValue().action() } }
@@ -145,7 +145,7 @@ final class ZMQSocket {
     /// Receives one multipart message if one is waiting; nil when none is.
     /// A message of more than `limit` bytes is drained and returned as `.tooLarge`, keeping only
     /// its first frame and the first bytes of the second (enough to read a request id).
-    func receive(limit: Int = .max) throws(SofaError) -> Received? {
+    public func receive(limit: Int = .max) throws(SofaError) -> Received? {
         switch try receive(limit: limit, last: { Array($0.bindMemory(to: UInt8.self)) }) {
         case nil: return nil
         case .message(let head, let last)?: return .message(head + [last])
@@ -155,7 +155,7 @@ final class ZMQSocket {
 
     /// Like `receive`, but the last frame is not copied: `last` reads it where ZeroMQ holds it
     /// (the big frame of a message is decoded in place). The other frames come as arrays.
-    func receive<Last>(limit: Int, last: (UnsafeRawBufferPointer) -> Last) throws(SofaError) -> Parts<Last>? {
+    public func receive<Last>(limit: Int, last: (UnsafeRawBufferPointer) -> Last) throws(SofaError) -> Parts<Last>? {
         checkOwner()
         var frames: [[UInt8]] = []
         var total = 0
@@ -185,14 +185,14 @@ final class ZMQSocket {
         }
     }
 
-    enum Parts<Last> {
+    public enum Parts<Last> {
         /// The frames before the last one, and what `last` made of the last one.
         case message([[UInt8]], Last)
         /// The first frame, the head of the second, and the total size of the message.
         case tooLarge([[UInt8]], Int)
     }
 
-    enum Received {
+    public enum Received {
         case message([[UInt8]])
         /// The first frame, the head of the second, and the total size of the message.
         case tooLarge([[UInt8]], Int)
@@ -202,27 +202,27 @@ final class ZMQSocket {
 /// What `ZMQSocket.send` calls when ZeroMQ lets go of a message, carried through ZeroMQ's free
 /// function as its hint.
 private final class ReleaseNotice: Sendable {
-    let action: @Sendable () -> Void
-    init(_ action: @escaping @Sendable () -> Void) { self.action = action }
+    public let action: @Sendable () -> Void
+    public init(_ action: @escaping @Sendable () -> Void) { self.action = action }
 }
 
 /// An eventfd that other threads signal to wake a socket loop blocked in `zmq_poll`.
-final class Wakeup: Sendable {
-    let fd: Int32
+public final class Wakeup: Sendable {
+    public let fd: Int32
 
-    init() throws(SofaError) {
+    public init() throws(SofaError) {
         fd = sofa_eventfd()
         guard fd >= 0 else { throw SofaError(.posix, sofa_errno(), "eventfd failed") }
     }
 
     deinit { close(fd) }
 
-    func signal() {
+    public func signal() {
         var one: UInt64 = 1
         _ = write(fd, &one, 8)
     }
 
-    func drain() {
+    public func drain() {
         var value: UInt64 = 0
         _ = read(fd, &value, 8)
     }
@@ -236,14 +236,14 @@ public func wallClockMs() -> UInt64 {
 }
 
 /// Milliseconds on a monotonic clock (heartbeats and local timeouts).
-func monotonicMs() -> UInt64 {
+public func monotonicMs() -> UInt64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
 }
 
 /// Polls sockets and file descriptors; returns which of them are readable.
-func poll(_ sockets: [ZMQSocket], fds: [Int32], timeoutMs: Int) throws(SofaError) -> [Bool] {
+public func poll(_ sockets: [ZMQSocket], fds: [Int32], timeoutMs: Int) throws(SofaError) -> [Bool] {
     var items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
     items += fds.map { zmq_pollitem_t(socket: nil, fd: $0, events: Int16(ZMQ_POLLIN), revents: 0) }
     let rc = zmq_poll(&items, Int32(items.count), timeoutMs)

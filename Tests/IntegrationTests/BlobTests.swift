@@ -1,6 +1,7 @@
 import Foundation
 import SofaBlob
 import SofaBus
+import SofaServer
 import SofaClient
 import SofaWire
 import Synchronization

@@ -2,6 +2,7 @@ import CZeroMQ
 import Foundation
 import SofaCluster
 import SofaBus
+import SofaServer
 import SofaClient
 import SofaCore
 import SofaWire

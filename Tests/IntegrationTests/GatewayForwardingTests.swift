@@ -1,5 +1,6 @@
 import Foundation
 import SofaBus
+import SofaServer
 import SofaClient
 import SofaCore
 import SofaWire

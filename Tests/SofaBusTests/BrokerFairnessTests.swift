@@ -1,4 +1,5 @@
 import SofaBus
+import SofaServer
 import SofaCore
 import SofaWire
 import Testing

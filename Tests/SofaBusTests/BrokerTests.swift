@@ -1,5 +1,6 @@
 import Foundation
 import SofaBus
+import SofaServer
 import SofaCore
 import SofaWire
 import Synchronization

@@ -2,6 +2,7 @@ import Foundation
 import SofaCore
 import SofaWire
 @testable import SofaBus
+@testable import SofaServer
 import Testing
 
 /// `BusServer.Forwarding.direct` with `BusClient.forward(_:timeout:then:)`: a router that passes

@@ -2,6 +2,7 @@ import Foundation
 import SofaCore
 import SofaWire
 @testable import SofaBus
+@testable import SofaServer
 import Synchronization
 import Testing
 

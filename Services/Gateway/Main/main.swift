@@ -1,4 +1,5 @@
 import SofaBus
+import SofaServer
 import SofaGateway
 
 await ServiceRuntime.main(service: "gateway") { settings, logger in

@@ -1,4 +1,5 @@
 public import SofaBus
+public import SofaServer
 public import Logging
 internal import Foundation
 

@@ -1,4 +1,5 @@
 import SofaBus
+import SofaServer
 import SofaQuery
 
 await ServiceRuntime.main(service: "query") { settings, logger in

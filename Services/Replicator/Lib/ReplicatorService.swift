@@ -1,4 +1,5 @@
 public import SofaBus
+public import SofaServer
 internal import SofaCore
 public import SofaWire
 public import Logging

@@ -2,6 +2,7 @@ internal import SofaQL
 public import SofaCore
 public import SofaWire
 public import SofaBus
+public import SofaServer
 public import Logging
 public import Foundation
 

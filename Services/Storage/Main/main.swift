@@ -1,4 +1,5 @@
 import SofaBus
+import SofaServer
 import SofaStorage
 
 await ServiceRuntime.main(service: "storage") { settings, logger in

@@ -1,3 +1,4 @@
+public import SofaBus
 public import Foundation
 
 /// A process's configuration: `--some-flag VALUE` (or `--some-flag=VALUE`) on the command line,
@@ -58,7 +59,7 @@ public struct Settings: Sendable {
     /// Where storage publishes commit notices (storage binds, the gateway subscribes).
     public var changesEndpoint: String { string("CHANGES_ENDPOINT", default: Self.defaultChanges) }
     public var heartbeatMs: UInt64 { UInt64(max(10, int("HEARTBEAT_MS", default: 500))) }
-    public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: BusServer.defaultMaxRequestBytes) }
+    public var maxRequestBytes: Int { int("MAX_REQUEST_BYTES", default: BusLimits.defaultMaxRequestBytes) }
     /// Items one bulk write may carry (storage refuses a larger one whole, before any work).
     public var maxBulkItems: Int { max(1, int("MAX_BULK_ITEMS", default: 100_000)) }
     /// Items storage commits in one transaction (a longer bulk is committed in several).

@@ -1,3 +1,4 @@
+public import SofaBus
 public import SofaCore
 public import Logging
 internal import CZeroMQ

@@ -1,3 +1,4 @@
+public import SofaBus
 public import SofaCore
 public import SofaWire
 public import Logging

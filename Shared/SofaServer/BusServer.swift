@@ -1,3 +1,4 @@
+public import SofaBus
 public import SofaCore
 public import SofaWire
 public import Logging
@@ -16,8 +17,6 @@ internal import Synchronization
 /// connection's descriptor, which each message carries too). With a `ReplyBudget`, what the
 /// server holds for clients that do not read their replies is bounded in bytes (see there).
 public final class BusServer: Sendable {
-    /// The largest request a server takes unless told otherwise (`SOFA_MAX_REQUEST_BYTES`).
-    public static let defaultMaxRequestBytes = 16 << 20
     public typealias Handler = @Sendable (Request) async -> Response
 
     /// Requests a server passes on without decoding them: those whose operation field is one of
@@ -65,7 +64,7 @@ public final class BusServer: Sendable {
     }
 
     public static func bind(
-        _ endpoint: String, name: String, maxRequestBytes: Int = BusServer.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
+        _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
         replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()
