@@ -16,7 +16,9 @@ public final class Supervisor: Sendable {
         public var queryWorkers: Int
         public var heartbeatMs: Int
         public var logLevel: String
-        /// More settings for every child, by variable name (e.g. `SOFA_MAX_QUERY_MS`).
+        /// More settings, by variable name (e.g. `SOFA_MAX_QUERY_MS`), each given to the children
+        /// that read it; they may set the addresses (`SOFA_STORAGE_ENDPOINT`, `SOFA_GATEWAY_URL`, …),
+        /// not the data directory, heartbeat or log level, which are the options above.
         public var settings: [String: String]
 
         public init(binDirectory: URL = Supervisor.defaultBinDirectory, dataDirectory: URL, gatewayPort: Int,
@@ -34,8 +36,9 @@ public final class Supervisor: Sendable {
 
     struct Child {
         var name: String
-        var executable: String
+        /// Exactly the `SOFA_*` settings its service reads (and the rest of this process's environment).
         var environment: [String: String]
+        var executable: String
         var process: ChildProcess?
         var startedAt = ContinuousClock.now
         var backoffMs = 100
@@ -43,8 +46,9 @@ public final class Supervisor: Sendable {
     }
 
     public let options: Options
+    /// Where clients reach the gateway (`SOFA_GATEWAY_URL`).
     public let gatewayEndpoint: String
-    /// The endpoint of each bound service: storage, blob, replicator, broker, gateway.
+    /// Where each service is reached: storage, blob, replicator, broker, changes, gateway.
     public let endpoints: [String: String]
     private let log: @Sendable (String) -> Void
     private let children: Mutex<[String: Child]>
@@ -70,7 +74,6 @@ public final class Supervisor: Sendable {
     public init(_ options: Options, log: @escaping @Sendable (String) -> Void) throws(SofaError) {
         self.options = options
         self.log = log
-        gatewayEndpoint = "tcp://127.0.0.1:\(options.gatewayPort)"
         let run = options.dataDirectory.appendingPathComponent("run")
         do {
             try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
@@ -90,39 +93,62 @@ public final class Supervisor: Sendable {
             // ipc:// paths are limited to ~107 bytes by the OS; fall back to a free loopback port.
             return path.utf8.count < 100 ? "ipc://\(path)" : "tcp://127.0.0.1:\(try freePort())"
         }
-        var common = ProcessInfo.processInfo.environment.merging(options.settings) { $1 }
-        common["SOFA_DATA_DIR"] = options.dataDirectory.path
-        common["SOFA_GATEWAY_ENDPOINT"] = gatewayEndpoint
-        common["SOFA_STORAGE_ENDPOINT"] = try endpoint("storage")
-        common["SOFA_BLOB_ENDPOINT"] = try endpoint("blob")
-        common["SOFA_REPLICATOR_ENDPOINT"] = try endpoint("replicator")
-        common["SOFA_BROKER_ENDPOINT"] = try endpoint("broker")
-        common["SOFA_CHANGES_ENDPOINT"] = try endpoint("changes")
-        common["SOFA_HEARTBEAT_MS"] = "\(options.heartbeatMs)"
-        common["SOFA_LOG_LEVEL"] = options.logLevel
-        common["SOFA_SUPERVISOR_PID"] = "\(getpid())"
-        endpoints = ["gateway": gatewayEndpoint, "storage": common["SOFA_STORAGE_ENDPOINT"]!,
-                     "blob": common["SOFA_BLOB_ENDPOINT"]!, "replicator": common["SOFA_REPLICATOR_ENDPOINT"]!,
-                     "broker": common["SOFA_BROKER_ENDPOINT"]!, "changes": common["SOFA_CHANGES_ENDPOINT"]!]
+        // The addresses: each service listens on its own ipc socket (the gateway on TCP), and
+        // reaches another where that one listens; `options.settings` may set any of them.
+        var settings: [String: String] = [Setting.gatewayEndpoint.variable: "tcp://127.0.0.1:\(options.gatewayPort)"]
+        let sockets: [(Setting, String)] = [(.storageEndpoint, "storage"), (.blobEndpoint, "blob"),
+                                            (.replicatorEndpoint, "replicator"), (.brokerEndpoint, "broker"),
+                                            (.changesEndpoint, "changes")]
+        for (setting, name) in sockets { settings[setting.variable] = try endpoint(name) }
+        settings.merge(options.settings) { $1 }
+        for url in Setting.allCases {
+            guard let bound = url.reaches, settings[url.variable] == nil, let address = settings[bound.variable] else { continue }
+            settings[url.variable] = Self.reachable(address)
+        }
+        settings[Setting.dataDir.variable] = options.dataDirectory.path
+        settings[Setting.heartbeatMs.variable] = "\(options.heartbeatMs)"
+        settings[Setting.logLevel.variable] = options.logLevel
+        settings[Setting.supervisorPID.variable] = "\(getpid())"
+        gatewayEndpoint = settings[Setting.gatewayURL.variable]!
+        endpoints = Dictionary(uniqueKeysWithValues: sockets.map { ($1, settings[$0.reachedAt!.variable]!) }
+                                   + [("gateway", gatewayEndpoint)])
+        // Each child is given the settings its row of the table lists, and no other `SOFA_*` one.
+        let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SOFA_") }
+        let given = ProcessInfo.processInfo.environment.merging(settings) { $1 }
         var children: [String: Child] = [:]
-        let services = ["storage", "blob", "replicator", "gateway"].map { ($0, "sofa-\($0)") }
-            + (0..<options.queryWorkers).map { ("query-\($0 + 1)", "sofa-query") }
-        for (name, executable) in services {
-            var environment = common
-            environment["SOFA_INSTANCE"] = name
-            children[name] = Child(name: name, executable: options.binDirectory.appendingPathComponent(executable).path,
-                                   environment: environment)
+        let services = [ServiceRole.storage, .blob, .replicator, .gateway].map { ($0.rawValue, $0) }
+            + (0..<options.queryWorkers).map { ("query-\($0 + 1)", ServiceRole.query) }
+        for (name, role) in services {
+            var environment = inherited
+            for setting in role.reads { environment[setting.variable] = given[setting.variable] }
+            environment[Setting.instance.variable] = name
+            children[name] = Child(name: name, environment: environment,
+                                   executable: options.binDirectory.appendingPathComponent("sofa-\(role.rawValue)").path)
         }
         self.children = Mutex(children)
     }
 
     deinit { close(lockDescriptor) }
 
+    /// Where a process on this machine reaches an address bound on every interface
+    /// (`tcp://*:7421` → `tcp://127.0.0.1:7421`); any other address as it is.
+    static func reachable(_ bound: String) -> String {
+        for wildcard in ["://*:", "://0.0.0.0:"] where bound.contains(wildcard) {
+            return bound.replacingOccurrences(of: wildcard, with: "://127.0.0.1:")
+        }
+        return bound
+    }
+
     public var childNames: [String] { children.withLock { Array($0.keys).sorted() } }
 
     /// The pid of a child now (it changes when the child is restarted).
     public func pid(of name: String) -> Int32? {
         children.withLock { $0[name]?.process?.pid }
+    }
+
+    /// The `SOFA_*` settings a child is started with.
+    public func settings(of name: String) -> [String: String]? {
+        children.withLock { $0[name]?.environment.filter { $0.key.hasPrefix("SOFA_") } }
     }
 
     public func restartCount(of name: String) -> Int { children.withLock { $0[name]?.restarts ?? 0 } }

@@ -1,6 +1,7 @@
 public import ArgumentParser
 public import SofaClient
 internal import Foundation
+internal import SofaCore
 
 // What Sofa's command-line tools (`sofa`, `sofa-bench`) share: the gateway they talk to, and how
 // they print results and errors.
@@ -8,8 +9,8 @@ internal import Foundation
 public struct GatewayOptions: ParsableArguments {
     public init() {}
 
-    @Option(help: "The gateway endpoint (or SOFA_GATEWAY).")
-    public var gateway: String = ProcessInfo.processInfo.environment["SOFA_GATEWAY"] ?? "tcp://127.0.0.1:7420"
+    @Option(help: "The gateway endpoint (or SOFA_GATEWAY_URL).")
+    public var gateway: String = ProcessInfo.processInfo.environment[Setting.gatewayURL.variable] ?? "tcp://127.0.0.1:7420"
 
     @Option(help: "Seconds to wait for an answer.")
     public var timeout: Double = 10

@@ -18,8 +18,8 @@ public enum ServiceRuntime {
         service: String,
         start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
     ) async {
-        let settings = Settings()
-        let level = Logger.Level(rawValue: settings.string("LOG_LEVEL", default: "info").lowercased()) ?? .info
+        let settings = Settings(role: ServiceRole(rawValue: service))
+        let level = Logger.Level(rawValue: settings.logLevel.lowercased()) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -30,7 +30,8 @@ public enum ServiceRuntime {
             logger[metadataKey: "pid"] = "\(getpid())"
             return logger
         }()
-        let process = ProcessService(start: { try await start(settings, logger) }, logger: logger)
+        let process = ProcessService(start: { try await start(settings, logger) }, supervisor: settings.supervisorPID,
+                                     logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: process)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
@@ -69,6 +70,8 @@ public enum ServiceRuntime {
 
 private struct ProcessService: Service {
     let start: @Sendable () async throws -> (@Sendable () async -> Void)
+    /// Under `sofa up`, the supervisor's pid.
+    let supervisor: Int32?
     let logger: Logger
 
     func run() async throws {
@@ -78,7 +81,7 @@ private struct ProcessService: Service {
             // Wait for SIGTERM/SIGINT (or cancellation)…
             group.addTask { try? await gracefulShutdown() }
             // …or, under `sofa up`, for the supervisor to vanish (killed without a chance to stop us).
-            if let parent = ProcessInfo.processInfo.environment["SOFA_SUPERVISOR_PID"].flatMap(Int32.init) {
+            if let parent = supervisor {
                 group.addTask {
                     while getppid() == parent && !Task.isCancelled {
                         try await Task.sleep(for: .milliseconds(500))

@@ -17,7 +17,7 @@ struct Cluster {
 
     static func with<T>(
         queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
-        settings: [String: String] = [:], _ body: (Cluster) async throws -> T
+        gatewayPort: Int? = nil, settings: [String: String] = [:], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -25,7 +25,7 @@ struct Cluster {
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
-                                              gatewayPort: try freePort(), queryWorkers: queryWorkers,
+                                              gatewayPort: try gatewayPort ?? freePort(), queryWorkers: queryWorkers,
                                               heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
             log.write(Data((line + "\n").utf8))
         }
@@ -132,7 +132,7 @@ private func runSofaBlocking(_ executable: String, _ arguments: [String], gatewa
     process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent(executable)
     process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
-    environment["SOFA_GATEWAY"] = gateway
+    environment["SOFA_GATEWAY_URL"] = gateway
     process.environment = environment
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out

@@ -1,5 +1,6 @@
 import SofaBus
 import SofaServer
+import SofaCore
 import Testing
 
 @Suite struct SettingsTests {
@@ -65,5 +66,46 @@ import Testing
         #expect(settings.instance == "q2")
         #expect(settings.maxRequestBytes == 1024)
         #expect(Settings(arguments: [], environment: ["SOFA_INSTANCE": "env"]).instance == "env")
+    }
+
+    /// Where a service listens and where another reaches it are two settings.
+    @Test func listeningAndReachingAreTwoSettings() {
+        let bound = Settings(arguments: [], environment: ["SOFA_GATEWAY_ENDPOINT": "tcp://*:7420"])
+        #expect(bound.gatewayEndpoint == "tcp://*:7420")
+        #expect(bound.gatewayURL == "tcp://127.0.0.1:7420")
+        let reaching = Settings(arguments: ["--storage-url", "tcp://storage:7421"],
+                                environment: ["SOFA_GATEWAY_URL": "tcp://gateway:7420"], role: .gateway)
+        #expect(reaching.storageURL == "tcp://storage:7421")
+    }
+}
+
+/// The settings table: each address is listened on by one service and reached by the others.
+@Suite struct SettingsTableTests {
+    @Test(arguments: Setting.allCases.filter { $0.reaches != nil })
+    func eachURLReachesAnEndpointOneServiceListensOn(_ url: Setting) throws {
+        let endpoint = try #require(url.reaches)
+        let listener = try #require(ServiceRole.binding(endpoint), "no service listens on \(endpoint.variable)")
+        #expect(listener.reads.contains(endpoint))
+        #expect(endpoint.reachedAt == url)
+        let readers = ServiceRole.allCases.filter { $0.reads.contains(url) }
+        #expect(!readers.isEmpty, "no service reads \(url.variable)")
+        #expect(!readers.contains(listener), "\(listener.rawValue) reaches itself through \(url.variable)")
+    }
+
+    @Test(arguments: Setting.allCases)
+    func everySettingIsReadBySomeService(_ setting: Setting) {
+        #expect(ServiceRole.allCases.contains { $0.reads.contains(setting) }, "no service reads \(setting.variable)")
+    }
+
+    @Test func aServiceReadsItsOwnSettings() {
+        let replicator = Settings(arguments: [], environment: ["SOFA_GATEWAY_URL": "tcp://gateway:7420"], role: .replicator)
+        #expect(replicator.gatewayURL == "tcp://gateway:7420")
+        #expect(replicator.maxRequestBytes == 16 << 20)
+    }
+
+    @Test func aServiceStopsWhenItReadsASettingItsRowDoesNotList() async {
+        await #expect(processExitsWith: .failure) {
+            _ = Settings(arguments: [], environment: [:], role: .query).gatewayEndpoint
+        }
     }
 }

@@ -9,7 +9,7 @@ internal import Foundation
 public enum BlobService {
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
         let handler = BasicHandler(service: "blob", instance: settings.instance ?? ServiceRuntime.defaultInstance("blob"))
-        let idleMs = max(10, settings.int("BLOB_IDLE_MS", default: 30_000))
+        let idleMs = settings.blobIdleMs
         let transfer = BlobTransfer(dataDirectory: URL(fileURLWithPath: settings.dataDirectory, isDirectory: true),
                                     idleTimeout: .milliseconds(idleMs))
         await transfer.start()

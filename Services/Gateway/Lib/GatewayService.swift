@@ -30,16 +30,16 @@ public final class GatewayService: Sendable {
     }
 
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
-        let storage = try await BusClient.connect(settings.storageEndpoint, peerName: "storage")
-        let blob = try await BusClient.connect(settings.blobEndpoint, peerName: "blob")
-        let replicator = try await BusClient.connect(settings.replicatorEndpoint, peerName: "replicator")
+        let storage = try await BusClient.connect(settings.storageURL, peerName: "storage")
+        let blob = try await BusClient.connect(settings.blobURL, peerName: "blob")
+        let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")
         let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs,
                                            clientShare: settings.queryClientShare, logger: logger)
         let gateway = GatewayService(storage: storage, blob: blob, replicator: replicator, broker: broker,
                                      instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
                                      maxQueryMs: settings.maxQueryMs, logger: logger)
         let waiters = gateway.changeWaiters
-        let subscriber = try await Subscriber.connect(settings.changesEndpoint, name: "changes", logger: logger) { frames in
+        let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
             guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
             waiters.notify(notice)
         }

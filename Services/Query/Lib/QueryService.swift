@@ -16,13 +16,13 @@ public enum QueryService {
         let instance = settings.instance ?? ServiceRuntime.defaultInstance("query")
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
-        let worker = try BrokerWorker.start(broker: settings.brokerEndpoint, service: "query", instance: instance,
+        let worker = try BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
                                             logger: logger) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             return await handler.handle(request)
         }
-        logger.info("query worker started", metadata: ["broker": "\(settings.brokerEndpoint)", "instance": "\(instance)"])
+        logger.info("query worker started", metadata: ["broker": "\(settings.brokerURL)", "instance": "\(instance)"])
         return { await worker.close() }
     }
 }

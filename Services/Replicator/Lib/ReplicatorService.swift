@@ -25,14 +25,14 @@ public final class ReplicatorService: Sendable {
     }
 
     public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
-        let service = ReplicatorService(localGateway: settings.gatewayEndpoint,
+        let service = ReplicatorService(localGateway: settings.gatewayURL,
                                         instance: settings.instance ?? ServiceRuntime.defaultInstance("replicator"),
                                         logger: logger)
         let server = try await BusServer.bind(settings.replicatorEndpoint, name: "replicator",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
             await service.handle(request)
         }
-        logger.info("replicator serving", metadata: ["endpoint": "\(server.endpoint)", "gateway": "\(settings.gatewayEndpoint)"])
+        logger.info("replicator serving", metadata: ["endpoint": "\(server.endpoint)", "gateway": "\(settings.gatewayURL)"])
         let persistent = PersistentReplications(service: service, logger: logger)
         let follower = Task { await persistent.run() }
         return {

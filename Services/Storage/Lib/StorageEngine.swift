@@ -15,7 +15,7 @@ public final class StorageEngine: Sendable {
     /// Called on a database's writer queue after each COMMIT, once per collection it changed,
     /// before the writers are answered.
     private let onCommit: (@Sendable (CommittedChanges) -> Void)?
-    /// Compaction prunes revision trees to this depth (`SOFA_MAX_REV_TREE_DEPTH`, default 50).
+    /// Compaction prunes revision trees to this depth (the service passes `SOFA_MAX_REV_TREE_DEPTH`; default 50).
     public let maxRevTreeDepth: Int
 
     /// Opens the data directory, taking its lock: one storage process per directory (a second
@@ -25,8 +25,7 @@ public final class StorageEngine: Sendable {
                 maxRevTreeDepth: Int? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
         self.onCommit = onCommit
-        let configured = ProcessInfo.processInfo.environment["SOFA_MAX_REV_TREE_DEPTH"].flatMap { Int($0) }
-        self.maxRevTreeDepth = max(1, maxRevTreeDepth ?? configured ?? RevTree.defaultMaxDepth)
+        self.maxRevTreeDepth = max(1, maxRevTreeDepth ?? RevTree.defaultMaxDepth)
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         } catch {

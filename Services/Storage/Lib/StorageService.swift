@@ -29,14 +29,14 @@ public final class StorageService: Sendable {
         // Encoded on a queue of their own, in commit order, so the single writer goes straight on
         // to the next transaction.
         let notices = DispatchQueue(label: "sofa.storage.commit-notices")
-        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory)) { committed in
+        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), onCommit: { committed in
             notices.async {
                 let changes = committed.changes.map { Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted) }
                 let notice = CommitNotice(database: committed.database, collection: committed.collection,
                                           batch: ChangesBatch(changes: changes, lastSequence: changes.map(\.sequence).max() ?? 0))
                 publisher.publish(topic: notice.topic, payload: notice.encoded())
             }
-        }
+        }, maxRevTreeDepth: settings.maxRevTreeDepth)
         let limits = WriteLimits(maxBulkItems: settings.maxBulkItems, maxTransactionItems: settings.maxTransactionItems,
                                  commitMargin: .milliseconds(settings.commitMarginMs))
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),

@@ -1,0 +1,108 @@
+/// Every setting a Sofa service reads, and which service reads which: the one table that the
+/// services read through (`Settings` made for a service refuses a setting its row does not list),
+/// that the supervisor of `sofa up` hands out by, and that the deploy files are checked against.
+///
+/// A setting says one thing. `…_ENDPOINT` is where a service listens (only that service reads
+/// it, e.g. `tcp://*:7421`); `…_URL` is where another service reaches it (e.g.
+/// `tcp://storage:7421`). The raw value is the variable's name without `SOFA_` (and the flag's
+/// name in capitals: `--gateway-url` is `GATEWAY_URL`).
+public enum Setting: String, CaseIterable, Sendable {
+    // Where a service listens.
+    case gatewayEndpoint = "GATEWAY_ENDPOINT"
+    case storageEndpoint = "STORAGE_ENDPOINT"
+    case blobEndpoint = "BLOB_ENDPOINT"
+    case replicatorEndpoint = "REPLICATOR_ENDPOINT"
+    /// The gateway's broker socket, which query workers connect to.
+    case brokerEndpoint = "BROKER_ENDPOINT"
+    /// Where storage publishes commit notices.
+    case changesEndpoint = "CHANGES_ENDPOINT"
+    // Where another service is reached.
+    case gatewayURL = "GATEWAY_URL"
+    case storageURL = "STORAGE_URL"
+    case blobURL = "BLOB_URL"
+    case replicatorURL = "REPLICATOR_URL"
+    case brokerURL = "BROKER_URL"
+    case changesURL = "CHANGES_URL"
+    // The rest.
+    case dataDir = "DATA_DIR"
+    case logLevel = "LOG_LEVEL"
+    case instance = "INSTANCE"
+    /// Set by the supervisor of `sofa up`: a child stops when that process is gone.
+    case supervisorPID = "SUPERVISOR_PID"
+    case heartbeatMs = "HEARTBEAT_MS"
+    case maxRequestBytes = "MAX_REQUEST_BYTES"
+    case maxBulkItems = "MAX_BULK_ITEMS"
+    case maxTransactionItems = "MAX_TRANSACTION_ITEMS"
+    case commitMarginMs = "COMMIT_MARGIN_MS"
+    case maxRevTreeDepth = "MAX_REV_TREE_DEPTH"
+    case queryClientShare = "QUERY_CLIENT_SHARE"
+    case maxQueryMs = "MAX_QUERY_MS"
+    case clientReplyBytes = "CLIENT_REPLY_BYTES"
+    case totalReplyBytes = "TOTAL_REPLY_BYTES"
+    case blobIdleMs = "BLOB_IDLE_MS"
+
+    /// The environment variable: `SOFA_` and the raw value.
+    public var variable: String { "SOFA_\(rawValue)" }
+
+    /// For a `…_URL` setting, the `…_ENDPOINT` it reaches; nil for any other setting.
+    public var reaches: Setting? {
+        switch self {
+        case .gatewayURL: .gatewayEndpoint
+        case .storageURL: .storageEndpoint
+        case .blobURL: .blobEndpoint
+        case .replicatorURL: .replicatorEndpoint
+        case .brokerURL: .brokerEndpoint
+        case .changesURL: .changesEndpoint
+        default: nil
+        }
+    }
+
+    /// For a `…_ENDPOINT` setting, the `…_URL` that reaches it; nil for any other setting.
+    public var reachedAt: Setting? { Setting.allCases.first { $0.reaches == self } }
+}
+
+/// The Sofa services (one executable each, `sofa-<raw value>`) and the settings each reads.
+public enum ServiceRole: String, CaseIterable, Sendable {
+    case storage, blob, replicator, gateway, query
+
+    /// What a deployment gives this service: where it listens, where it reaches the others,
+    /// its data and its log level. docker-compose.yml gives exactly these.
+    public var deployed: [Setting] {
+        switch self {
+        case .storage: [.dataDir, .storageEndpoint, .changesEndpoint, .logLevel]
+        case .blob: [.dataDir, .blobEndpoint, .logLevel]
+        case .replicator: [.replicatorEndpoint, .gatewayURL, .logLevel]
+        case .gateway: [.gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,
+                        .logLevel]
+        case .query: [.dataDir, .brokerURL, .logLevel]
+        }
+    }
+
+    /// What it also reads, each with a default that suits any deployment (limits, timings, names).
+    public var tuning: [Setting] {
+        let common: [Setting] = [.instance, .supervisorPID]
+        switch self {
+        case .storage: return common + [.maxRequestBytes, .maxBulkItems, .maxTransactionItems, .commitMarginMs,
+                                        .maxRevTreeDepth]
+        case .blob: return common + [.maxRequestBytes, .blobIdleMs]
+        case .replicator: return common + [.maxRequestBytes]
+        case .gateway: return common + [.maxRequestBytes, .heartbeatMs, .queryClientShare, .maxQueryMs,
+                                        .clientReplyBytes, .totalReplyBytes]
+        case .query: return common + [.heartbeatMs]
+        }
+    }
+
+    /// Every setting the service reads.
+    public var reads: Set<Setting> { Set(deployed + tuning) }
+
+    /// The service whose `…_ENDPOINT` setting this is (it listens there); nil for other settings.
+    public static func binding(_ endpoint: Setting) -> ServiceRole? {
+        switch endpoint {
+        case .gatewayEndpoint, .brokerEndpoint: .gateway
+        case .storageEndpoint, .changesEndpoint: .storage
+        case .blobEndpoint: .blob
+        case .replicatorEndpoint: .replicator
+        default: nil
+        }
+    }
+}
