@@ -70,7 +70,7 @@ let package = Package(
         // files, key files, the encrypted blob format, direct I/O and syncs
         .target(name: "SofaFiles", dependencies: ["SofaCore", "COpenSSL", "CPosix"], path: "Shared/SofaFiles",
                 swiftSettings: settings),
-        .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CPosix"],
+        .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
         // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
         .target(name: "SofaCluster", dependencies: ["SofaCore", "SofaClient", "CSofaSpawn", argumentParser],

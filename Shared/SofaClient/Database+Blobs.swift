@@ -1,3 +1,4 @@
+internal import SofaFiles
 public import SofaCore
 public import SofaWire
 public import Foundation
@@ -297,78 +298,49 @@ final class FileChunkReader: Sendable {
 /// written with direct I/O where the file system allows it — past the page cache, from an
 /// aligned buffer — so a large download costs no copy into the cache and `close`'s fsync has
 /// little to do; otherwise the write-back of what is written is started every few MiB.
-final class FileChunkWriter: @unchecked Sendable {  // buffer, flag and counters: touched only on `queue`
-    private static let writeBackStep = 8 << 20
-    private static let alignment = 4096
-    private let handle: FileHandle
+final class FileChunkWriter: @unchecked Sendable {  // safe: file, buffer and counters are touched only on `queue`
+    private static let writeBackStep: UInt64 = 8 << 20
+    private let file: PosixFile
     private let queue = DispatchQueue(label: "sofa.client.blob-write")
-    private var direct: Bool
     private var alignedBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-    private var written = 0
-    private var writeBackStarted = 0
+    private var written: UInt64 = 0
+    private var writeBackStarted: UInt64 = 0
 
     init(url: URL) throws {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-            throw SofaError(.cantOpenFile, "cannot create \(url.path)")
-        }
-        handle = try FileHandle(forWritingTo: url)
-        direct = sofa_set_direct_io(handle.fileDescriptor, 1) == 0
+        file = try PosixFile.replace(url.path)
+        file.setDirect(true)
     }
 
     deinit { alignedBuffer.deallocate() }
 
     func write(_ bytes: [UInt8]) async throws {
-        try await run { handle in
-            let fd = handle.fileDescriptor
-            if self.direct, bytes.count % Self.alignment == 0, self.written % Self.alignment == 0 {
+        try await run { file in
+            let alignment = PosixFile.directAlignment
+            if file.isDirect, bytes.count % alignment == 0, self.written % UInt64(alignment) == 0 {
                 if self.alignedBuffer.count < bytes.count {
                     self.alignedBuffer.deallocate()
-                    self.alignedBuffer = .allocate(byteCount: bytes.count, alignment: Self.alignment)
+                    self.alignedBuffer = .allocate(byteCount: bytes.count, alignment: alignment)
                 }
                 let buffer = UnsafeMutableRawBufferPointer(rebasing: self.alignedBuffer[0..<bytes.count])
                 bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                try self.writeAll(fd, UnsafeRawBufferPointer(buffer))
+                try file.write(UnsafeRawBufferPointer(buffer))
             } else {
-                if self.direct {
-                    self.direct = false
-                    _ = sofa_set_direct_io(fd, 0)
-                }
-                try bytes.withUnsafeBytes { try self.writeAll(fd, $0) }
+                file.setDirect(false)
+                try bytes.withUnsafeBytes { try file.write($0) }
             }
-            self.written += bytes.count
-            guard !self.direct, self.written - self.writeBackStarted >= Self.writeBackStep else { return }
-            let code = sofa_start_writeback(fd, off_t(self.writeBackStarted), off_t(self.written - self.writeBackStarted))
+            self.written += UInt64(bytes.count)
+            guard !file.isDirect, self.written - self.writeBackStarted >= Self.writeBackStep else { return }
+            try file.startWriteBack(offset: self.writeBackStarted, length: self.written - self.writeBackStarted)
             self.writeBackStarted = self.written
-            guard code == 0 || code == EINVAL || code == ENOSYS || code == ESPIPE else {
-                throw SofaError(.posix, code, "sync_file_range: \(String(cString: strerror(code)))")
-            }
         }
     }
 
-    /// All of `bytes` at the file's position; a direct write the file system refuses (EINVAL)
-    /// turns direct I/O off and is made again through the page cache.
-    private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EINVAL && direct && sofa_set_direct_io(fd, 0) == 0 {
-                    direct = false
-                    continue
-                }
-                throw SofaError(.posix, errno, "write: \(String(cString: strerror(errno)))")
-            }
-            done += n
-        }
-    }
+    /// Makes the file durable; the descriptor closes with the writer.
+    func close() async throws { try await run { try $0.sync() } }
 
-    func close() async throws { try await run { try $0.synchronize(); try $0.close() } }
-
-    private func run(_ body: @escaping @Sendable (FileHandle) throws -> Void) async throws {
-        let handle = self.handle
+    private func run(_ body: @escaping @Sendable (PosixFile) throws -> Void) async throws {
         let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { try body(handle) }) }
+            queue.async { continuation.resume(returning: Result { try body(self.file) }) }
         }
         try result.get()
     }

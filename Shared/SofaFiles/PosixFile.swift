@@ -38,6 +38,14 @@ public final class PosixFile {
         return PosixFile(fd: fd, path: path)
     }
 
+    /// Creates a file for writing, emptying one that exists (a download's destination), with
+    /// the mode a new file usually gets (0644 less the umask).
+    public static func replace(_ path: String) throws -> PosixFile {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw posixError("create", path) }
+        return PosixFile(fd: fd, path: path)
+    }
+
     /// Opens an existing file for reading and writing, or nil if it is gone.
     public static func openExisting(_ path: String) throws -> PosixFile? {
         let fd = open(path, O_RDWR | O_CLOEXEC)

@@ -47,7 +47,7 @@ import Testing
     }
 
     @Test func sdkImportsNoServerModule() throws {
-        let server: Set = Set(Self.services.keys).union(["SofaServer", "SofaCluster", "SofaQL", "SofaFiles", "CSQLite",
+        let server: Set = Set(Self.services.keys).union(["SofaServer", "SofaCluster", "SofaQL", "CSQLite",
                                                           "ServiceLifecycle", "Logging", "CSofaMalloc"])
         for (file, imported) in try Self.imports(under: "Shared/SofaClient") {
             #expect(!server.contains(imported), "\(file) imports \(imported)")
