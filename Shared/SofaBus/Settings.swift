@@ -75,5 +75,13 @@ public struct Settings: Sendable {
     public var clientReplyBytes: Int { max(1, int("CLIENT_REPLY_BYTES", default: 64 << 20)) }
     /// The same across all clients.
     public var totalReplyBytes: Int { max(1, int("TOTAL_REPLY_BYTES", default: 256 << 20)) }
+    /// Fair forwarding at the gateway: a client's document and blob requests passed on to a
+    /// service and not yet answered (`CLIENT_IN_FLIGHT`; its further ones wait at the gateway, in
+    /// turn with other clients'), and the bytes of its requests that may wait so
+    /// (`CLIENT_WAITING_BYTES`; beyond them a request is refused with `.busy`).
+    public var forwardingLimits: ForwardingLimits {
+        ForwardingLimits(perClient: int("CLIENT_IN_FLIGHT", default: ForwardingLimits.defaultPerClient),
+                         waitingBytes: int("CLIENT_WAITING_BYTES", default: ForwardingLimits.defaultWaitingBytes))
+    }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }
