@@ -199,17 +199,19 @@ public final class BusServer: Sendable {
         }
     }
 
-    /// Forwards `request` of `client`; when `counted` in flight, counts it out once answered and
-    /// starts the waiting requests that may go then.
-    private func start(_ request: ForwardedRequest, of client: [UInt8], fd: Int32, _ forwarding: Forwarding, counted: Bool) {
+    /// Forwards `request` of `client`; when `counted` in flight (for that cost), counts it out
+    /// once answered and starts the waiting requests that may go then.
+    private func start(_ request: ForwardedRequest, of client: [UInt8], fd: Int32, _ forwarding: Forwarding, counted cost: Int?) {
         let answer: @Sendable (EncodedMessage) -> Void
-        if counted, let fair {
+        if let cost, let fair {
             // Exactly once, whatever the path: answer, error, timeout (a client gone still gets its
             // answers from the service, which ZeroMQ drops).
-            let finish = Once { if fair.finish(client) { self.drainWaiting(forwarding) } }
+            let once = Once()
             answer = { message in
+                // Counted out before the answer goes, so the client's next request finds room.
+                let drain = once.first() && fair.finish(client, cost: cost, answerBytes: message.count)
                 self.reply(client, message, id: request.id)
-                finish()
+                if drain { self.drainWaiting(forwarding) }
             }
         } else {
             answer = { self.reply(client, $0, id: request.id) }
@@ -226,17 +228,17 @@ public final class BusServer: Sendable {
     /// whose client is over its reply budget, is answered instead, without going on.
     private func drainWaiting(_ forwarding: Forwarding) {
         guard let fair else { return }
-        while let (client, request, connection) = fair.next() {
+        while let (client, request, connection, cost) = fair.next() {
             if let refusal = budget?.refusal(for: client) {
                 refuse(client, id: request.id, refusal)
             } else if request.deadline != 0 && request.deadline < wallClockMs() {
                 refuse(client, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
                     + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
             } else {
-                start(request, of: client, fd: connection, forwarding, counted: true)
+                start(request, of: client, fd: connection, forwarding, counted: cost)
                 continue
             }
-            _ = fair.finish(client)  // it was counted in by `next`; this thread is the one draining
+            _ = fair.finish(client, cost: cost, answerBytes: 0)  // counted in by `next`; this thread is the one draining
         }
     }
 
@@ -307,10 +309,10 @@ public final class BusServer: Sendable {
                                 "the request's deadline passed before \(name) could start it")).encoded()])
                         } else if let forwarding {
                             switch fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
-                            case .forward?:
-                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: true)
+                            case .forward(let cost)?:
+                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
                             case nil:
-                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: false)
+                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
                             case .wait?:
                                 break
                             case .refuse(let waiting)?:

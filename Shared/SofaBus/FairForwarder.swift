@@ -3,16 +3,22 @@ internal import SofaWire
 internal import Synchronization
 
 /// The limits of fair forwarding (see `ClientInFlight`): per client, at most `perClient`
-/// requests forwarded and not yet answered (`SOFA_CLIENT_IN_FLIGHT`), and at most `waitingBytes`
+/// requests forwarded and not yet answered (`SOFA_CLIENT_IN_FLIGHT`) and, beyond the first, at
+/// most `bytesPerClient` bytes of them, counting each as its bytes plus the client's last
+/// answer's (`SOFA_CLIENT_IN_FLIGHT_BYTES`; nil: no such limit); and at most `waitingBytes`
 /// bytes of further requests waiting at the server (`SOFA_CLIENT_WAITING_BYTES`).
 public struct ForwardingLimits: Sendable, Equatable {
-    public static let defaultPerClient = 16
+    public static let defaultPerClient = 32
+    public static let defaultBytesPerClient = 1 << 20
     public static let defaultWaitingBytes = 32 << 20
     public var perClient: Int
+    public var bytesPerClient: Int?
     public var waitingBytes: Int
 
-    public init(perClient: Int = ForwardingLimits.defaultPerClient, waitingBytes: Int = ForwardingLimits.defaultWaitingBytes) {
+    public init(perClient: Int = ForwardingLimits.defaultPerClient, bytesPerClient: Int? = ForwardingLimits.defaultBytesPerClient,
+                waitingBytes: Int = ForwardingLimits.defaultWaitingBytes) {
         self.perClient = max(1, perClient)
+        self.bytesPerClient = bytesPerClient.map { max(1, $0) }
         self.waitingBytes = max(0, waitingBytes)
     }
 }
@@ -27,7 +33,8 @@ final class FairForwarder: Sendable {
 
     init(_ limits: ForwardingLimits) {
         self.limits = limits
-        state = Mutex((ClientInFlight(perClient: limits.perClient, waitingBytes: limits.waitingBytes), false))
+        state = Mutex((ClientInFlight(perClient: limits.perClient, waitingBytes: limits.waitingBytes,
+                                     bytesPerClient: limits.bytesPerClient), false))
     }
 
     func admit(_ client: [UInt8], _ request: ForwardedRequest, bytes: Int, connection: Int32)
@@ -35,11 +42,12 @@ final class FairForwarder: Sendable {
         state.withLock { $0.queues.admit(client, request, bytes: bytes, connection: connection, deadline: request.deadline) }
     }
 
-    /// Counts out a request of `client`; true when the caller must now `drain` (start the waiting
-    /// requests that may go): no other thread is at it.
-    func finish(_ client: [UInt8]) -> Bool {
+    /// Counts out a request of `client` (counted for `cost`, answered with `answerBytes`); true
+    /// when the caller must now `drain` (start the waiting requests that may go): no other
+    /// thread is at it.
+    func finish(_ client: [UInt8], cost: Int, answerBytes: Int) -> Bool {
         state.withLock { state in
-            state.queues.finish(client)
+            state.queues.finish(client, cost: cost, answerBytes: answerBytes)
             guard !state.draining, state.queues.hasStartable else { return false }
             state.draining = true
             return true
@@ -48,13 +56,13 @@ final class FairForwarder: Sendable {
 
     /// The next waiting request to start (counted in flight), or nil, which ends the caller's turn
     /// at draining.
-    func next() -> (client: [UInt8], request: ForwardedRequest, connection: Int32)? {
+    func next() -> (client: [UInt8], request: ForwardedRequest, connection: Int32, cost: Int)? {
         state.withLock { state in
             guard let next = state.queues.next() else {
                 state.draining = false
                 return nil
             }
-            return (next.client, next.waiting.item, next.waiting.connection)
+            return (next.client, next.waiting.item, next.waiting.connection, next.cost)
         }
     }
 
@@ -88,15 +96,9 @@ final class FairForwarder: Sendable {
     }
 }
 
-/// Calls its body once, however often it is called (from any thread).
+/// True the first time it is asked, from any thread; false after.
 final class Once: Sendable {
     private let done = Atomic<Bool>(false)
-    private let body: @Sendable () -> Void
 
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-
-    func callAsFunction() {
-        guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        body()
-    }
+    func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 }

@@ -77,11 +77,14 @@ public struct Settings: Sendable {
     public var totalReplyBytes: Int { max(1, int("TOTAL_REPLY_BYTES", default: 256 << 20)) }
     /// Fair forwarding at the gateway: a client's document and blob requests passed on to a
     /// service and not yet answered (`CLIENT_IN_FLIGHT`; its further ones wait at the gateway, in
-    /// turn with other clients'), and the bytes of its requests that may wait so
-    /// (`CLIENT_WAITING_BYTES`; beyond them a request is refused with `.busy`).
+    /// turn with other clients'), the bytes of them beyond the first, each counted as its own plus
+    /// the client's last answer's (`CLIENT_IN_FLIGHT_BYTES`; 0: no limit), and the bytes of its
+    /// requests that may wait (`CLIENT_WAITING_BYTES`; beyond them a request is refused, `.busy`).
     public var forwardingLimits: ForwardingLimits {
-        ForwardingLimits(perClient: int("CLIENT_IN_FLIGHT", default: ForwardingLimits.defaultPerClient),
-                         waitingBytes: int("CLIENT_WAITING_BYTES", default: ForwardingLimits.defaultWaitingBytes))
+        let bytes = int("CLIENT_IN_FLIGHT_BYTES", default: ForwardingLimits.defaultBytesPerClient)
+        return ForwardingLimits(perClient: int("CLIENT_IN_FLIGHT", default: ForwardingLimits.defaultPerClient),
+                                bytesPerClient: bytes > 0 ? bytes : nil,
+                                waitingBytes: int("CLIENT_WAITING_BYTES", default: ForwardingLimits.defaultWaitingBytes))
     }
     public var instance: String? { flags["INSTANCE"] ?? environment["SOFA_INSTANCE"] }
 }

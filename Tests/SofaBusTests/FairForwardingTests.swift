@@ -63,7 +63,7 @@ import Testing
     @Test func aPipeliningClientLosesNothingAndHasAtMostItsLimitOut() async throws {
         let backend = try await bindEchoServer(instance: "backend")
         let held = Held()
-        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 3), held: held)
+        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 3, bytesPerClient: nil), held: held)
         let client = try await BusClient.connect(router.endpoint, peerName: "router")
         defer { client.close(); upstream.close() }
         #expect(await client.waitUntilConnected(timeout: .seconds(30)))  // (a call would be held)
@@ -101,7 +101,7 @@ import Testing
     @Test func waitingBeyondTheBytesLimitIsRefused() async throws {
         let backend = try await bindEchoServer(instance: "backend")
         let held = Held()
-        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 1, waitingBytes: 1000),
+        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 1, bytesPerClient: nil, waitingBytes: 1000),
                                                        held: held)
         defer { upstream.close() }
         let big = [UInt8](repeating: 7, count: 600)
@@ -131,7 +131,7 @@ import Testing
     /// After each, the client is not blocked.
     @Test func everyPathCountsOut() async throws {
         let backend = try await bindEchoServer(instance: "backend")
-        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 2),
+        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 2, bytesPerClient: nil),
                                                        timeout: .milliseconds(300), held: nil)
         defer { upstream.close() }
         let client = try await BusClient.connect(router.endpoint, peerName: "router")
@@ -161,7 +161,7 @@ import Testing
     @Test func aClientThatGoesAwayIsCountedOut() async throws {
         let backend = try await bindEchoServer(instance: "backend")
         let held = Held()
-        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 2), held: held)
+        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 2, bytesPerClient: nil), held: held)
         defer { upstream.close() }
         let leave = DispatchSemaphore(value: 0)
         let left = Flag()
