@@ -14,7 +14,10 @@ internal import Synchronization
 /// With `cancelOnDisconnect`, when a client's connection closes, the handler tasks of its
 /// requests still running are cancelled (the socket monitor's DISCONNECTED names the
 /// connection's descriptor, which each message carries too). With a `ReplyBudget`, what the
-/// server holds for clients that do not read their replies is bounded in bytes (see there).
+/// server holds for clients that do not read their replies is bounded in bytes (see there). With
+/// `Forwarding.limits`, each client has only so many forwarded requests unanswered; the rest wait
+/// at the server and go on, round-robin across clients, as answers come back (see
+/// `ClientInFlight`): a client that asks for much at once cannot queue the others behind it.
 public final class BusServer: Sendable {
     /// The largest request a server takes unless told otherwise (`SOFA_MAX_REQUEST_BYTES`).
     public static let defaultMaxRequestBytes = 16 << 20

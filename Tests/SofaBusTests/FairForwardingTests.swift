@@ -156,6 +156,30 @@ import Testing
         await router.close()
     }
 
+    /// A request whose deadline passes while it waits is taken out (answered with a timeout),
+    /// without going on; it never counted in flight.
+    @Test func aWaitingRequestPastItsDeadlineTimesOut() async throws {
+        let backend = try await bindEchoServer(instance: "backend")
+        let held = Held()
+        let (router, upstream) = try await Self.router(to: backend.endpoint, limits: ForwardingLimits(perClient: 1, bytesPerClient: nil),
+                                                       held: held)
+        defer { upstream.close() }
+        let client = try await BusClient.connect(router.endpoint, peerName: "router")
+        defer { client.close() }
+        #expect(await client.waitUntilConnected(timeout: .seconds(30)))
+        let first = Task { try await client.call(echo([1]), timeout: .seconds(60)) }
+        _ = await eventually("the first call forwarded") { held.count == 1 ? true : nil }
+        // The client gives up at the deadline too; the router then drops the request (and answers it).
+        let late = await callError(client, echo([2]), timeout: .milliseconds(300))
+        #expect(late?.is(.timeout) == true, "\(String(describing: late))")
+        _ = await eventually("the late request taken out") { router.forwardingTotals == (1, 0) ? true : nil }
+        held.release()
+        #expect(try await first.value == .echo(payload: [1], instance: "backend"))
+        #expect(router.forwardingTotals == (0, 0) && held.count == 0)
+        await router.close()
+        await backend.close()
+    }
+
     /// A client that goes away with 2 requests in flight and 8 waiting: the waiting ones are
     /// dropped, the in-flight ones counted out when their answers come; a new client is served.
     @Test func aClientThatGoesAwayIsCountedOut() async throws {
