@@ -39,6 +39,9 @@ public enum Setting: String, CaseIterable, Sendable {
     case maxQueryMs = "MAX_QUERY_MS"
     case clientReplyBytes = "CLIENT_REPLY_BYTES"
     case totalReplyBytes = "TOTAL_REPLY_BYTES"
+    case clientInFlight = "CLIENT_IN_FLIGHT"
+    case clientInFlightBytes = "CLIENT_IN_FLIGHT_BYTES"
+    case clientWaitingBytes = "CLIENT_WAITING_BYTES"
     case blobIdleMs = "BLOB_IDLE_MS"
 
     /// The environment variable: `SOFA_` and the raw value.
@@ -87,7 +90,8 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .blob: return common + [.maxRequestBytes, .blobIdleMs]
         case .replicator: return common + [.maxRequestBytes]
         case .gateway: return common + [.maxRequestBytes, .heartbeatMs, .queryClientShare, .maxQueryMs,
-                                        .clientReplyBytes, .totalReplyBytes]
+                                        .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
+                                        .clientWaitingBytes]
         case .query: return common + [.heartbeatMs]
         }
     }

@@ -15,7 +15,10 @@ internal import Synchronization
 /// With `cancelOnDisconnect`, when a client's connection closes, the handler tasks of its
 /// requests still running are cancelled (the socket monitor's DISCONNECTED names the
 /// connection's descriptor, which each message carries too). With a `ReplyBudget`, what the
-/// server holds for clients that do not read their replies is bounded in bytes (see there).
+/// server holds for clients that do not read their replies is bounded in bytes (see there). With
+/// `Forwarding.limits`, each client has only so many forwarded requests unanswered; the rest wait
+/// at the server and go on, round-robin across clients, as answers come back (see
+/// `ClientInFlight`): a client that asks for much at once cannot queue the others behind it.
 public final class BusServer: Sendable {
     public typealias Handler = @Sendable (Request) async -> Response
 
@@ -31,12 +34,18 @@ public final class BusServer: Sendable {
         /// When set, used instead of `handler`, without a task: called on the socket thread with
         /// the request and how to answer it (from any thread, once). It must not block.
         public var direct: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage) -> Void) -> Void)?
+        /// When set, each client has at most `perClient` forwarded requests not yet answered; its
+        /// further ones wait at the server, and go on, round-robin across clients, as answers
+        /// come back (see `ClientInFlight`).
+        public var limits: ForwardingLimits?
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
+                    limits: ForwardingLimits? = nil,
                     direct: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage) -> Void) -> Void)? = nil,
                     handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
             self.operations = operations
             self.accepts = accepts
+            self.limits = limits
             self.direct = direct
             self.handler = handler
         }
@@ -56,12 +65,26 @@ public final class BusServer: Sendable {
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     /// Handler tasks running, by the descriptor of the connection their request came in on.
     private let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
+    /// Forwarded requests in flight and waiting, per client; nil: no limit.
+    private let fair: FairForwarder?
+    private let name: String
 
-    private init(endpoint: String, wakeup: Wakeup, budget: ReplyBudget?) {
+    private init(endpoint: String, name: String, wakeup: Wakeup, budget: ReplyBudget?, limits: ForwardingLimits?) {
         self.endpoint = endpoint
+        self.name = name
         self.wakeup = wakeup
         self.budget = budget
+        self.fair = limits.map(FairForwarder.init)
     }
+
+    /// Forwarded requests of `client` not yet answered, and the bytes of its requests waiting
+    /// their turn (zeros without forwarding limits).
+    public func forwarding(of client: [UInt8]) -> (inFlight: Int, waitingBytes: Int) {
+        fair?.counts(of: client) ?? (0, 0)
+    }
+
+    /// Forwarded requests not yet answered, and requests waiting their turn, of every client.
+    public var forwardingTotals: (inFlight: Int, waiting: Int) { fair?.totals ?? (0, 0) }
 
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
@@ -82,7 +105,8 @@ public final class BusServer: Sendable {
                     continuation.resume(returning: .failure(error))
                     return
                 }
-                let server = BusServer(endpoint: socket.lastEndpoint(), wakeup: wakeup, budget: replyBudget)
+                let server = BusServer(endpoint: socket.lastEndpoint(), name: name, wakeup: wakeup, budget: replyBudget,
+                                       limits: forwarding?.limits)
                 continuation.resume(returning: .success(server))
                 server.run(socket, name: name, maxRequestBytes: maxRequestBytes, cancelOnDisconnect: cancelOnDisconnect,
                            forwarding: forwarding, logger: logger, handler: handler)
@@ -153,6 +177,9 @@ public final class BusServer: Sendable {
             closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
         }
         guard !closed.isEmpty else { return }
+        if let dropped = fair?.dropWaiting(connections: Set(closed)), dropped > 0 {
+            logger.debug("client went away: dropping its waiting requests", metadata: ["requests": "\(dropped)"])
+        }
         let tasks = running.withLock { running in closed.flatMap { running.tasks.removeValue(forKey: $0)?.values ?? [:].values } }
         if !tasks.isEmpty { logger.debug("client went away: cancelling its requests", metadata: ["requests": "\(tasks.count)"]) }
         for task in tasks { task.cancel() }
@@ -174,9 +201,53 @@ public final class BusServer: Sendable {
         }
     }
 
+    /// Forwards `request` of `client`; when `counted` in flight (for that cost), counts it out
+    /// once answered and starts the waiting requests that may go then.
+    private func start(_ request: ForwardedRequest, of client: [UInt8], fd: Int32, _ forwarding: Forwarding, counted cost: Int?) {
+        let answer: @Sendable (EncodedMessage) -> Void
+        if let cost, let fair {
+            // Exactly once, whatever the path: answer, error, timeout (a client gone still gets its
+            // answers from the service, which ZeroMQ drops).
+            let once = Once()
+            answer = { message in
+                // Counted out before the answer goes, so the client's next request finds room.
+                let drain = once.first() && fair.finish(client, cost: cost, answerBytes: message.count)
+                self.reply(client, message, id: request.id)
+                if drain { self.drainWaiting(forwarding) }
+            }
+        } else {
+            answer = { self.reply(client, $0, id: request.id) }
+        }
+        if let direct = forwarding.direct {
+            direct(request, answer)
+        } else {
+            track(fd: fd, client: client) { answer(await forwarding.handler(request)) }
+        }
+    }
+
+    /// Starts the waiting requests that may go now, until none may (on whichever thread counted
+    /// out the request that made room; one thread at a time). A request whose deadline passed, or
+    /// whose client is over its reply budget, is answered instead, without going on.
+    private func drainWaiting(_ forwarding: Forwarding) {
+        guard let fair else { return }
+        while let (client, request, connection, cost) = fair.next() {
+            if let refusal = budget?.refusal(for: client) {
+                refuse(client, id: request.id, refusal)
+            } else if request.deadline != 0 && request.deadline < wallClockMs() {
+                refuse(client, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
+                    + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
+            } else {
+                start(request, of: client, fd: connection, forwarding, counted: cost)
+                continue
+            }
+            _ = fair.finish(client, cost: cost, answerBytes: 0)  // counted in by `next`; this thread is the one draining
+        }
+    }
+
     private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, cancelOnDisconnect: Bool,
                      forwarding: Forwarding?, logger: Logger, handler: @escaping Handler) {
         let monitor = cancelOnDisconnect ? Self.monitor(socket) : nil
+        var lastSweep = monotonicMs()
         while true {
             let sockets = monitor.map { [socket, $0] } ?? [socket]
             guard let ready = try? poll(sockets, fds: [wakeup.fd], timeoutMs: 500) else { continue }
@@ -195,6 +266,13 @@ public final class BusServer: Sendable {
                 _ = try? socket.send([identity], message, released: released)
             }
             if closed { break }
+            if let fair, monotonicMs() &- lastSweep >= 50 {
+                lastSweep = monotonicMs()
+                for (identity, request) in fair.removeExpired(now: wallClockMs()) {
+                    refuse(identity, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
+                        + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
+                }
+            }
             guard ready[0] else { continue }
             // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
             let decode = { (bytes: UnsafeRawBufferPointer) in
@@ -231,11 +309,16 @@ public final class BusServer: Sendable {
                         } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
                             _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                                 "the request's deadline passed before \(name) could start it")).encoded()])
-                        } else if let direct = forwarding?.direct {
-                            direct(forwarded) { self.reply(identity, $0, id: forwarded.id) }
                         } else if let forwarding {
-                            track(fd: socket.lastSourceFD, client: identity) {
-                                self.reply(identity, await forwarding.handler(forwarded), id: forwarded.id)
+                            switch fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
+                            case .forward(let cost)?:
+                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
+                            case nil:
+                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
+                            case .wait?:
+                                break
+                            case .refuse(let waiting)?:
+                                refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
                             }
                         }
                         continue

@@ -110,6 +110,17 @@ public struct Settings: Sendable {
     public var clientReplyBytes: Int { max(1, int(.clientReplyBytes, default: 64 << 20)) }
     /// The same across all clients.
     public var totalReplyBytes: Int { max(1, int(.totalReplyBytes, default: 256 << 20)) }
+    /// Fair forwarding at the gateway: a client's document and blob requests passed on to a
+    /// service and not yet answered (`CLIENT_IN_FLIGHT`; its further ones wait at the gateway, in
+    /// turn with other clients'), the bytes of them beyond the first, each counted as its own plus
+    /// the client's last answer's (`CLIENT_IN_FLIGHT_BYTES`; 0: no limit), and the bytes of its
+    /// requests that may wait (`CLIENT_WAITING_BYTES`; beyond them a request is refused, `.busy`).
+    public var forwardingLimits: ForwardingLimits {
+        let bytes = int(.clientInFlightBytes, default: ForwardingLimits.defaultBytesPerClient)
+        return ForwardingLimits(perClient: int(.clientInFlight, default: ForwardingLimits.defaultPerClient),
+                                bytesPerClient: bytes > 0 ? bytes : nil,
+                                waitingBytes: int(.clientWaitingBytes, default: ForwardingLimits.defaultWaitingBytes))
+    }
     /// Compaction prunes revision trees to this depth (nil: storage's default).
     public var maxRevTreeDepth: Int? { value(Setting.maxRevTreeDepth.rawValue).flatMap { Int($0) }.map { max(1, $0) } }
     /// How long an idle blob transfer is kept before it is dropped.

@@ -24,6 +24,20 @@ import Testing
         #expect(Settings(arguments: arguments, environment: environment).dataDirectory == expected)
     }
 
+    /// Fair forwarding's limits: defaults, the environment, and 0 bytes for no bytes limit.
+    static let forwardingLimits: [([String: String], ForwardingLimits)] = [
+        ([:], ForwardingLimits(perClient: 32, bytesPerClient: 1 << 20, waitingBytes: 32 << 20)),
+        (["SOFA_CLIENT_IN_FLIGHT": "4", "SOFA_CLIENT_IN_FLIGHT_BYTES": "65536", "SOFA_CLIENT_WAITING_BYTES": "1000"],
+         ForwardingLimits(perClient: 4, bytesPerClient: 65536, waitingBytes: 1000)),
+        (["SOFA_CLIENT_IN_FLIGHT": "0", "SOFA_CLIENT_IN_FLIGHT_BYTES": "0"],
+         ForwardingLimits(perClient: 1, bytesPerClient: nil, waitingBytes: 32 << 20)),
+    ]
+
+    @Test(arguments: forwardingLimits)
+    func forwardingLimitsFromTheEnvironment(_ environment: [String: String], _ expected: ForwardingLimits) {
+        #expect(Settings(arguments: [], environment: environment).forwardingLimits == expected)
+    }
+
     @Test func flagWithoutValueIsTrue() {
         let settings = Settings(arguments: ["--verbose", "--data-dir", "/d"], environment: [:])
         #expect(settings.string("VERBOSE", default: "false") == "true")

@@ -49,7 +49,7 @@ public final class GatewayService: Sendable {
         let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys).union(Self.passedToBlob.keys), accepts: { operation, payload in
             // A changes request that may wait (a long poll) is the gateway's own.
             operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
-        }, direct: { request, reply in
+        }, limits: settings.forwardingLimits, direct: { request, reply in
             // From the server's socket thread to the service's and back: no task in between.
             gateway.forward(request, then: reply)
         }) { request in
