@@ -1,4 +1,5 @@
 import SofaGateway
+import SofaCore
 import SofaWire
 import Testing
 

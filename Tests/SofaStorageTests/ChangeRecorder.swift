@@ -7,7 +7,7 @@ import Testing
 
 /// Records what the engine's onCommit hook reports and lets a test wait for it, with a deadline.
 final class ChangeRecorder: Sendable {
-    let received = Mutex<[CommittedChanges]>([])
+    let received = Mutex<[CommitNotice]>([])
     let stream: AsyncStream<Void>
     let continuation: AsyncStream<Void>.Continuation
 
@@ -15,18 +15,18 @@ final class ChangeRecorder: Sendable {
         (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    var hook: @Sendable (CommittedChanges) -> Void {
+    var hook: @Sendable (CommitNotice) -> Void {
         { changes in
             self.received.withLock { $0.append(changes) }
             self.continuation.yield()
         }
     }
 
-    var all: [CommittedChanges] { received.withLock { $0 } }
-    var events: [ChangeEvent] { all.flatMap(\.changes) }
+    var all: [CommitNotice] { received.withLock { $0 } }
+    var events: [Change] { all.flatMap(\.batch.changes) }
 
     /// Waits until `predicate` holds for what was received; false after `timeout`.
-    func wait(timeout: Duration = .seconds(10), until predicate: @escaping @Sendable ([CommittedChanges]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(10), until predicate: @escaping @Sendable ([CommitNotice]) -> Bool) async -> Bool {
         if predicate(all) { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {

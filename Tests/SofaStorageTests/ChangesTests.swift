@@ -13,15 +13,15 @@ import Testing
         _ = try await db.write(put("b", [:], parent: b.rev, deleted: true))
     }
 
-    static let cases: [(String, ChangesOptions, [String])] = [
-        ("everything", ChangesOptions(), ["c3", "a4", "b5"]),
-        ("descending", ChangesOptions(descending: true), ["b5", "a4", "c3"]),
-        ("limit", ChangesOptions(limit: 2), ["c3", "a4"]),
-        ("descending with limit", ChangesOptions(descending: true, limit: 1), ["b5"]),
-        ("since", ChangesOptions(since: 3), ["a4", "b5"]),
-        ("since the end", ChangesOptions(since: 5), []),
-        ("without deleted", ChangesOptions(includeDeleted: false), ["c3", "a4"]),
-        ("doc IDs", ChangesOptions(docIDs: ["a", "b", "zz"]), ["a4", "b5"]),
+    static let cases: [(String, ChangesQuery, [String])] = [
+        ("everything", ChangesQuery(), ["c3", "a4", "b5"]),
+        ("descending", ChangesQuery(descending: true), ["b5", "a4", "c3"]),
+        ("limit", ChangesQuery(limit: 2), ["c3", "a4"]),
+        ("descending with limit", ChangesQuery(descending: true, limit: 1), ["b5"]),
+        ("since", ChangesQuery(since: 3), ["a4", "b5"]),
+        ("since the end", ChangesQuery(since: 5), []),
+        ("without deleted", ChangesQuery(includeDeleted: false), ["c3", "a4"]),
+        ("doc IDs", ChangesQuery(docIDs: ["a", "b", "zz"]), ["a4", "b5"]),
     ]
 
     @Test(arguments: Versioning.allCases)
@@ -29,21 +29,21 @@ import Testing
         try await withRecordedDatabase(versioning) { _, db, _ in
             try await Self.fill(db)
             for (why, options, expected) in Self.cases {
-                let (changes, last) = try await db.changes(options)
-                #expect(changes.map { "\($0.id)\($0.sequence)" } == expected, "\(why)")
-                #expect(last == 5, "\(why)")
+                let batch = try await db.changes(options)
+                #expect(batch.changes.map { "\($0.id)\($0.sequence)" } == expected, "\(why)")
+                #expect(batch.lastSequence == 5, "\(why)")
             }
-            let (withBodies, _) = try await db.changes(ChangesOptions(includeBodies: true, allLeaves: true))
+            let withBodies = try await db.changes(ChangesQuery(includeBodies: true, allLeaves: true)).changes
             #expect(withBodies.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"n":3}"#, #"{"n":10}"#, "{}"])
             #expect(withBodies.map(\.deleted) == [false, false, true])
             #expect(withBodies.allSatisfy { $0.leaves == [$0.rev] })
-            let (plain, _) = try await db.changes()
+            let plain = try await db.changes().changes
             #expect(plain.allSatisfy { $0.body.isEmpty && $0.leaves.isEmpty })
             // A purge shows up at a new sequence with an empty rev.
             _ = try await db.purge(id: "c")
-            let (afterPurge, last) = try await db.changes(ChangesOptions(since: 5))
-            #expect(afterPurge == [ChangeEntry(sequence: 6, id: "c", rev: "", deleted: true, body: [], leaves: [])])
-            #expect(last == 6)
+            let afterPurge = try await db.changes(ChangesQuery(since: 5))
+            #expect(afterPurge.changes == [Change(sequence: 6, id: "c", rev: "", deleted: true, body: [], leaves: [])])
+            #expect(afterPurge.lastSequence == 6)
         }
     }
 
@@ -52,20 +52,20 @@ import Testing
             let r1 = try await db.write(put("doc", ["x": 1]))
             let r2 = try await db.write(put("doc", ["x": 2], parent: r1.rev))
             _ = try await db.insert(RevisionInsertion(id: "doc", history: ["2-aa", r1.rev.ascii], body: [:]))
-            let (changes, _) = try await db.changes(ChangesOptions(allLeaves: true))
+            let changes = try await db.changes(ChangesQuery(allLeaves: true)).changes
             #expect(changes.map(\.leaves) == [[r2.rev.ascii, "2-aa"]])
         }
     }
 
-    static let allDocsCases: [(String, AllDocsOptions, [String])] = [
-        ("all live", AllDocsOptions(), ["a", "c", "d", "e"]),
-        ("with deleted", AllDocsOptions(includeDeleted: true), ["a", "b", "c", "d", "e"]),
-        ("limit", AllDocsOptions(limit: 2), ["a", "c"]),
-        ("skip", AllDocsOptions(limit: 2, skip: 1), ["c", "d"]),
-        ("descending", AllDocsOptions(descending: true), ["e", "d", "c", "a"]),
-        ("start and end", AllDocsOptions(startKey: "b", endKey: "d"), ["c", "d"]),
-        ("descending start and end", AllDocsOptions(descending: true, startKey: "d", endKey: "b"), ["d", "c"]),
-        ("start only", AllDocsOptions(startKey: "d"), ["d", "e"]),
+    static let allDocsCases: [(String, AllDocsQuery, [String])] = [
+        ("all live", AllDocsQuery(), ["a", "c", "d", "e"]),
+        ("with deleted", AllDocsQuery(includeDeleted: true), ["a", "b", "c", "d", "e"]),
+        ("limit", AllDocsQuery(limit: 2), ["a", "c"]),
+        ("skip", AllDocsQuery(limit: 2, skip: 1), ["c", "d"]),
+        ("descending", AllDocsQuery(descending: true), ["e", "d", "c", "a"]),
+        ("start and end", AllDocsQuery(startKey: "b", endKey: "d"), ["c", "d"]),
+        ("descending start and end", AllDocsQuery(descending: true, startKey: "d", endKey: "b"), ["d", "c"]),
+        ("start only", AllDocsQuery(startKey: "d"), ["d", "e"]),
     ]
 
     @Test(arguments: Versioning.allCases)
@@ -79,9 +79,9 @@ import Testing
             for (why, options, expected) in Self.allDocsCases {
                 #expect(try await db.allDocs(options).map(\.id) == expected, "\(why)")
             }
-            let bodies = try await db.allDocs(AllDocsOptions(includeBodies: true, limit: 1))
+            let bodies = try await db.allDocs(AllDocsQuery(includeBodies: true, limit: 1))
             #expect(bodies.first?.body == Array(#"{"n":10}"#.utf8))
-            #expect(try await db.allDocs(AllDocsOptions(limit: 1)).first?.body == [])
+            #expect(try await db.allDocs(AllDocsQuery(limit: 1)).first?.body == [])
         }
     }
 

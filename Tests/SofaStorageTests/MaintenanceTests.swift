@@ -81,7 +81,7 @@ import Testing
             try await db.setExpiration(id: "doomed", due)
             try await db.setExpiration(id: "deleted", due)
             try await db.setExpiration(id: "kept", due + 3_600_000)
-            #expect(await recorder.wait { all in all.flatMap(\.changes).filter { $0.rev.isEmpty }.count == 2 })
+            #expect(await recorder.wait { all in all.flatMap(\.batch.changes).filter { $0.rev.isEmpty }.count == 2 })
             #expect(Self.now() >= due)
             #expect(Set(recorder.events.filter { $0.rev.isEmpty }.map(\.id)) == ["doomed", "deleted"])
             await expectError(.notFound) { try await db.read(id: "doomed", rev: doomed.rev) }
@@ -105,7 +105,7 @@ import Testing
             let engine = try StorageEngine(dataDirectory: directory, onCommit: recorder.hook)
             defer { engine.close() }
             // Nobody opens the database: the engine did at start, and scheduled the purge.
-            #expect(await recorder.wait { $0.flatMap(\.changes).contains { $0.id == "doc" && $0.rev.isEmpty } })
+            #expect(await recorder.wait { $0.flatMap(\.batch.changes).contains { $0.id == "doc" && $0.rev.isEmpty } })
             await expectError(.notFound) { try await engine.database("db").read(id: "doc") }
         }
     }
@@ -142,10 +142,10 @@ import Testing
             _ = try await db.write(put("a", [:], parent: a.rev, deleted: true))
             #expect(recorder.all.map(\.database) == ["db", "db", "db"])
             #expect(recorder.all.map(\.collection) == ["_default._default", "shop.items", "_default._default"])
-            #expect(recorder.all.map { $0.changes.map(\.sequence) } == [[1], [1], [2]])
-            #expect(recorder.all[2].changes[0].deleted)
+            #expect(recorder.all.map { $0.batch.changes.map(\.sequence) } == [[1], [1], [2]])
+            #expect(recorder.all[2].batch.changes[0].deleted)
             let lastRev = try await db.changes().changes.last?.rev
-            #expect(recorder.all[2].changes[0].rev == lastRev)
+            #expect(recorder.all[2].batch.changes[0].rev == lastRev)
         }
     }
 }

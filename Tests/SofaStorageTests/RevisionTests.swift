@@ -180,7 +180,7 @@ import Testing
             #expect((try? results[4].get())?.id == "d")
             // One transaction: one hook call with the three changes, sequences 2, 3, 4.
             #expect(await recorder.wait { $0.count == 2 })
-            #expect(recorder.all.last?.changes.map(\.sequence) == [2, 3, 4])
+            #expect(recorder.all.last?.batch.changes.map(\.sequence) == [2, 3, 4])
             #expect(try await db.info().documents == 4)
         }
     }

@@ -14,7 +14,7 @@ import Testing
     }
 
     /// A service on a fresh directory; `onCommit` hears of every transaction.
-    func withService(_ limits: WriteLimits, onCommit: (@Sendable (CommittedChanges) -> Void)?,
+    func withService(_ limits: WriteLimits, onCommit: (@Sendable (CommitNotice) -> Void)?,
                      _ body: (StorageService, DatabaseStore) async throws -> Void) async throws {
         try await withTemporaryDirectory { url in
             let engine = try StorageEngine(dataDirectory: url, onCommit: onCommit)
@@ -40,7 +40,7 @@ import Testing
     @Test func longBulkIsCommittedInSeveralTransactionsEveryItemAcknowledged() async throws {
         let commits = Mutex<[Int]>([])
         try await withService(WriteLimits(maxTransactionItems: 100), onCommit: { committed in
-            commits.withLock { $0.append(committed.changes.count) }
+            commits.withLock { $0.append(committed.batch.changes.count) }
         }) { service, db in
             let results = try await service.bulk(Self.items(350), db, .default)
             #expect(results.allSatisfy { $0.error == nil && !$0.rev.isEmpty })

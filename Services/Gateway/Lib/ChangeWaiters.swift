@@ -1,4 +1,5 @@
 public import SofaWire
+public import SofaCore
 internal import Foundation
 internal import Synchronization
 

@@ -2,30 +2,6 @@ internal import SofaQL
 public import SofaCore
 internal import Foundation
 
-/// One committed change, as the live-changes hook reports it. A purge or an expiration has an
-/// empty `rev` (and `deleted` true).
-public struct ChangeEvent: Sendable, Equatable {
-    public var sequence: UInt64
-    public var id: String
-    public var rev: String
-    public var deleted: Bool
-
-    public init(sequence: UInt64, id: String, rev: String, deleted: Bool) {
-        self.sequence = sequence
-        self.id = id
-        self.rev = rev
-        self.deleted = deleted
-    }
-}
-
-/// The changes one COMMIT made to one collection.
-public struct CommittedChanges: Sendable, Equatable {
-    public var database: String
-    /// "scope.collection".
-    public var collection: String
-    public var changes: [ChangeEvent]
-}
-
 /// A unit of work for the writer: `run` applies it inside the open transaction and returns how to
 /// answer its caller once the transaction committed; `fail` answers it when the transaction could
 /// not commit. `run` must either change nothing and return a refusal, or make all its changes.
@@ -46,7 +22,7 @@ final class Transaction {
     private var sequences: [String: Int64] = [:]
     private var purgeCounts: [String: Int64] = [:]
     var updates: Int64 = 0
-    var events: [(collection: CollectionName, events: [ChangeEvent])] = []
+    var events: [(collection: CollectionName, events: [Change])] = []
     var expirationsChanged = false
     var afterCommit: [() -> Void] = []
 
@@ -76,7 +52,7 @@ final class Transaction {
     }
 
     /// Records a change for the hook and the update sequence.
-    func changed(_ collection: CollectionName, _ event: ChangeEvent, purge: Bool = false) {
+    func changed(_ collection: CollectionName, _ event: Change, purge: Bool = false) {
         updates += 1
         if purge { purgeCounts[collection.keyStore, default: 0] += 1 }
         if let i = events.firstIndex(where: { $0.collection == collection }) {
@@ -209,7 +185,8 @@ extension DatabaseStore {
         for action in tx.afterCommit { action() }
         if let onCommit {
             for (collection, events) in tx.events {
-                onCommit(CommittedChanges(database: name, collection: collection.description, changes: events))
+                let batch = ChangesBatch(changes: events, lastSequence: events.map(\.sequence).max() ?? 0)
+                onCommit(CommitNotice(database: name, collection: collection.description, batch: batch))
             }
         }
         if tx.expirationsChanged { rescheduleExpiry() }

@@ -71,6 +71,8 @@ public struct WriteResult: Sendable, Equatable {
     public var sequence: UInt64
 }
 
+/// A revision as the engine reads it: its version typed (a parent for the next write) and its
+/// expiration; `stored` is what a reader is answered.
 public struct DocumentRecord: Sendable, Equatable {
     public var id: String
     public var rev: DocumentVersion
@@ -86,6 +88,14 @@ public struct DocumentRecord: Sendable, Equatable {
     public var expiration: Int64? = nil
     /// The revision references a blob (LiteCore's hasAttachments flag).
     public var hasAttachments: Bool = false
+}
+
+extension DocumentRecord {
+    /// The record as readers see it: the revision as text, without the expiration.
+    public var stored: StoredDocument {
+        StoredDocument(id: id, rev: rev.ascii, body: body, deleted: deleted, sequence: sequence, history: history,
+                       conflicted: conflicted, hasAttachments: hasAttachments)
+    }
 }
 
 extension DatabaseStore {

@@ -31,7 +31,7 @@ public final class DatabaseStore: Sendable {
     /// Every collection's key store, live or deleted (a deleted one keeps its `kvmeta` row).
     let collections: Mutex<[String: CollectionState]>
     let maxRevTreeDepth: Int
-    let onCommit: (@Sendable (CommittedChanges) -> Void)?
+    let onCommit: (@Sendable (CommitNotice) -> Void)?
     /// Bumped by every new schedule of the purge of expired documents (see `rescheduleExpiry`).
     let expiryGeneration = Mutex<UInt64>(0)
 
@@ -63,7 +63,7 @@ public final class DatabaseStore: Sendable {
     /// yet (a new one); an existing database keeps its own.
     static func open(name: String, in dataDirectory: URL, versioning: Versioning = .revisionTrees,
                      maxRevTreeDepth: Int = RevTree.defaultMaxDepth,
-                     onCommit: (@Sendable (CommittedChanges) -> Void)? = nil) throws(SofaError) -> DatabaseStore {
+                     onCommit: (@Sendable (CommitNotice) -> Void)? = nil) throws(SofaError) -> DatabaseStore {
         let directory = StorageLayout.directory(of: name, in: dataDirectory)
         let file = directory.appendingPathComponent("db.sqlite3").path
         let writerQueue = DispatchQueue(label: "sofa.storage.\(name).writer")
@@ -125,7 +125,7 @@ public final class DatabaseStore: Sendable {
     private init(name: String, versioning: Versioning, directory: URL, writerQueue: DispatchQueue,
                  readerQueue: DispatchQueue, writer: SQLiteConnection, reader: SQLiteConnection,
                  collections: [String: CollectionState], maxRevTreeDepth: Int,
-                 onCommit: (@Sendable (CommittedChanges) -> Void)?) {
+                 onCommit: (@Sendable (CommitNotice) -> Void)?) {
         self.name = name
         self.versioning = versioning
         self.directory = directory

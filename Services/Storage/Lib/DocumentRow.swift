@@ -252,7 +252,7 @@ extension Transaction {
                 """
             }, bindings)
         }
-        changed(collection, ChangeEvent(sequence: sequence, id: id, rev: rev, deleted: columns.flags.contains(.deleted)))
+        changed(collection, Change(sequence: sequence, id: id, rev: rev, deleted: columns.flags.contains(.deleted)))
         return true
     }
 
@@ -265,7 +265,7 @@ extension Transaction {
             UPDATE \(collection.table) SET sequence = ?, flags = ?, version = x'', body = x'', extra = x'',
                 expiration = NULL WHERE key = ?
             """, [.integer(Int64(sequence)), .integer(Int64(flags.rawValue)), .text(id)])
-        changed(collection, ChangeEvent(sequence: sequence, id: id, rev: "", deleted: true), purge: true)
+        changed(collection, Change(sequence: sequence, id: id, rev: "", deleted: true), purge: true)
         expirationsChanged = true
         return sequence
     }

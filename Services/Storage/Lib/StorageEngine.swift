@@ -14,14 +14,14 @@ public final class StorageEngine: Sendable {
     private let lockDescriptor: Mutex<Int32?>
     /// Called on a database's writer queue after each COMMIT, once per collection it changed,
     /// before the writers are answered.
-    private let onCommit: (@Sendable (CommittedChanges) -> Void)?
+    private let onCommit: (@Sendable (CommitNotice) -> Void)?
     /// Compaction prunes revision trees to this depth (the service passes `SOFA_MAX_REV_TREE_DEPTH`; default 50).
     public let maxRevTreeDepth: Int
 
     /// Opens the data directory, taking its lock: one storage process per directory (a second
     /// one would unlink the first one's ipc socket and write the same files). Every database is
     /// opened, so documents that expire are purged on time after a restart too.
-    public init(dataDirectory: URL, onCommit: (@Sendable (CommittedChanges) -> Void)? = nil,
+    public init(dataDirectory: URL, onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
                 maxRevTreeDepth: Int? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
         self.onCommit = onCommit

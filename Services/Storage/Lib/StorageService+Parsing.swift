@@ -89,12 +89,6 @@ extension StorageService {
                                  deleted: insert.deleted)
     }
 
-    static func stored(_ record: DocumentRecord) -> StoredDocument {
-        StoredDocument(id: record.id, rev: record.rev.ascii, body: record.body, deleted: record.deleted,
-                       sequence: record.sequence, history: record.history, conflicted: record.conflicted,
-                       hasAttachments: record.hasAttachments)
-    }
-
     static func wire(_ outcome: InsertOutcome) -> InsertResult {
         InsertResult(id: outcome.id, rev: outcome.rev, sequence: outcome.sequence, added: UInt32(clamping: outcome.added),
                      conflict: outcome.conflict)

@@ -29,11 +29,8 @@ public final class StorageService: Sendable {
         // Encoded on a queue of their own, in commit order, so the single writer goes straight on
         // to the next transaction.
         let notices = DispatchQueue(label: "sofa.storage.commit-notices")
-        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), onCommit: { committed in
+        let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), onCommit: { notice in
             notices.async {
-                let changes = committed.changes.map { Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted) }
-                let notice = CommitNotice(database: committed.database, collection: committed.collection,
-                                          batch: ChangesBatch(changes: changes, lastSequence: changes.map(\.sequence).max() ?? 0))
                 publisher.publish(topic: notice.topic, payload: notice.encoded())
             }
         }, maxRevTreeDepth: settings.maxRevTreeDepth)
@@ -159,10 +156,10 @@ public final class StorageService: Sendable {
                 return .document(StoredDocument(id: id, rev: local.rev, body: local.body, deleted: false, sequence: 0))
             }
             if openLeaves {
-                return .documents(try await db.openLeaves(id: id, history: history, in: collection).map(Self.stored))
+                return .documents(try await db.openLeaves(id: id, history: history, in: collection).map(\.stored))
             }
             let version = rev.isEmpty ? nil : try DocumentVersion.parse(ascii: rev)
-            return .document(Self.stored(try await db.read(id: id, rev: version, history: history, in: collection)))
+            return .document(try await db.read(id: id, rev: version, history: history, in: collection).stored)
         case .insertRevision(let insert):
             let outcome = try await db.insert(try Self.insertion(insert), in: collection)
             return .inserted(Self.wire(outcome))
@@ -189,20 +186,10 @@ public final class StorageService: Sendable {
             return .expiration(try await db.expiration(id: id, in: collection))
         case .nextExpiration:
             return .expiration(try await db.nextExpiration(in: collection))
-        case .changes(let q):
-            let options = ChangesOptions(since: q.since, descending: q.descending, limit: Int(q.limit),
-                                         includeBodies: q.includeBodies, allLeaves: q.allLeaves,
-                                         includeDeleted: q.includeDeleted, docIDs: q.docIDs)
-            let (changes, last) = try await db.changes(options, in: collection)
-            return .changes(ChangesBatch(changes: changes.map {
-                Change(sequence: $0.sequence, id: $0.id, rev: $0.rev, deleted: $0.deleted, body: $0.body, leaves: $0.leaves)
-            }, lastSequence: last))
-        case .allDocs(let q):
-            let options = AllDocsOptions(includeBodies: q.includeBodies, includeDeleted: q.includeDeleted, limit: Int(q.limit),
-                                         skip: Int(q.skip), descending: q.descending,
-                                         startKey: q.startKey.isEmpty ? nil : q.startKey,
-                                         endKey: q.endKey.isEmpty ? nil : q.endKey)
-            return .documents(try await db.allDocs(options, in: collection).map(Self.stored))
+        case .changes(let query):
+            return .changes(try await db.changes(query, in: collection))
+        case .allDocs(let query):
+            return .documents(try await db.allDocs(query, in: collection).map(\.stored))
         case .rawPut(let store, let key, let version, let body):
             try await db.rawPut(store: store, key: key, version: version, body: body)
             return .none

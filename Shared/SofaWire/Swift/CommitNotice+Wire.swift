@@ -3,6 +3,9 @@ internal import SofaWireC
 public import SofaCore
 
 extension CommitNotice {
+    /// The topic frame of the notice: subscribers filter on a database by prefix.
+    public var topic: [UInt8] { Array(database.utf8) + [0] + Array(collection.utf8) }
+
     /// The notice as protobuf bytes (`sofa.wire.CommitNotice`).
     public func encoded() -> [UInt8] {
         let arena = Arena()
