@@ -1,3 +1,4 @@
+import SofaTestSupport
 import Foundation
 import SofaCore
 @testable import SofaBlob
@@ -74,7 +75,7 @@ import Testing
 
     /// No digest, however its base64 looks (`/`, `+`, `=`), names a path outside the folder.
     @Test func noPathTraversal() throws {
-        var random = TestRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         let crafted: [[UInt8]] = [[UInt8](repeating: 0xFF, count: 20), [UInt8](repeating: 0xFB, count: 20),
                                   [UInt8](repeating: 0, count: 20), [UInt8](repeating: 0x2E, count: 20)]
         try withStore(.plain) { store throws in

@@ -12,7 +12,7 @@ import Testing
     @Test(arguments: Mode.allCases, sizes)
     func roundTrip(mode: Mode, size: Int) async throws {
         try await offPool {
-            var random = TestRandom(seed: UInt64(size) + 1)
+            var random = SplitMix64(seed: UInt64(size) + 1)
             let content = random.bytes(size)
             try withStore(mode) { store throws in
                 let key = try write(content, to: store, chunkSize: 1 + Int(random.next(below: 70_000)))

@@ -118,7 +118,7 @@ import Testing
     /// 256 keys at open, and the SHA-1 check the rest.
     @Test func wrongKeyNeverGivesGarbage() async throws {
         try await offPool {
-            var random = TestRandom(seed: 2024)
+            var random = SplitMix64(seed: 2024)
             let expected = try BlobKey.parse(Self.fixtureKey)
             var caughtAtOpen = 0
             for _ in 0..<1000 {

@@ -22,33 +22,6 @@ func withStore<T>(_ mode: Mode, _ body: (BlobStore) throws -> T) throws -> T {
     }
 }
 
-/// Deterministic pseudo-random bytes (SplitMix64), so a failure can be replayed.
-struct TestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(below bound: UInt64) -> UInt64 { bound == 0 ? 0 : next() % bound }
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        var i = 0
-        while i < count {
-            var word = next()
-            for _ in 0..<min(8, count - i) {
-                out[i] = UInt8(truncatingIfNeeded: word)
-                word >>= 8
-                i += 1
-            }
-        }
-        return out
-    }
-}
-
 /// The SofaError `body` fails with; records an issue when it succeeds or throws something else.
 @discardableResult
 func expectError<T>(_ code: SofaError.Code, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
@@ -104,7 +77,7 @@ extension Array where Element == UInt8 {
 
 /// `count` deterministic pseudo-random bytes.
 func testBytes(seed: UInt64, _ count: Int) -> [UInt8] {
-    var random = TestRandom(seed: seed)
+    var random = SplitMix64(seed: seed)
     return random.bytes(count)
 }
 

@@ -1,3 +1,4 @@
+import SofaTestSupport
 @testable import SofaBus
 @testable import SofaServer
 import Testing
@@ -127,7 +128,7 @@ import Testing
     /// more than its limits in flight (count and bytes), every request is forwarded, refused or taken out exactly
     /// once, and once everything is answered nothing is left counted.
     @Test func everyRequestIsAccountedForExactlyOnce() {
-        var random = SplitMix(seed: 42)
+        var random = SplitMix64(seed: 42)
         let clients: [[UInt8]] = (0..<5).map { [UInt8($0)] }
         var queues = ClientInFlight<Int>(perClient: 3, waitingBytes: 400, bytesPerClient: 300, total: 8)
         var inFlight: [Int: (client: [UInt8], cost: Int)] = [:]  // forwarded, not yet answered
@@ -180,15 +181,3 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failure can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
