@@ -14,6 +14,8 @@ extension Bench {
         @Option(help: "Query workers of the temporary cluster.") var queryWorkers: Int = 2
         @Option(help: "Clients that ask for a large document and never read.") var nonReaders: Int = 4
         @Option(help: "Cross joins kept running by the hogging client.") var hogs: Int = 8
+        @Option(help: "The hostile clients, comma-separated: deep, huge, nonReaders, hogs, bulk.")
+        var actors: String = "deep,huge,nonReaders,hogs,bulk"
 
         func run() async throws {
             try await reporting {
@@ -25,6 +27,7 @@ extension Bench {
                 options.phase = .milliseconds(Int(seconds * 1000))
                 options.nonReaders = nonReaders
                 options.hogs = hogs
+                options.actors = Set(actors.split(separator: ",").map(String.init))
                 let figures: HostileLoad.Figures
                 do {
                     figures = try await HostileLoad(gateway: supervisor.gatewayEndpoint, options: options).run()
