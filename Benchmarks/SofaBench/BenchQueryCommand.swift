@@ -81,8 +81,11 @@ extension Bench {
         }
 
         func withCluster<T>(_ data: URL, workers: Int, _ body: (SofaClient) async throws -> T) async throws -> T {
+            // One client measures the workers' scaling: it may use every worker (the fair share
+            // between clients, SOFA_QUERY_CLIENT_SHARE, would give it half).
             let supervisor = try Supervisor(.init(dataDirectory: data, gatewayPort: try freePort(), queryWorkers: workers,
-                                                  logLevel: "warning")) { _ in }
+                                                  logLevel: "warning",
+                                                  settings: ["SOFA_QUERY_CLIENT_SHARE": "100"])) { _ in }
             try await supervisor.start()
             do {
                 let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))

@@ -67,12 +67,16 @@ actor PersistentReplications {
 
     private func follow() async throws(SofaError) {
         let db = try await service.connections.database(ReplicationEndpoint(gateway: nil, database: Self.database))
+        // What is read before the registry is first loaded was there when the replicator started
+        // (a launch); a `_replicator` created later (by the first client replication, say) holds
+        // only what was written since, which the running replicator already knows of.
+        let launch = await !service.registry.loaded
         var since: UInt64 = 0
         var first = true
         while !Task.isCancelled {
             let batch = try await db.changes(ChangesQuery(since: since, limit: 200, includeBodies: true, includeDeleted: true,
                                                           waitMs: first ? 0 : 20_000))
-            for change in batch.changes { await handle(change, db, atLaunch: first) }
+            for change in batch.changes { await handle(change, db, atLaunch: first && launch) }
             since = max(since, batch.changes.map(\.sequence).max() ?? since)
             if batch.changes.isEmpty && first {
                 first = false
