@@ -88,7 +88,8 @@ public final class BusServer: Sendable {
 
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
-        replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, logger: Logger, handler: @escaping Handler
+        replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max, logger: Logger,
+        handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         let wakeup = try Wakeup()
         let bound: Result<BusServer, SofaError> = await withCheckedContinuation { continuation in
@@ -108,7 +109,8 @@ public final class BusServer: Sendable {
                 let server = BusServer(endpoint: socket.lastEndpoint(), name: name, wakeup: wakeup, budget: replyBudget,
                                        limits: forwarding?.limits)
                 continuation.resume(returning: .success(server))
-                server.run(socket, name: name, maxRequestBytes: maxRequestBytes, cancelOnDisconnect: cancelOnDisconnect,
+                server.run(socket, name: name, maxRequestBytes: maxRequestBytes, maxBulkItems: maxBulkItems,
+                           cancelOnDisconnect: cancelOnDisconnect,
                            forwarding: forwarding, logger: logger, handler: handler)
             }
             thread.name = "bus-server-\(name)"
@@ -244,7 +246,7 @@ public final class BusServer: Sendable {
         }
     }
 
-    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, cancelOnDisconnect: Bool,
+    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, maxBulkItems: Int, cancelOnDisconnect: Bool,
                      forwarding: Forwarding?, logger: Logger, handler: @escaping Handler) {
         let monitor = cancelOnDisconnect ? Self.monitor(socket) : nil
         var lastSweep = monotonicMs()
@@ -281,7 +283,7 @@ public final class BusServer: Sendable {
                     return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
                 }
                 return (count: bytes.count, head: Array(bytes.prefix(16)),
-                        request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes)) })
+                        request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
             }
             while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
                 switch received {

@@ -218,3 +218,19 @@ import Testing
         #expect(Request.peekID([0x08, 0xFF, 0xFF]) == nil)
     }
 }
+
+/// A bulk write over the decoder's item limit is refused before its items are converted.
+@Suite struct BulkLimitDecodeTests {
+    @Test func overTheLimitIsRefusedAtDecode() throws {
+        let items = (0..<5).map { BulkItem.put(id: "d\($0)", rev: "", body: Array("{}".utf8), deleted: false) }
+        let bytes = Request(id: 7, database: "db", operation: .bulkWrite(items)).encoded()
+        do {
+            _ = try bytes.withUnsafeBytes { try Request.decode($0, maxBulkItems: 4) }
+            Issue.record("a bulk of 5 items was decoded with a limit of 4")
+        } catch let error as SofaError {
+            #expect(error.is(.messageTooLarge) && error.message.contains("5 items is over the limit of 4"), "\(error)")
+        }
+        let decoded = try bytes.withUnsafeBytes { try Request.decode($0, maxBulkItems: 5) }
+        #expect(decoded.operation == .bulkWrite(items))
+    }
+}

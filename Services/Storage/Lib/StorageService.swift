@@ -39,7 +39,8 @@ public final class StorageService: Sendable {
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
                                      logger: logger, limits: limits)
         let server = try await BusServer.bind(settings.storageEndpoint, name: "storage",
-                                              maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
+                                              maxRequestBytes: settings.maxRequestBytes, maxBulkItems: settings.maxBulkItems,
+                                              logger: logger) { request in
             await service.handle(request)
         }
         logger.info("storage serving", metadata: ["endpoint": "\(server.endpoint)", "data": "\(settings.dataDirectory)"])

@@ -1,3 +1,4 @@
+internal import SofaWire
 public import SofaCore
 
 /// The bounds storage puts on one write request.
@@ -21,8 +22,7 @@ public struct WriteLimits: Sendable, Equatable {
     /// Refuses a bulk of `count` items over `maxBulkItems`.
     func checkBulk(_ count: Int) throws(SofaError) {
         guard count > maxBulkItems else { return }
-        throw SofaError(.messageTooLarge, "a bulk write of \(count) items is over the limit of \(maxBulkItems) items per "
-                        + "request (SOFA_MAX_BULK_ITEMS): nothing was written; send it in several requests")
+        throw BulkLimit.refusal(count: count, limit: maxBulkItems)
     }
 }
 

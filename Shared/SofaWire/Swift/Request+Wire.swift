@@ -31,10 +31,15 @@ extension Request {
         return body(message)
     }
 
-    /// Decodes `sofa.wire.Request` bytes; anything else is a `.malformedMessage` error.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> Request {
+    /// Decodes `sofa.wire.Request` bytes; anything else is a `.malformedMessage` error. A bulk
+    /// write of more than `maxBulkItems` items is refused (`BulkLimit.refusal`) before any item
+    /// is converted: a server whose socket thread decodes its requests spends nothing on it.
+    public static func decode(_ bytes: UnsafeRawBufferPointer, maxBulkItems: Int = .max) throws(SofaError) -> Request {
         try unpack(bytes, "request", unpacker: { sofa__wire__request__unpack($0, $1, $2) }) { (message) throws(SofaError) -> Request in
             let m = message.pointee
+            if m.op_case == SOFA__WIRE__REQUEST__OP_BULK_WRITE, let op = m.bulk_write, op.pointee.n_items > maxBulkItems {
+                throw BulkLimit.refusal(count: op.pointee.n_items, limit: maxBulkItems)
+            }
             return Request(id: m.id, database: try decodeString(m.database, "database"),
                            collection: try decodeString(m.collection, "collection"),
                            deadline: m.deadline_ms, operation: try Op.decode(m))
@@ -58,5 +63,14 @@ extension Request {
             if byte & 0x80 == 0 { return value }
         }
         return nil
+    }
+}
+
+/// The bound on the items of one bulk write (`SOFA_MAX_BULK_ITEMS`), as storage and the wire
+/// decoder both refuse it.
+public enum BulkLimit {
+    public static func refusal(count: Int, limit: Int) -> SofaError {
+        SofaError(.messageTooLarge, "a bulk write of \(count) items is over the limit of \(limit) items per "
+                  + "request (SOFA_MAX_BULK_ITEMS): nothing was written; send it in several requests")
     }
 }
