@@ -175,29 +175,29 @@ import Testing
 }
 
 /// Samples a process's resident set size (VmRSS in /proc/PID/status) every 10 ms on a thread of
-/// its own, keeping the highest, until stopped.
+/// its own, keeping the highest, until stopped: between samples it waits for the stop itself.
 final class RSSSampler: Sendable {
-    private let state = Mutex<(peak: Int, stopped: Bool)>((0, false))
+    private let state = Mutex(0)  // the peak
+    private let stopping = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
     init?(pid: Int32) {
         guard let first = Self.rss(pid) else { return nil }
-        state.withLock { $0.peak = first }
+        state.withLock { $0 = first }
         let thread = Thread { [self] in
-            while !state.withLock({ $0.stopped }) {
-                if let now = Self.rss(pid) { state.withLock { $0.peak = max($0.peak, now) } }
-                usleep(10_000)  // the sampling interval
-            }
+            repeat {
+                if let now = Self.rss(pid) { state.withLock { $0 = max($0, now) } }
+            } while stopping.wait(timeout: .now() + .milliseconds(10)) == .timedOut
             done.signal()
         }
         thread.start()
     }
 
-    var peak: Int { state.withLock { $0.peak } }
+    var peak: Int { state.withLock { $0 } }
 
     /// Stops sampling and returns the highest RSS seen, in bytes.
     func stop() -> Int {
-        state.withLock { $0.stopped = true }
+        stopping.signal()
         done.wait()
         return peak
     }
