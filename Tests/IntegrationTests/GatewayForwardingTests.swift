@@ -6,7 +6,7 @@ import SofaCore
 import SofaWire
 import Testing
 
-/// Document reads and writes pass through the gateway undecoded (`GatewayService.passedToStorage`):
+/// Document reads and writes pass through the gateway undecoded (`GatewayService.passedThrough`, from the routing table):
 /// each answer still reaches the call that asked, with that call's id, when many are in flight on
 /// one connection; and a request the gateway cannot route is refused there.
 @Suite(.serialized) struct GatewayForwardingTests {

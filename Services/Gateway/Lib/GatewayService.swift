@@ -46,7 +46,7 @@ public final class GatewayService: Sendable {
         // A client that goes away cancels its requests still running (queries stop on their worker).
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
-        let forwarding = BusServer.Forwarding(operations: Set(Self.passedToStorage.keys).union(Self.passedToBlob.keys), accepts: { operation, payload in
+        let forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
             // A changes request that may wait (a long poll) is the gateway's own.
             operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
         }, limits: settings.forwardingLimits, direct: { request, reply in
@@ -73,23 +73,15 @@ public final class GatewayService: Sendable {
         }
     }
 
-    /// The operations (by field number of `Request`) that storage answers and the gateway only
-    /// passes on, with their names for errors: put, get and delete of a document, insert with
-    /// history, bulk write, changes that do not wait, all-docs, revs-diff.
-    static let passedToStorage: [UInt32: String] = [
-        15: "putDocument", 16: "getDocument", 17: "deleteDocument", 23: "insertRevision", 24: "bulkWrite",
-        changesField: "changes", 32: "allDocs", 60: "revsDiff",
-    ]
-    /// The same for sofa-blob: blob uploads in chunks, reads and stats (the chunks are most of
-    /// what a transfer moves).
-    static let passedToBlob: [UInt32: String] = [
-        37: "blobWriteBegin", 38: "blobWriteChunk", 39: "blobWriteEnd", 40: "blobWriteAbort", 41: "blobRead", 42: "blobStat",
-    ]
+    /// The operations (by field number of `Request.op`) the gateway passes on undecoded: those
+    /// whose route says so (document reads and writes, changes that do not wait, all-docs,
+    /// revs-diff, blob transfers).
+    public static let passedThrough: Set<UInt32> = Set(OperationKind.allCases.filter { $0.route.passedThrough }.map(\.rawValue))
     /// `Request.changes`, and `ChangesRequest.wait_ms`.
-    static let changesField: UInt32 = 31
+    static let changesField: UInt32 = OperationKind.changes.rawValue
     static let changesWaitField: UInt32 = 8
 
-    /// A request of `passedToStorage` or `passedToBlob`: to its service and back, undecoded.
+    /// A request of `passedThrough`: to its service and back, undecoded.
     public func forward(_ request: ForwardedRequest) async -> EncodedMessage {
         await withCheckedContinuation { continuation in
             forward(request) { continuation.resume(returning: $0) }
@@ -98,12 +90,15 @@ public final class GatewayService: Sendable {
 
     /// The same, answering through `reply` (on the service client's socket thread).
     public func forward(_ request: ForwardedRequest, then reply: @escaping @Sendable (EncodedMessage) -> Void) {
-        guard !request.database.isEmpty else {
-            let name = Self.passedToStorage[request.operationField] ?? Self.passedToBlob[request.operationField] ?? "this operation"
-            return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(name) needs a database name")).encodedMessage())
+        guard let kind = OperationKind(rawValue: request.operationField), kind.route.passedThrough else {
+            return reply(Response.failure(request.id, SofaError(.invalidParameter,
+                "operation \(request.operationField) is not passed through the gateway")).encodedMessage())
         }
-        let service = Self.passedToBlob[request.operationField] != nil ? blob : storage
-        service.forward(request, timeout: Self.forwardTimeout) { result in
+        let route = kind.route
+        guard !route.needsDatabase || !request.database.isEmpty else {
+            return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(kind.name) needs a database name")).encodedMessage())
+        }
+        client(for: route.service).forward(request, timeout: route.timeout) { result in
             switch result {
             case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))  // copied here, once
             case .failure(let error): reply(Response.failure(request.id, error).encodedMessage())
@@ -111,50 +106,86 @@ public final class GatewayService: Sendable {
         }
     }
 
-    static let forwardTimeout: Duration = .seconds(30)
-    static let rekeyTimeout: Duration = .seconds(3600)
+    /// Where the gateway sends a decoded request: a function of the request and the routing
+    /// table alone (`OperationKind.route`), so that it can be checked without a cluster.
+    public enum Destination: Sendable, Equatable {
+        /// The gateway answers itself (its health and echo; the cluster's status).
+        case gateway
+        /// To a service, decoded, waiting at most `timeout` for its answer.
+        case service(Route.Service, timeout: Duration)
+        /// A changes request that waits for new changes: the gateway holds it (`longPoll`).
+        case longPoll
+        /// Create a database with an encryption key: storage creates it, sofa-blob keys it.
+        case encryptedCreate
+        case refused(SofaError)
+    }
 
-    public func handle(_ request: Request) async -> Response {
+    public static func destination(of request: Request) -> Destination {
+        let kind = request.operation.kind
+        let route = kind.route
         switch request.operation {
         case .health(let service), .echo(_, _, let service):
-            return await route(request, to: service)
-        case .clusterStatus:
-            return .ok(request.id, .cluster(await clusterStatus()))
-        case .listDatabases:
-            return await storage.send(request, timeout: Self.forwardTimeout)
-        case .changes(let query) where query.waitMs > 0 && !query.descending && !request.database.isEmpty:
-            return await longPoll(request, query)
-        case .query:
-            guard !request.database.isEmpty else {
-                return .failure(request.id, SofaError(.invalidParameter, "query needs a database name"))
+            guard !service.isEmpty, service != "gateway" else { return .gateway }
+            guard let named = Route.Service(rawValue: service) else {
+                return .refused(SofaError(.invalidParameter,
+                    "unknown service '\(service)': use storage, query, blob, replicator or gateway"))
             }
-            return await query(request)
-        case .createDatabase(let versioning, let key?):
-            return await createEncryptedDatabase(request, versioning: versioning, key: key)
-        case .rekeyDatabase:
-            guard !request.database.isEmpty else {
-                return .failure(request.id, SofaError(.invalidParameter, "rekeyDatabase needs a database name"))
-            }
-            // Every blob is rewritten: allow as long as a big store takes.
-            return await blob.send(request, timeout: Self.rekeyTimeout)
-        case .startReplication, .stopReplication:
-            return await replicator.send(request, timeout: Self.forwardTimeout)
+            return .service(named, timeout: route.timeout)
+        default: break
+        }
+        if route.needsDatabase && request.database.isEmpty {
+            return .refused(SofaError(.invalidParameter, "\(kind.name) needs a database name"))
+        }
+        switch request.operation {
+        case .changes(let query) where query.waitMs > 0 && !query.descending: return .longPoll
+        case .createDatabase(_, _?): return .encryptedCreate
         case .listReplications(_, _, let waitMs):
             // A status wait is held by the replicator: allow it that long, plus the usual margin.
-            return await replicator.send(request, timeout: Self.forwardTimeout + .milliseconds(Int(min(waitMs, 60_000))))
-        case .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat:
-            // Blobs belong to sofa-blob, which checks the database exists.
-            guard !request.database.isEmpty else {
-                return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
-            }
-            return await blob.send(request, timeout: Self.forwardTimeout)
+            return .service(.replicator, timeout: route.timeout + .milliseconds(Int(min(waitMs, 60_000))))
         default:
-            // Everything else is about one database, and storage owns databases.
-            guard !request.database.isEmpty else {
-                return .failure(request.id, SofaError(.invalidParameter, "\(request.operation.name) needs a database name"))
-            }
-            return await storage.send(request, timeout: Self.forwardTimeout)
+            return route.service == .gateway ? .gateway : .service(route.service, timeout: route.timeout)
         }
+    }
+
+    public func handle(_ request: Request) async -> Response {
+        switch Self.destination(of: request) {
+        case .refused(let error):
+            return .failure(request.id, error)
+        case .gateway:
+            if case .clusterStatus = request.operation { return .ok(request.id, .cluster(await clusterStatus())) }
+            return await basic.handle(request)
+        case .longPoll:
+            guard case .changes(let query) = request.operation else { return await basic.handle(request) }
+            return await longPoll(request, query)
+        case .encryptedCreate:
+            guard case .createDatabase(let versioning, let key?) = request.operation else { return await basic.handle(request) }
+            return await createEncryptedDatabase(request, versioning: versioning, key: key)
+        case .service(.query, let timeout):
+            if request.operation.kind == .query { return await query(request) }
+            return await broker.submit(Self.addressedToReceiver(request), timeout: timeout)
+        case .service(let service, let timeout):
+            return await client(for: service).send(Self.addressedToReceiver(request), timeout: timeout)
+        }
+    }
+
+    /// The client of a service's socket (the query workers are reached through the broker, not here).
+    private func client(for service: Route.Service) -> BusClient {
+        switch service {
+        case .blob: blob
+        case .replicator: replicator
+        case .storage, .gateway, .query: storage
+        }
+    }
+
+    /// A health check or echo names its service; the service it reaches answers for itself ("").
+    static func addressedToReceiver(_ request: Request) -> Request {
+        var forwarded = request
+        switch request.operation {
+        case .health: forwarded.operation = .health(service: "")
+        case .echo(let payload, let delay, _): forwarded.operation = .echo(payload: payload, delayMs: delay, service: "")
+        default: break
+        }
+        return forwarded
     }
 
     /// A query through the broker, counted against its client's share of the workers. Its own
@@ -163,7 +194,7 @@ public final class GatewayService: Sendable {
     private func query(_ request: Request) async -> Response {
         let now = wallClockMs()
         let cap = now + maxQueryMs
-        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Self.forwardTimeout.components.seconds) * 1000
+        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Route.defaultTimeout.components.seconds) * 1000
         var bounded = request
         bounded.deadline = min(asked, cap)
         var response = await broker.submit(bounded, client: BusServer.client, timeout: .milliseconds(Int(maxQueryMs)))
@@ -181,13 +212,13 @@ public final class GatewayService: Sendable {
     private func createEncryptedDatabase(_ request: Request, versioning: Versioning, key: EncryptionKey) async -> Response {
         var plain = request
         plain.operation = .createDatabase(versioning: versioning)
-        let created = await storage.send(plain, timeout: Self.forwardTimeout)
+        let created = await storage.send(plain, timeout: Route.defaultTimeout)
         guard case .success = created.outcome else { return created }
-        let keyed = await blob.send(request, timeout: Self.forwardTimeout)
+        let keyed = await blob.send(request, timeout: Route.defaultTimeout)
         guard case .failure(let error) = keyed.outcome else { return keyed }
         var undo = request
         undo.operation = .deleteDatabase
-        let undone = await storage.send(undo, timeout: Self.forwardTimeout)
+        let undone = await storage.send(undo, timeout: Route.defaultTimeout)
         var message = "database '\(request.database)' was not created: sofa-blob could not take its encryption key: \(error.message)"
         if case .failure(let undoError) = undone.outcome {
             logger.error("an encrypted database was left without its key", metadata: ["database": "\(request.database)",
@@ -206,33 +237,15 @@ public final class GatewayService: Sendable {
         forwarded.operation = .changes(immediate)
         let deadline = ContinuousClock.now + .milliseconds(Int(min(query.waitMs, 60_000)))
         while true {
-            let response = await storage.send(forwarded, timeout: Self.forwardTimeout)
+            let response = await storage.send(forwarded, timeout: Route.defaultTimeout)
             guard case .success(.changes(let batch)) = response.outcome, batch.changes.isEmpty else { return response }
             let remaining = deadline - ContinuousClock.now
             if remaining <= .zero { return response }
             await changeWaiters.wait(database: request.database, collection: request.collection,
                                      beyond: max(batch.lastSequence, query.since), timeout: remaining)
             if ContinuousClock.now >= deadline {
-                return await storage.send(forwarded, timeout: Self.forwardTimeout)
+                return await storage.send(forwarded, timeout: Route.defaultTimeout)
             }
-        }
-    }
-
-    private func route(_ request: Request, to service: String) async -> Response {
-        var forwarded = request
-        if case .health = request.operation { forwarded.operation = .health(service: "") }
-        if case .echo(let payload, let delay, _) = request.operation {
-            forwarded.operation = .echo(payload: payload, delayMs: delay, service: "")
-        }
-        switch service {
-        case "", "gateway": return await basic.handle(request)
-        case "storage": return await storage.send(forwarded, timeout: Self.forwardTimeout)
-        case "blob": return await blob.send(forwarded, timeout: Self.forwardTimeout)
-        case "replicator": return await replicator.send(forwarded, timeout: Self.forwardTimeout)
-        case "query": return await broker.submit(forwarded, timeout: Self.forwardTimeout)
-        default:
-            return .failure(request.id, SofaError(.invalidParameter,
-                "unknown service '\(service)': use storage, query, blob, replicator or gateway"))
         }
     }
 

@@ -87,66 +87,6 @@ public enum Op: Sendable, Equatable {
     case startReplication(ReplicationSpec)
     case stopReplication(id: String)
     case listReplications(id: String = "", afterVersion: UInt64 = 0, waitMs: UInt32 = 0)
-
-    /// A short name for logs and metrics.
-    public var name: String {
-        switch self {
-        case .health: "health"
-        case .clusterStatus: "clusterStatus"
-        case .createDatabase: "createDatabase"
-        case .deleteDatabase: "deleteDatabase"
-        case .listDatabases: "listDatabases"
-        case .putDocument: "putDocument"
-        case .getDocument: "getDocument"
-        case .deleteDocument: "deleteDocument"
-        case .echo: "echo"
-        case .databaseInfo: "databaseInfo"
-        case .createCollection: "createCollection"
-        case .deleteCollection: "deleteCollection"
-        case .listCollections: "listCollections"
-        case .insertRevision: "insertRevision"
-        case .bulkWrite: "bulkWrite"
-        case .conflicts: "conflicts"
-        case .resolveConflict: "resolveConflict"
-        case .purge: "purge"
-        case .setExpiration: "setExpiration"
-        case .getExpiration: "getExpiration"
-        case .nextExpiration: "nextExpiration"
-        case .changes: "changes"
-        case .allDocs: "allDocs"
-        case .rawPut: "rawPut"
-        case .rawGet: "rawGet"
-        case .rawDelete: "rawDelete"
-        case .compact: "compact"
-        case .blobWriteBegin: "blobWriteBegin"
-        case .blobWriteChunk: "blobWriteChunk"
-        case .blobWriteEnd: "blobWriteEnd"
-        case .blobWriteAbort: "blobWriteAbort"
-        case .blobRead: "blobRead"
-        case .blobStat: "blobStat"
-        case .query: "query"
-        case .createIndex: "createIndex"
-        case .deleteIndex: "deleteIndex"
-        case .listIndexes: "listIndexes"
-        case .rekeyDatabase: "rekeyDatabase"
-        case .revsDiff: "revsDiff"
-        case .startReplication: "startReplication"
-        case .stopReplication: "stopReplication"
-        case .listReplications: "listReplications"
-        }
-    }
-
-    /// Whether the operation changes stored data (and so must not be retried blindly).
-    public var isWrite: Bool {
-        switch self {
-        case .createDatabase, .deleteDatabase, .putDocument, .deleteDocument, .createCollection, .deleteCollection,
-             .insertRevision, .bulkWrite, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete, .compact,
-             .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .createIndex, .deleteIndex, .rekeyDatabase,
-             .startReplication, .stopReplication:
-            true
-        default: false
-        }
-    }
 }
 
 /// The answer to one request: its id and either a reply or an error.

@@ -1,0 +1,135 @@
+/// Every operation of the wire, numbered as its field of `Request.op` in `sofa.proto` (a test
+/// checks each number against what the encoder writes). The name of a case is the operation's
+/// name in logs, metrics and errors.
+public enum OperationKind: UInt32, Sendable, CaseIterable {
+    case health = 10, clusterStatus, createDatabase, deleteDatabase, listDatabases, putDocument, getDocument,
+         deleteDocument, echo, databaseInfo, createCollection, deleteCollection, listCollections, insertRevision,
+         bulkWrite, conflicts, resolveConflict, purge, setExpiration, getExpiration, nextExpiration, changes, allDocs,
+         rawPut, rawGet, rawDelete, compact, blobWriteBegin, blobWriteChunk, blobWriteEnd, blobWriteAbort, blobRead,
+         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase
+    case revsDiff = 60, startReplication, stopReplication, listReplications
+
+    public var name: String { String(describing: self) }
+}
+
+/// How the cluster routes one operation: which service answers it, whether it is about one
+/// database, whether the gateway passes it on undecoded, whether it changes stored data, and how
+/// long the gateway waits for its answer.
+public struct Route: Sendable, Equatable {
+    /// The processes of a cluster, as `health(service:)` names them.
+    public enum Service: String, Sendable, CaseIterable {
+        case gateway, storage, blob, replicator
+        /// The query workers, through the gateway's broker.
+        case query
+    }
+
+    public var service: Service
+    /// The request must name a database (the envelope's `database`).
+    public var needsDatabase: Bool
+    /// The gateway forwards the request and its answer as bytes, without decoding either.
+    public var passedThrough: Bool
+    public var isWrite: Bool
+    public var timeout: Duration
+
+    /// The gateway's usual wait for a service's answer.
+    public static let defaultTimeout: Duration = .seconds(30)
+
+    init(_ service: Service, database: Bool = true, passedThrough: Bool = false, write: Bool = false,
+         timeout: Duration = Route.defaultTimeout) {
+        self.service = service
+        self.needsDatabase = database
+        self.passedThrough = passedThrough
+        self.isWrite = write
+        self.timeout = timeout
+    }
+}
+
+extension OperationKind {
+    /// The routing table. The gateway builds its pass-through set and its handler from it; a
+    /// request whose route needs a database and names none is refused there.
+    public var route: Route {
+        switch self {
+        // `health` and `echo` go to the service they name ("" = the gateway itself).
+        case .health, .echo: Route(.gateway, database: false)
+        case .clusterStatus: Route(.gateway, database: false)
+        // An encrypted database is created by storage, then keyed by sofa-blob (the gateway's own work).
+        case .createDatabase: Route(.storage, write: true)
+        case .deleteDatabase: Route(.storage, write: true)
+        case .listDatabases: Route(.storage, database: false)
+        case .databaseInfo, .listCollections, .conflicts, .getExpiration, .nextExpiration, .rawGet, .listIndexes:
+            Route(.storage)
+        case .createCollection, .deleteCollection, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete,
+             .compact, .createIndex, .deleteIndex:
+            Route(.storage, write: true)
+        case .putDocument, .deleteDocument, .insertRevision, .bulkWrite:
+            Route(.storage, passedThrough: true, write: true)
+        // A changes request that waits (a long poll) is held by the gateway, not passed through.
+        case .getDocument, .changes, .allDocs, .revsDiff: Route(.storage, passedThrough: true)
+        case .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort:
+            Route(.blob, passedThrough: true, write: true)
+        case .blobRead, .blobStat: Route(.blob, passedThrough: true)
+        // Every blob is rewritten: allow as long as a big store takes.
+        case .rekeyDatabase: Route(.blob, write: true, timeout: .seconds(3600))
+        // Cut to the server's longest query (SOFA_MAX_QUERY_MS) by the gateway.
+        case .query: Route(.query)
+        case .startReplication, .stopReplication: Route(.replicator, database: false, write: true)
+        // A status wait is held by the replicator: the gateway adds it to this.
+        case .listReplications: Route(.replicator, database: false)
+        }
+    }
+}
+
+extension Op {
+    public var kind: OperationKind {
+        switch self {
+        case .health: .health
+        case .clusterStatus: .clusterStatus
+        case .createDatabase: .createDatabase
+        case .deleteDatabase: .deleteDatabase
+        case .listDatabases: .listDatabases
+        case .putDocument: .putDocument
+        case .getDocument: .getDocument
+        case .deleteDocument: .deleteDocument
+        case .echo: .echo
+        case .databaseInfo: .databaseInfo
+        case .createCollection: .createCollection
+        case .deleteCollection: .deleteCollection
+        case .listCollections: .listCollections
+        case .insertRevision: .insertRevision
+        case .bulkWrite: .bulkWrite
+        case .conflicts: .conflicts
+        case .resolveConflict: .resolveConflict
+        case .purge: .purge
+        case .setExpiration: .setExpiration
+        case .getExpiration: .getExpiration
+        case .nextExpiration: .nextExpiration
+        case .changes: .changes
+        case .allDocs: .allDocs
+        case .rawPut: .rawPut
+        case .rawGet: .rawGet
+        case .rawDelete: .rawDelete
+        case .compact: .compact
+        case .blobWriteBegin: .blobWriteBegin
+        case .blobWriteChunk: .blobWriteChunk
+        case .blobWriteEnd: .blobWriteEnd
+        case .blobWriteAbort: .blobWriteAbort
+        case .blobRead: .blobRead
+        case .blobStat: .blobStat
+        case .query: .query
+        case .createIndex: .createIndex
+        case .deleteIndex: .deleteIndex
+        case .listIndexes: .listIndexes
+        case .rekeyDatabase: .rekeyDatabase
+        case .revsDiff: .revsDiff
+        case .startReplication: .startReplication
+        case .stopReplication: .stopReplication
+        case .listReplications: .listReplications
+        }
+    }
+
+    /// A short name for logs and metrics.
+    public var name: String { kind.name }
+
+    /// Whether the operation changes stored data (and so must not be retried blindly).
+    public var isWrite: Bool { kind.route.isWrite }
+}
