@@ -72,7 +72,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
     /// its data and its log level. docker-compose.yml gives exactly these.
     public var deployed: [Setting] {
         switch self {
-        case .storage: [.dataDir, .storageEndpoint, .changesEndpoint, .logLevel]
+        case .storage: [.dataDir, .storageEndpoint, .changesEndpoint, .blobURL, .logLevel]
         case .blob: [.dataDir, .blobEndpoint, .logLevel]
         case .replicator: [.replicatorEndpoint, .gatewayURL, .logLevel]
         case .gateway: [.gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,

@@ -3,8 +3,8 @@ import SofaBlob
 import SofaClient
 import Testing
 
-/// `kill -9` during compaction: storage (which deletes unreferenced blob files) and sofa-blob are
-/// killed while storage is deleting; every referenced blob is still there and reads back, and the
+/// `kill -9` during compaction: storage (which names the unreferenced blobs) and sofa-blob (which
+/// deletes them) are killed while blobs go; every referenced blob is still there and reads back, and the
 /// next compaction finishes the job.
 @Suite(.serialized) struct BlobCompactionFaultTests {
     @Test(arguments: [false, true])

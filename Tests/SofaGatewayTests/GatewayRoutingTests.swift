@@ -42,6 +42,12 @@ import Testing
             == .refused(SofaError(.invalidParameter, "\(operation.name) needs a database name")))
     }
 
+    /// Compaction's request to delete blobs is storage's to send to sofa-blob directly.
+    @Test func aServiceToServiceRequestFromAClientIsRefused() {
+        #expect(Self.destination(.deleteBlobs(keys: ["sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk="]))
+            == .refused(SofaError(.invalidParameter, "deleteBlobs is sent by one Sofa service to another, not by clients")))
+    }
+
     @Test func clusterWideOperationsNeedNoDatabase() {
         #expect(Self.destination(.clusterStatus, database: "") == .gateway)
         #expect(Self.destination(.listDatabases, database: "") == .service(.storage, timeout: .seconds(30)))

@@ -2,8 +2,44 @@ import SofaTestSupport
 import SofaQL
 import Foundation
 import SofaCore
+import SofaFiles
 @testable import SofaStorage
+import Synchronization
 import Testing
+
+/// Plays sofa-blob for compaction: records which blobs it is asked to delete, and on which
+/// thread, then deletes them (or, while `failing`, answers an error and deletes nothing).
+private final class FakeBlobService: Sendable {
+    let dataDirectory: URL
+    let asked = Mutex<[(database: String, keys: [BlobKey], onWriter: Bool)]>([])
+    let failing = Mutex(false)
+
+    init(_ dataDirectory: URL) { self.dataDirectory = dataDirectory }
+
+    /// Set on a database's writer queue (its name) by the test, to see where the deleter runs.
+    static let writerMark = DispatchSpecificKey<String>()
+
+    var deleter: BlobDeleter {
+        { database, keys in
+            let onWriter = DispatchQueue.getSpecific(key: FakeBlobService.writerMark) == database
+            self.asked.withLock { $0.append((database, keys, onWriter)) }
+            if self.failing.withLock({ $0 }) { return .failure(SofaError(.unexpectedError, "sofa-blob is down")) }
+            let folder = StorageLayout.attachmentsDirectory(ofDatabaseDirectory: StorageLayout.directory(of: database, in: self.dataDirectory))
+            for key in keys { try? FileManager.default.removeItem(at: folder.appendingPathComponent(key.fileName)) }
+            return .success(())
+        }
+    }
+}
+
+/// An engine whose compaction asks `blobs` to delete.
+private func withEngineAndBlobs<T>(_ body: (StorageEngine, FakeBlobService) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { url in
+        let blobs = FakeBlobService(url)
+        let engine = try StorageEngine(dataDirectory: url, blobDeleter: blobs.deleter)
+        defer { engine.close() }
+        return try await body(engine, blobs)
+    }
+}
 
 /// A well-formed digest of 20 bytes all equal to `byte` (0xFF gives one with `/` in it).
 private func digest(_ byte: UInt8) -> String { "sha1-" + Data(repeating: byte, count: 20).base64EncodedString() }
@@ -123,9 +159,10 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
 
     @Test(arguments: [Versioning.revisionTrees, .versionVectors])
     func compactionDeletesEveryUnreferencedBlob(_ versioning: Versioning) async throws {
-        try await withEngine { engine in
+        try await withEngineAndBlobs { engine, blobs in
             try await engine.createDatabase("db", versioning: versioning)
             let db = try await engine.database("db")
+            db.writerQueue.setSpecific(key: FakeBlobService.writerMark, value: "db")
             let referenced = try storeBlob(db, digest(1))
             let inOtherCollection = try storeBlob(db, digest(2))
             let inConflict = try storeBlob(db, digest(3))
@@ -150,6 +187,11 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
 
             let outcome = try await db.compactWithBlobs()
             #expect(outcome.blobsRemoved == 2)
+            // Storage only asks; sofa-blob deletes, while the writer waits.
+            let asked = blobs.asked.withLock { $0 }
+            #expect(asked.map(\.database) == ["db"])
+            #expect(Set(asked.flatMap(\.keys).map(\.description)) == [digest(4), digest(5)])
+            #expect(asked.allSatisfy { $0.onWriter })
             let fm = FileManager.default
             #expect(fm.fileExists(atPath: referenced))
             #expect(fm.fileExists(atPath: inOtherCollection))
@@ -158,6 +200,30 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             #expect(fm.fileExists(atPath: other), "files that are not blobs are not compaction's business")
             // Compaction drops the body of the deleted document's old revision first.
             #expect(!fm.fileExists(atPath: onceReferenced))
+        }
+    }
+
+    /// When sofa-blob cannot be asked, compaction still prunes, no blob goes, and the next
+    /// compaction deletes them; an engine without sofa-blob deletes none.
+    @Test func blobsThatSofaBlobCouldNotDeleteGoAtTheNextCompaction() async throws {
+        try await withEngineAndBlobs { engine, blobs in
+            try await engine.createDatabase("db")
+            let db = try await engine.database("db")
+            let unreferenced = try storeBlob(db, digest(7))
+            blobs.failing.withLock { $0 = true }
+            _ = try await db.compactWithBlobs()
+            #expect(FileManager.default.fileExists(atPath: unreferenced))
+            blobs.failing.withLock { $0 = false }
+            #expect(try await db.compactWithBlobs().blobsRemoved == 1)
+            #expect(!FileManager.default.fileExists(atPath: unreferenced))
+            #expect(blobs.asked.withLock { $0.count } == 2)
+        }
+        try await withEngine { engine in
+            try await engine.createDatabase("db")
+            let db = try await engine.database("db")
+            let kept = try storeBlob(db, digest(8))
+            #expect(try await db.compactWithBlobs().blobsRemoved == 0)
+            #expect(FileManager.default.fileExists(atPath: kept))
         }
     }
 }

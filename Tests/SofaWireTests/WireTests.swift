@@ -64,6 +64,8 @@ import Testing
             kind: 1, name: "byText", descriptor: ["expressions": [[".text"]], "language": "en"]))),
         Request(id: 45, database: "app", operation: .deleteIndex(name: "byText")),
         Request(id: 46, database: "app", operation: .listIndexes),
+        Request(id: 52, database: "app", operation: .deleteBlobs(keys: ["sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", "ü"])),
+        Request(id: 53, database: "app", operation: .deleteBlobs(keys: [])),
         Request(id: 47, database: "app", operation: .createDatabase(encryptionKey: try! EncryptionKey(bytes: (0..<32).map { UInt8($0) }))),
         Request(id: 48, database: "app", operation: .createDatabase(versioning: .versionVectors,
                                                                      encryptionKey: try! EncryptionKey(bytes: [UInt8](repeating: 255, count: 32)))),

@@ -119,6 +119,20 @@ public final class BlobStore: Sendable {
         return removed
     }
 
+    /// Compaction, as storage asks it (storage knows which blobs no kept revision references):
+    /// deletes these blobs, skipping those the store does not have, with one directory sync at
+    /// the end. Returns how many went.
+    @discardableResult
+    public func delete(_ keys: [BlobKey]) throws -> Int {
+        let deleted = try state.withLock { _ in
+            var deleted = 0
+            for key in keys where try removeFile(filePath(key)) { deleted += 1 }
+            return deleted
+        }
+        if deleted > 0 { try syncDirectory(path) }
+        return deleted
+    }
+
     /// Compaction: deletes every blob whose key is not in `keep`, and the temporary files of
     /// writers that died. Each blob goes with one `unlink`, so a crash midway leaves every blob
     /// of `keep` and some of the others, which the next compaction deletes. Returns how many blobs

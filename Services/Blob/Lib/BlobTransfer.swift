@@ -109,6 +109,14 @@ public actor BlobTransfer {
                 // Storage has just created the database; its blobs are to be encrypted.
                 try await slot(for: request.database).setUp(key: key)
                 reply = .none
+            case .deleteBlobs(let texts):
+                // Compaction (sofa-storage): every key is checked before any file goes.
+                var parsed: [BlobKey] = []
+                parsed.reserveCapacity(texts.count)
+                for text in texts { parsed.append(try Self.parseKey(text)) }
+                let keys = parsed
+                _ = try await slot(for: request.database).run { store in try store.delete(keys) }
+                reply = .none
             case .rekeyDatabase(let current, let new):
                 try await slot(for: request.database).rekey(current: current, new: new)
                 reply = .none

@@ -133,6 +133,9 @@ public final class GatewayService: Sendable {
             return .service(named, timeout: route.timeout)
         default: break
         }
+        if !route.fromClients {
+            return .refused(SofaError(.invalidParameter, "\(kind.name) is sent by one Sofa service to another, not by clients"))
+        }
         if route.needsDatabase && request.database.isEmpty {
             return .refused(SofaError(.invalidParameter, "\(kind.name) needs a database name"))
         }

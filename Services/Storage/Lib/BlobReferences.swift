@@ -185,32 +185,45 @@ extension Transaction {
     }
 }
 
+/// How storage asks sofa-blob, which alone deletes in `Attachments/`, to delete blobs of a
+/// database (compaction). Called on the database's writer, which waits for the answer.
+public typealias BlobDeleter = @Sendable (_ database: String, _ keys: [BlobKey]) -> Result<Void, SofaError>
+
 extension DatabaseStore {
-    /// Deletes every `.blob` file of `Attachments/` that no kept revision references, however
-    /// recent (as LiteCore's compaction does: an upload whose document is not saved yet goes too,
-    /// and saving that document afterwards is refused with `.notFound` — upload it again). The
-    /// references are read in the writer's transaction and the files deleted right after its
-    /// COMMIT, still on the writer, so no write can add a reference in between, and a
-    /// transaction that fails (the revisions it pruned come back) deletes nothing. Crash-safe by
-    /// construction: only unreferenced files are ever deleted, one at a time; uploads in
-    /// progress are temporary files, which are not compaction's business. Returns how many files
-    /// it deletes.
+    /// Has sofa-blob delete every blob of `Attachments/` that no kept revision references,
+    /// however recent (as LiteCore's compaction does: an upload whose document is not saved yet
+    /// goes too, and saving that document afterwards is refused with `.notFound` — upload it
+    /// again). The references are read in the writer's transaction and sofa-blob asked right
+    /// after its COMMIT, still on the writer, which waits for the answer: no write can add a
+    /// reference in between, and a transaction that fails (the revisions it pruned come back)
+    /// deletes nothing. Crash-safe by construction: only unreferenced blobs are ever named;
+    /// uploads in progress are temporary files, which are not compaction's business. If sofa-blob
+    /// cannot be reached the blobs stay (logged), for the next compaction. Returns how many blobs
+    /// it asks to delete.
     func removeUnreferencedBlobs(_ tx: Transaction) throws(SofaError) -> Int {
-        let folder = attachmentsDirectory
+        guard let blobDeleter else { return 0 }
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            names = try FileManager.default.contentsOfDirectory(atPath: attachmentsDirectory.path)
         } catch {
             return 0   // no Attachments folder: no blob was ever stored
         }
         let referenced = try tx.referencedBlobs()
-        let unreferenced = names.filter { name in
-            guard let reference = BlobReference(fileName: name) else { return false }
-            return !referenced.contains(reference)
-        }
+        let unreferenced = names.compactMap(BlobReference.init(fileName:)).filter { !referenced.contains($0) }
+        guard !unreferenced.isEmpty else { return 0 }
+        let database = name
         tx.afterCommit.append {
-            for name in unreferenced { try? FileManager.default.removeItem(at: folder.appendingPathComponent(name)) }
+            // In batches, so that no request grows with the store; the deleter logs a failure,
+            // and the blobs it leaves go at the next compaction.
+            var start = 0
+            while start < unreferenced.count {
+                let end = min(start + Self.blobDeletionBatch, unreferenced.count)
+                guard case .success = blobDeleter(database, Array(unreferenced[start..<end])) else { return }
+                start = end
+            }
         }
         return unreferenced.count
     }
+
+    static let blobDeletionBatch = 1000
 }

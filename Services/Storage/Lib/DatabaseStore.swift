@@ -32,6 +32,7 @@ public final class DatabaseStore: Sendable {
     let collections: Mutex<[String: CollectionState]>
     let maxRevTreeDepth: Int
     let onCommit: (@Sendable (CommitNotice) -> Void)?
+    let blobDeleter: BlobDeleter?
     /// Bumped by every new schedule of the purge of expired documents (see `rescheduleExpiry`).
     let expiryGeneration = Mutex<UInt64>(0)
 
@@ -63,7 +64,8 @@ public final class DatabaseStore: Sendable {
     /// yet (a new one); an existing database keeps its own.
     static func open(name: String, in dataDirectory: URL, versioning: Versioning = .revisionTrees,
                      maxRevTreeDepth: Int = RevTree.defaultMaxDepth,
-                     onCommit: (@Sendable (CommitNotice) -> Void)? = nil) throws(SofaError) -> DatabaseStore {
+                     onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
+                     blobDeleter: BlobDeleter? = nil) throws(SofaError) -> DatabaseStore {
         let directory = StorageLayout.directory(of: name, in: dataDirectory)
         let file = directory.appendingPathComponent("db.sqlite3").path
         let writerQueue = DispatchQueue(label: "sofa.storage.\(name).writer")
@@ -102,7 +104,7 @@ public final class DatabaseStore: Sendable {
         }.get()
         let store = DatabaseStore(name: name, versioning: stored, directory: directory, writerQueue: writerQueue,
                                   readerQueue: readerQueue, writer: writer, reader: reader, collections: collections,
-                                  maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit)
+                                  maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit, blobDeleter: blobDeleter)
         writerQueue.async { store.rescheduleExpiry() }
         return store
     }
@@ -125,7 +127,7 @@ public final class DatabaseStore: Sendable {
     private init(name: String, versioning: Versioning, directory: URL, writerQueue: DispatchQueue,
                  readerQueue: DispatchQueue, writer: SQLiteConnection, reader: SQLiteConnection,
                  collections: [String: CollectionState], maxRevTreeDepth: Int,
-                 onCommit: (@Sendable (CommitNotice) -> Void)?) {
+                 onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?) {
         self.name = name
         self.versioning = versioning
         self.directory = directory
@@ -136,6 +138,7 @@ public final class DatabaseStore: Sendable {
         self.collections = Mutex(collections)
         self.maxRevTreeDepth = maxRevTreeDepth
         self.onCommit = onCommit
+        self.blobDeleter = blobDeleter
     }
 
     /// Fails new writes, cancels the expiry timer and waits for queued work to finish.

@@ -15,6 +15,9 @@ public final class StorageEngine: Sendable {
     /// Called on a database's writer queue after each COMMIT, once per collection it changed,
     /// before the writers are answered.
     private let onCommit: (@Sendable (CommitNotice) -> Void)?
+    /// How compaction asks sofa-blob to delete the blobs no kept revision references; nil (an
+    /// engine without sofa-blob, as in tests) keeps them.
+    private let blobDeleter: BlobDeleter?
     /// Compaction prunes revision trees to this depth (the service passes `SOFA_MAX_REV_TREE_DEPTH`; default 50).
     public let maxRevTreeDepth: Int
 
@@ -22,9 +25,10 @@ public final class StorageEngine: Sendable {
     /// one would unlink the first one's ipc socket and write the same files). Every database is
     /// opened, so documents that expire are purged on time after a restart too.
     public init(dataDirectory: URL, onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
-                maxRevTreeDepth: Int? = nil) throws(SofaError) {
+                maxRevTreeDepth: Int? = nil, blobDeleter: BlobDeleter? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
         self.onCommit = onCommit
+        self.blobDeleter = blobDeleter
         self.maxRevTreeDepth = max(1, maxRevTreeDepth ?? RevTree.defaultMaxDepth)
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
@@ -58,7 +62,7 @@ public final class StorageEngine: Sendable {
 
     private func openStore(_ name: String, versioning: Versioning) throws(SofaError) -> DatabaseStore {
         try DatabaseStore.open(name: name, in: dataDirectory, versioning: versioning, maxRevTreeDepth: maxRevTreeDepth,
-                               onCommit: onCommit)
+                               onCommit: onCommit, blobDeleter: blobDeleter)
     }
 
     deinit { releaseLock() }

@@ -5,6 +5,7 @@ public import SofaBus
 public import SofaServer
 public import Logging
 public import Foundation
+internal import Synchronization
 
 /// `sofa-storage`: the engine served on the bus. This file is the only one of the module that
 /// knows the wire: it turns requests into engine calls and results into replies.
@@ -29,11 +30,13 @@ public final class StorageService: Sendable {
         // Encoded on a queue of their own, in commit order, so the single writer goes straight on
         // to the next transaction.
         let notices = DispatchQueue(label: "sofa.storage.commit-notices")
+        // Only sofa-blob deletes blob files: compaction asks it to.
+        let blob = try await BusClient.connect(settings.blobURL, peerName: "blob")
         let engine = try StorageEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), onCommit: { notice in
             notices.async {
                 publisher.publish(topic: notice.topic, payload: notice.encoded())
             }
-        }, maxRevTreeDepth: settings.maxRevTreeDepth)
+        }, maxRevTreeDepth: settings.maxRevTreeDepth, blobDeleter: blobDeleter(blob, logger: logger))
         let limits = WriteLimits(maxBulkItems: settings.maxBulkItems, maxTransactionItems: settings.maxTransactionItems,
                                  commitMargin: .milliseconds(settings.commitMarginMs))
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
@@ -47,9 +50,34 @@ public final class StorageService: Sendable {
         return {
             await server.close()
             engine.close()
+            blob.close()
             await publisher.close()
         }
     }
+
+    /// Compaction's way to sofa-blob: a `deleteBlobs` request, waited for on the writer (which
+    /// must not take another write before the blobs are gone). A failure is logged.
+    static func blobDeleter(_ blob: BusClient, logger: Logger) -> BlobDeleter {
+        { database, keys in
+            let outcome = Mutex<Result<Void, SofaError>>(.failure(SofaError(.unexpectedError, "no answer")))
+            let answered = DispatchSemaphore(value: 0)
+            Task {
+                let response = await blob.send(Request(database: database, operation: .deleteBlobs(keys: keys.map(\.description))),
+                                               timeout: Self.blobDeletionTimeout)
+                outcome.withLock { $0 = response.outcome.map { _ in () } }
+                answered.signal()
+            }
+            answered.wait()
+            let result = outcome.withLock { $0 }
+            if case .failure(let error) = result {
+                logger.error("compaction could not have sofa-blob delete unreferenced blobs; the next compaction will",
+                             metadata: ["database": "\(database)", "blobs": "\(keys.count)", "error": "\(error.message)"])
+            }
+            return result
+        }
+    }
+
+    static let blobDeletionTimeout: Duration = .seconds(15)
 
     public func handle(_ request: Request) async -> Response {
         let outcome: Result<Reply, SofaError> = await WriteDeadline.$current.withValue(commitDeadline(request)) {

@@ -682,6 +682,51 @@ void   sofa__wire__delete_database__free_unpacked
   assert(message->base.descriptor == &sofa__wire__delete_database__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__delete_blobs__init
+                     (Sofa__Wire__DeleteBlobs         *message)
+{
+  static const Sofa__Wire__DeleteBlobs init_value = SOFA__WIRE__DELETE_BLOBS__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__delete_blobs__get_packed_size
+                     (const Sofa__Wire__DeleteBlobs *message)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_blobs__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__delete_blobs__pack
+                     (const Sofa__Wire__DeleteBlobs *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_blobs__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__delete_blobs__pack_to_buffer
+                     (const Sofa__Wire__DeleteBlobs *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__delete_blobs__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DeleteBlobs *
+       sofa__wire__delete_blobs__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DeleteBlobs *)
+     protobuf_c_message_unpack (&sofa__wire__delete_blobs__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__delete_blobs__free_unpacked
+                     (Sofa__Wire__DeleteBlobs *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__delete_blobs__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__list_databases__init
                      (Sofa__Wire__ListDatabases         *message)
 {
@@ -3382,7 +3427,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[46] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[47] =
 {
   {
     "id",
@@ -3889,6 +3934,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[46]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "delete_blobs",
+    48,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, delete_blobs),
+    &sofa__wire__delete_blobs__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "revs_diff",
     60,
     PROTOBUF_C_LABEL_NONE,
@@ -3957,6 +4014,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   1,   /* field[1] = database */
   13,   /* field[13] = database_info */
   2,   /* field[2] = deadline_ms */
+  42,   /* field[42] = delete_blobs */
   15,   /* field[15] = delete_collection */
   7,   /* field[7] = delete_database */
   11,   /* field[11] = delete_document */
@@ -3970,7 +4028,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   16,   /* field[16] = list_collections */
   8,   /* field[8] = list_databases */
   40,   /* field[40] = list_indexes */
-  45,   /* field[45] = list_replications */
+  46,   /* field[46] = list_replications */
   24,   /* field[24] = next_expiration */
   21,   /* field[21] = purge */
   9,   /* field[9] = put_document */
@@ -3980,17 +4038,17 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   27,   /* field[27] = raw_put */
   41,   /* field[41] = rekey_database */
   20,   /* field[20] = resolve_conflict */
-  42,   /* field[42] = revs_diff */
+  43,   /* field[43] = revs_diff */
   22,   /* field[22] = set_expiration */
-  43,   /* field[43] = start_replication */
-  44,   /* field[44] = stop_replication */
+  44,   /* field[44] = start_replication */
+  45,   /* field[45] = stop_replication */
 };
 static const ProtobufCIntRange sofa__wire__request__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
-  { 60, 42 },
-  { 0, 46 }
+  { 60, 43 },
+  { 0, 47 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4000,7 +4058,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  46,
+  47,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   3,  sofa__wire__request__number_ranges,
@@ -4737,6 +4795,44 @@ const ProtobufCMessageDescriptor sofa__wire__delete_database__descriptor =
   sofa__wire__delete_database__field_indices_by_name,
   0,  sofa__wire__delete_database__number_ranges,
   (ProtobufCMessageInit) sofa__wire__delete_database__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__delete_blobs__field_descriptors[1] =
+{
+  {
+    "keys",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__DeleteBlobs, n_keys),
+    offsetof(Sofa__Wire__DeleteBlobs, keys),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__delete_blobs__field_indices_by_name[] = {
+  0,   /* field[0] = keys */
+};
+static const ProtobufCIntRange sofa__wire__delete_blobs__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__delete_blobs__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DeleteBlobs",
+  "DeleteBlobs",
+  "Sofa__Wire__DeleteBlobs",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DeleteBlobs),
+  1,
+  sofa__wire__delete_blobs__field_descriptors,
+  sofa__wire__delete_blobs__field_indices_by_name,
+  1,  sofa__wire__delete_blobs__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__delete_blobs__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define sofa__wire__list_databases__field_descriptors NULL

@@ -79,6 +79,9 @@ public enum Op: Sendable, Equatable {
     /// Re-encrypt every blob of the database (sofa-blob): `currentKey` must be the key it has
     /// (nil: it is plain); `newKey` nil decrypts.
     case rekeyDatabase(currentKey: EncryptionKey?, newKey: EncryptionKey?)
+    /// Compaction's request to sofa-blob (sofa-storage sends it, not clients): delete these
+    /// blobs of the database, which no kept revision references; missing ones are skipped.
+    case deleteBlobs(keys: [String])
     /// Which of these revisions the database lacks (storage; replication), answered `.revsDiff`.
     case revsDiff([RevsDiffEntry])
     /// Replication control (sofa-replicator, through the gateway; no database), answered

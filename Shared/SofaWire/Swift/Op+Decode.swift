@@ -145,6 +145,9 @@ extension Op {
             let op = try required(m.rekey_database, "rekeyDatabase")
             return .rekeyDatabase(currentKey: try decodeKey(decodeBytes(op.current_key), "rekeyDatabase.currentKey"),
                                   newKey: try decodeKey(decodeBytes(op.new_key), "rekeyDatabase.newKey"))
+        case SOFA__WIRE__REQUEST__OP_DELETE_BLOBS:
+            let op = try required(m.delete_blobs, "deleteBlobs")
+            return .deleteBlobs(keys: try decodeStrings(op.n_keys, op.keys, "deleteBlobs.keys"))
         case SOFA__WIRE__REQUEST__OP_REVS_DIFF:
             let op = try required(m.revs_diff, "revsDiff")
             return .revsDiff(try ReplicationWire.decodeEntries(op.n_docs, op.docs, "revsDiff.docs"))

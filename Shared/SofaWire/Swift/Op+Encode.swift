@@ -226,6 +226,11 @@ extension Op {
             op.pointee.new_key = arena.bytes(newKey?.rawBytes ?? [])
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_REKEY_DATABASE
             message.pointee.rekey_database = op
+        case .deleteBlobs(let keys):
+            let op: UnsafeMutablePointer<Sofa__Wire__DeleteBlobs> = arena.message { sofa__wire__delete_blobs__init($0) }
+            (op.pointee.n_keys, op.pointee.keys) = arena.strings(keys)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_BLOBS
+            message.pointee.delete_blobs = op
         case .revsDiff(let entries):
             let op: UnsafeMutablePointer<Sofa__Wire__RevsDiffRequest> = arena.message { sofa__wire__revs_diff_request__init($0) }
             (op.pointee.n_docs, op.pointee.docs) = ReplicationWire.entries(entries, arena)

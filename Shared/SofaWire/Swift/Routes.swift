@@ -6,7 +6,7 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          deleteDocument, echo, databaseInfo, createCollection, deleteCollection, listCollections, insertRevision,
          bulkWrite, conflicts, resolveConflict, purge, setExpiration, getExpiration, nextExpiration, changes, allDocs,
          rawPut, rawGet, rawDelete, compact, blobWriteBegin, blobWriteChunk, blobWriteEnd, blobWriteAbort, blobRead,
-         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase
+         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs
     case revsDiff = 60, startReplication, stopReplication, listReplications
 
     public var name: String { String(describing: self) }
@@ -30,17 +30,20 @@ public struct Route: Sendable, Equatable {
     public var passedThrough: Bool
     public var isWrite: Bool
     public var timeout: Duration
+    /// False for a request one service sends another directly: the gateway refuses it.
+    public var fromClients: Bool
 
     /// The gateway's usual wait for a service's answer.
     public static let defaultTimeout: Duration = .seconds(30)
 
     init(_ service: Service, database: Bool = true, passedThrough: Bool = false, write: Bool = false,
-         timeout: Duration = Route.defaultTimeout) {
+         timeout: Duration = Route.defaultTimeout, fromClients: Bool = true) {
         self.service = service
         self.needsDatabase = database
         self.passedThrough = passedThrough
         self.isWrite = write
         self.timeout = timeout
+        self.fromClients = fromClients
     }
 }
 
@@ -70,6 +73,8 @@ extension OperationKind {
         case .blobRead, .blobStat: Route(.blob, passedThrough: true)
         // Every blob is rewritten: allow as long as a big store takes.
         case .rekeyDatabase: Route(.blob, write: true, timeout: .seconds(3600))
+        // Only sofa-blob deletes in a store; storage's compaction asks it to, directly.
+        case .deleteBlobs: Route(.blob, write: true, fromClients: false)
         // Cut to the server's longest query (SOFA_MAX_QUERY_MS) by the gateway.
         case .query: Route(.query)
         case .startReplication, .stopReplication: Route(.replicator, database: false, write: true)
@@ -120,6 +125,7 @@ extension Op {
         case .deleteIndex: .deleteIndex
         case .listIndexes: .listIndexes
         case .rekeyDatabase: .rekeyDatabase
+        case .deleteBlobs: .deleteBlobs
         case .revsDiff: .revsDiff
         case .startReplication: .startReplication
         case .stopReplication: .stopReplication

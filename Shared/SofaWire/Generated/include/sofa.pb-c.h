@@ -30,6 +30,7 @@ typedef struct Sofa__Wire__ClusterStatus Sofa__Wire__ClusterStatus;
 typedef struct Sofa__Wire__CreateDatabase Sofa__Wire__CreateDatabase;
 typedef struct Sofa__Wire__RekeyDatabase Sofa__Wire__RekeyDatabase;
 typedef struct Sofa__Wire__DeleteDatabase Sofa__Wire__DeleteDatabase;
+typedef struct Sofa__Wire__DeleteBlobs Sofa__Wire__DeleteBlobs;
 typedef struct Sofa__Wire__ListDatabases Sofa__Wire__ListDatabases;
 typedef struct Sofa__Wire__PutDocument Sofa__Wire__PutDocument;
 typedef struct Sofa__Wire__GetDocument Sofa__Wire__GetDocument;
@@ -164,6 +165,7 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_DELETE_INDEX = 45,
   SOFA__WIRE__REQUEST__OP_LIST_INDEXES = 46,
   SOFA__WIRE__REQUEST__OP_REKEY_DATABASE = 47,
+  SOFA__WIRE__REQUEST__OP_DELETE_BLOBS = 48,
   SOFA__WIRE__REQUEST__OP_REVS_DIFF = 60,
   SOFA__WIRE__REQUEST__OP_START_REPLICATION = 61,
   SOFA__WIRE__REQUEST__OP_STOP_REPLICATION = 62,
@@ -224,6 +226,7 @@ struct  Sofa__Wire__Request
     Sofa__Wire__DeleteIndex *delete_index;
     Sofa__Wire__ListIndexes *list_indexes;
     Sofa__Wire__RekeyDatabase *rekey_database;
+    Sofa__Wire__DeleteBlobs *delete_blobs;
     /*
      * Replication (numbers from 60 on).
      */
@@ -475,6 +478,21 @@ struct  Sofa__Wire__DeleteDatabase
 #define SOFA__WIRE__DELETE_DATABASE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_database__descriptor) \
      }
+
+
+/*
+ * Compaction's request to sofa-blob (from sofa-storage, never from a client): delete these blobs
+ * of the envelope's database, which no kept revision references. Missing ones are skipped.
+ */
+struct  Sofa__Wire__DeleteBlobs
+{
+  ProtobufCMessage base;
+  size_t n_keys;
+  char **keys;
+};
+#define SOFA__WIRE__DELETE_BLOBS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_blobs__descriptor) \
+    , 0,NULL }
 
 
 struct  Sofa__Wire__ListDatabases
@@ -1694,6 +1712,25 @@ Sofa__Wire__DeleteDatabase *
 void   sofa__wire__delete_database__free_unpacked
                      (Sofa__Wire__DeleteDatabase *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__DeleteBlobs methods */
+void   sofa__wire__delete_blobs__init
+                     (Sofa__Wire__DeleteBlobs         *message);
+size_t sofa__wire__delete_blobs__get_packed_size
+                     (const Sofa__Wire__DeleteBlobs   *message);
+size_t sofa__wire__delete_blobs__pack
+                     (const Sofa__Wire__DeleteBlobs   *message,
+                      uint8_t             *out);
+size_t sofa__wire__delete_blobs__pack_to_buffer
+                     (const Sofa__Wire__DeleteBlobs   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DeleteBlobs *
+       sofa__wire__delete_blobs__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__delete_blobs__free_unpacked
+                     (Sofa__Wire__DeleteBlobs *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__ListDatabases methods */
 void   sofa__wire__list_databases__init
                      (Sofa__Wire__ListDatabases         *message);
@@ -2881,6 +2918,9 @@ typedef void (*Sofa__Wire__RekeyDatabase_Closure)
 typedef void (*Sofa__Wire__DeleteDatabase_Closure)
                  (const Sofa__Wire__DeleteDatabase *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__DeleteBlobs_Closure)
+                 (const Sofa__Wire__DeleteBlobs *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__ListDatabases_Closure)
                  (const Sofa__Wire__ListDatabases *message,
                   void *closure_data);
@@ -3082,6 +3122,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__cluster_status__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__rekey_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_database__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__delete_blobs__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__list_databases__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor;
