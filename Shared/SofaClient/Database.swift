@@ -1,5 +1,5 @@
+public import SofaWire
 public import SofaCore
-internal import SofaWire
 public import Foundation
 
 /// A revision just written: the document's ID, its new revision ID and sequence.

@@ -1,5 +1,5 @@
 @_exported public import SofaCore
-@_exported public import SofaWire
+public import SofaWire
 internal import SofaBus
 public import Foundation
 

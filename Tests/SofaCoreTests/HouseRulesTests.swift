@@ -53,4 +53,17 @@ import Testing
             #expect(!server.contains(imported), "\(file) imports \(imported)")
         }
     }
+
+    /// The SDK re-exports SofaCore (documents, JSON, errors) and names the few wire types its API
+    /// takes or returns (`SofaClient+Types.swift`); the rest of the wire stays out of an
+    /// application's namespace.
+    @Test func sdkReExportsOnlySofaCore() throws {
+        let directory = Self.root.appendingPathComponent("Shared/SofaClient")
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("@_exported") {
+                #expect(line.hasSuffix("import SofaCore"), "\(file): \(line)")
+            }
+        }
+    }
 }
