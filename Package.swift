@@ -131,7 +131,7 @@ let package = Package(
                     path: "Tests/SofaQLTests", swiftSettings: settings),
         .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway"],
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
-        .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator"],
+        .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator", log],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaFiles", "SofaStorage", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),

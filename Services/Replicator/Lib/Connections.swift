@@ -3,7 +3,7 @@ internal import SofaCore
 
 /// One SDK connection per gateway, shared by every replication that uses it (a `SofaClient`
 /// takes concurrent calls). ZeroMQ reconnects a connection by itself when its peer comes back.
-actor Connections {
+actor Connections: PeerProvider {
     private let localGateway: String
     private var clients: [String: SofaClient] = [:]
     /// Long enough for a long-polled changes read (`Replication.longPollMs`) plus a margin.
@@ -24,6 +24,11 @@ actor Connections {
         }
         clients[gateway] = client
         return client.database(endpoint.database)
+    }
+
+    /// A database of `endpoint`'s cluster, in the replicated collection.
+    func peer(_ endpoint: ReplicationEndpoint, collection: String) async throws(SofaError) -> any ReplicationPeer {
+        ClusterPeer(try await database(endpoint), collection: collection)
     }
 
     func closeAll() {

@@ -14,10 +14,9 @@ extension Replication {
     }
 
     /// A part of a batch: revs-diff, fetch, blobs, write, conflicts.
-    func transferPart(_ changes: ArraySlice<Change>, source: Database, target: Database,
+    func transferPart(_ changes: ArraySlice<Change>, source: any ReplicationPeer, target: any ReplicationPeer,
                       peers: PeerTranslation) async throws(SofaError) -> Written {
         var written = Written()
-        let from = plan.store(source), into = plan.store(target)
         // Purged and expired documents (no revision) are not replicated. Revisions are asked in
         // the target's terms; `original` maps them back to the source's.
         var original: [String: [String: String]] = [:]
@@ -29,8 +28,8 @@ extension Replication {
             let live = kept.filter { !$0.deleted }.map(\.id)
             var matching = Set<String>()
             if !live.isEmpty {
-                let result = try await from.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
-                for row in result.rows { if case .string(let id)?? = row.first { matching.insert(id) } }
+                let result = try await source.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
+                for row in result { if case .string(let id)?? = row.first { matching.insert(id) } }
             }
             kept = ArraySlice(kept.filter { $0.deleted || matching.contains($0.id) })
         }
@@ -45,7 +44,7 @@ extension Replication {
             })
         }
         guard !asked.isEmpty else { return written }
-        var missing = try await into.revsDiff(asked)
+        var missing = try await target.revsDiff(asked)
         if peers.active {
             missing = missing.map { entry in
                 RevsDiffEntry(id: entry.id, revs: entry.revs.map { original[entry.id]?[$0] ?? $0 },
@@ -74,11 +73,11 @@ extension Replication {
                 toFetch.append(entry)
             }
         }
-        revisions += try await fetch(toFetch, from: from, peers: peers)
+        revisions += try await fetch(toFetch, from: source, peers: peers)
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
         await registry.update(plan.id, run: run) { $0.revisionsSent += UInt64(revisions.count) }
-        var results = try await into.bulk(revisions.map { .insert($0) })
-        results = try await retryMissingBlobs(revisions, results, from: source, to: target, into: into)
+        var results = try await target.bulk(revisions.map { .insert($0) })
+        results = try await retryMissingBlobs(revisions, results, from: source, to: target)
         var conflicted: [String] = []
         for result in results {
             if let error = result.error {
@@ -95,7 +94,7 @@ extension Replication {
         // each side, which would conflict again.
         if plan.conflicts == .auto && !peers.active {
             for id in Set(conflicted).sorted() {
-                written.resolved += try await resolve(id, on: into)
+                written.resolved += try await resolve(id, on: target)
             }
             // A deletion wins: where the source's current revision is a deletion, live branches
             // the target still has are closed, and so are its other deleted leaves (no new
@@ -103,14 +102,14 @@ extension Replication {
             let brought = Set(missing.map(\.id))
             for index in changes.indices where changes[index].deleted && !changes[index].rev.isEmpty
                 && brought.contains(changes[index].id) {
-                written.resolved += try await deletionWins(changes[index].id, deletion: changes[index].rev, on: into)
+                written.resolved += try await deletionWins(changes[index].id, deletion: changes[index].rev, on: target)
             }
         }
         return written
     }
 
     /// The missing revisions with bodies and bounded ancestry, `fetchWidth` reads in flight.
-    func fetch(_ missing: [RevsDiffEntry], from source: any DocumentStore,
+    func fetch(_ missing: [RevsDiffEntry], from source: any ReplicationPeer,
                peers: PeerTranslation) async throws(SofaError) -> [RevisionInsert] {
         let wanted = missing.flatMap { entry in entry.revs.map { (entry.id, $0, Set(entry.possibleAncestors)) } }
         var results = [RevisionInsert?](repeating: nil, count: wanted.count)
@@ -139,9 +138,9 @@ extension Replication {
 
     /// One revision with its bounded ancestry; nil when it is gone since the changes were read
     /// (purged, compacted): the next changes batch says what became of it.
-    static func fetchOne(_ id: String, _ rev: String, _ ancestors: Set<String>, from source: any DocumentStore,
+    static func fetchOne(_ id: String, _ rev: String, _ ancestors: Set<String>, from source: any ReplicationPeer,
                          peers: PeerTranslation) async throws(SofaError) -> RevisionInsert? {
-        let doc: Document
+        let doc: StoredDocument
         do {
             doc = try await source.get(id: id, rev: rev, history: true)
         } catch {
@@ -163,7 +162,7 @@ extension Replication {
     }
 
     /// Copies the blobs the revisions reference that the target lacks, each once; answers how many.
-    func copyBlobs(_ revisions: [RevisionInsert], from source: Database, to target: Database) async throws(SofaError) -> Int {
+    func copyBlobs(_ revisions: [RevisionInsert], from source: any ReplicationPeer, to target: any ReplicationPeer) async throws(SofaError) -> Int {
         var digests = Set<String>()
         // A tombstone that keeps a body keeps its references too: the target checks them alike.
         for revision in revisions { digests.formUnion(BlobDigests.find(in: revision.body)) }
@@ -174,7 +173,7 @@ extension Replication {
                 _ = try await target.blobInfo(digest)
             } catch where error.is(.notFound) {
                 do {
-                    _ = try await target.putBlob(source.blobChunks(digest), expectedKey: digest)
+                    try await target.putBlob(source.blobChunks(digest), expectedKey: digest)
                     copied += 1
                 } catch where error.is(.notFound) {
                     // The source lacks it too: the target refuses the revision and says why.
@@ -190,8 +189,8 @@ extension Replication {
     /// (a compaction on the target deleted it between its copy and the write: until the
     /// revision is written nothing references it), copying their blobs again first; up to two
     /// more times. Answers the results with those of the retries in place.
-    func retryMissingBlobs(_ revisions: [RevisionInsert], _ results: [BulkItemResult], from source: Database,
-                           to target: Database, into: any DocumentStore) async throws(SofaError) -> [BulkItemResult] {
+    func retryMissingBlobs(_ revisions: [RevisionInsert], _ results: [BulkItemResult], from source: any ReplicationPeer,
+                           to target: any ReplicationPeer) async throws(SofaError) -> [BulkItemResult] {
         guard results.count == revisions.count else { return results }
         var results = results
         for _ in 0..<2 {
@@ -205,7 +204,7 @@ extension Replication {
                 await registry.forgetBlob(plan.id, digest)
             }
             _ = try await copyBlobs(again, from: source, to: target)
-            let retried = try await into.bulk(again.map { .insert($0) })
+            let retried = try await target.bulk(again.map { .insert($0) })
             guard retried.count == refused.count else { break }
             for (index, result) in zip(refused, retried) { results[index] = result }
         }
@@ -214,7 +213,7 @@ extension Replication {
 
     /// Closes every other leaf of `id` in favour of the deletion `deletion`; answers how many
     /// live ones it closed.
-    func deletionWins(_ id: String, deletion: String, on target: any DocumentStore) async throws(SofaError) -> Int {
+    func deletionWins(_ id: String, deletion: String, on target: any ReplicationPeer) async throws(SofaError) -> Int {
         let leaves = try await target.openLeaves(id: id)
         guard leaves.first?.rev != deletion, leaves.contains(where: { $0.rev == deletion && $0.deleted }) else { return 0 }
         var closed = 0
@@ -226,7 +225,7 @@ extension Replication {
     }
 
     /// `auto`: closes every live leaf but the deterministic winner; answers how many it closed.
-    func resolve(_ id: String, on target: any DocumentStore) async throws(SofaError) -> Int {
+    func resolve(_ id: String, on target: any ReplicationPeer) async throws(SofaError) -> Int {
         let leaves = try await target.openLeaves(id: id)
         let live = leaves.filter { !$0.deleted }.map { ConflictRule.Leaf(rev: $0.rev, deleted: false) }
         guard live.count > 1, let winner = ConflictRule.winner(live) else { return 0 }

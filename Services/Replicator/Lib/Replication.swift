@@ -40,11 +40,6 @@ public struct ReplicationPlan: Sendable, Equatable {
         let source = collection.isEmpty ? "_" : "\(collection) AS sofa_replication_source"
         return "SELECT META().id FROM \(source) WHERE ARRAY_CONTAINS($ids, META().id) AND (\(expression))"
     }
-
-    /// The replicated collection of `db`.
-    func store(_ db: Database) -> any DocumentStore {
-        collection.isEmpty ? db : db.collection(collection)
-    }
 }
 
 /// Runs one replication, source → target, with the proven protocol: read the source's changes
@@ -60,7 +55,7 @@ public struct ReplicationPlan: Sendable, Equatable {
 /// replication that can never work (no such database, different versioning modes) fails.
 final class Replication: Sendable {
     let plan: ReplicationPlan
-    let connections: Connections
+    let connections: any PeerProvider
     let registry: ReplicationRegistry
     /// This run's number (see `ReplicationRegistry`).
     let run: UInt64
@@ -81,7 +76,7 @@ final class Replication: Sendable {
     /// One-shot replications give up after this many failed attempts in a row.
     static let oneShotAttempts = 6
 
-    init(plan: ReplicationPlan, run: UInt64, connections: Connections, registry: ReplicationRegistry, logger: Logger) {
+    init(plan: ReplicationPlan, run: UInt64, connections: any PeerProvider, registry: ReplicationRegistry, logger: Logger) {
         self.plan = plan
         self.run = run
         self.connections = connections
@@ -128,8 +123,8 @@ final class Replication: Sendable {
     }
 
     private func runOnce() async throws(SofaError) {
-        let source = try await connections.database(plan.source)
-        let target = try await connections.database(plan.target)
+        let source = try await connections.peer(plan.source, collection: plan.collection)
+        let target = try await connections.peer(plan.target, collection: plan.collection)
         let sourceInfo = try await Self.info(source, "source", plan.source)
         let targetInfo = try await Self.info(target, "target", plan.target)
         guard sourceInfo.versioning == targetInfo.versioning else {
@@ -144,16 +139,16 @@ final class Replication: Sendable {
         if let query = plan.filterQuery {
             // A filter that does not compile fails the replication at once.
             do {
-                _ = try await plan.store(source).query(n1ql: query, parameters: ["ids": .array([])])
+                _ = try await source.query(n1ql: query, parameters: ["ids": .array([])])
             } catch where error.is(.invalidQuery) || error.is(.invalidParameter) {
                 throw SofaError(.invalidQuery, "the replication's filter is not a valid WHERE expression: \(error.message)")
             }
         }
         if !plan.collection.isEmpty {
             // Both sides must have the collection (an empty source would never notice the target lacks it).
-            for (side, db) in [("source", source), ("target", target)] {
+            for (side, db) in [("source", source), ("target", target)] as [(String, any ReplicationPeer)] {
                 do {
-                    _ = try await plan.store(db).changes(ChangesQuery(descending: true, limit: 1))
+                    _ = try await db.changes(ChangesQuery(descending: true, limit: 1))
                 } catch where error.is(.notFound) || error.is(.notOpen) {
                     throw SofaError(.notFound, "the \(side) database '\(db.name)' has no collection '\(plan.collection)': \(error.message)")
                 }
@@ -246,7 +241,7 @@ final class Replication: Sendable {
         }
     }
 
-    private static func info(_ db: Database, _ side: String, _ endpoint: ReplicationEndpoint) async throws(SofaError) -> DatabaseInfo {
+    private static func info(_ db: any ReplicationPeer, _ side: String, _ endpoint: ReplicationEndpoint) async throws(SofaError) -> DatabaseInfo {
         do {
             return try await db.info()
         } catch where error.is(.notFound) || error.is(.notOpen) {
@@ -254,13 +249,12 @@ final class Replication: Sendable {
         }
     }
 
-    private func prefetch(_ source: Database, since: UInt64, wait: Bool) -> Task<Result<ChangesBatch, SofaError>, Never> {
+    private func prefetch(_ source: any ReplicationPeer, since: UInt64, wait: Bool) -> Task<Result<ChangesBatch, SofaError>, Never> {
         let query = ChangesQuery(since: since, limit: UInt32(Self.batchSize), includeBodies: true, allLeaves: true,
                                  includeDeleted: true,
                                  docIDs: plan.docIDs, waitMs: wait ? Self.longPollMs : 0)
-        let store = plan.store(source)
         return Task {
-            do throws(SofaError) { return .success(try await store.changes(query)) } catch { return .failure(error) }
+            do throws(SofaError) { return .success(try await source.changes(query)) } catch { return .failure(error) }
         }
     }
 }
