@@ -70,7 +70,7 @@ public final class DatabaseStore: Sendable {
         let readerQueue = DispatchQueue(label: "sofa.storage.\(name).reader")
         let (writer, stored, collections) = try writerQueue.sync {
             Result { () throws(SofaError) -> (SQLiteConnection, Versioning, [String: CollectionState]) in
-                let connection = try SQLiteConnection(path: file, queue: writerQueue)
+                let connection = try SQLiteConnection(path: file, queue: writerQueue, options: .writer)
                 try connection.execute(schema)
                 try connection.execute("BEGIN IMMEDIATE")
                 do throws(SofaError) {
@@ -95,9 +95,7 @@ public final class DatabaseStore: Sendable {
         }.get()
         let reader = try readerQueue.sync {
             Result { () throws(SofaError) -> SQLiteConnection in
-                let connection = try SQLiteConnection(path: file, queue: readerQueue)
-                try connection.execute("PRAGMA query_only=1;")
-                return connection
+                try SQLiteConnection(path: file, queue: readerQueue, options: .reader)
             }
         }.get()
         let store = DatabaseStore(name: name, versioning: stored, directory: directory, writerQueue: writerQueue,
