@@ -40,7 +40,8 @@ public final class Confined<Value>: @unchecked Sendable {  // safe: `value` is r
         return try made.get()
     }
 
-    /// On the queue only (checked): `body` with the value.
+    /// On the queue only (checked): `body` with the value. Not from inside another access to the
+    /// same box (the value is already lent out there: pass it down instead).
     public func withValue<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         dispatchPrecondition(condition: .onQueue(queue))
         return try body(&value)
@@ -59,10 +60,5 @@ public final class Confined<Value>: @unchecked Sendable {  // safe: `value` is r
     /// Enqueues `body` and returns at once.
     public func async(_ body: @escaping @Sendable (inout Value) -> Void) {
         queue.async { self.withValue(body) }
-    }
-
-    /// Enqueues `body` to run once `deadline` is reached.
-    public func async(after deadline: DispatchTime, _ body: @escaping @Sendable (inout Value) -> Void) {
-        queue.asyncAfter(deadline: deadline) { self.withValue(body) }
     }
 }

@@ -7,7 +7,8 @@ import SofaTestSupport
 /// `Confined`: jobs run on its queue, one at a time, in order; results and errors come back;
 /// a job cancelled before it starts never runs, one that started finishes. (Touching the value
 /// from the wrong queue traps by design, which is not tested.) The jobs block on semaphores, so
-/// the suite runs on threads of its own; every wait has a deadline.
+/// the suite and the tasks it starts run on threads of their own (a busy cooperative pool would
+/// delay them past any deadline); every wait has a deadline.
 @Suite(.ownThreads) struct ConfinedTests {
     static let deadline: DispatchTimeInterval = .seconds(10)
     static let marker = DispatchSpecificKey<String>()
@@ -72,7 +73,7 @@ import SofaTestSupport
             opened.store(true, ordering: .sequentiallyConsistent)
             gate.signal()
         }
-        let task = Task {
+        let task = Task(executorPreference: OwnThreadExecutor.shared) {
             try await box.run { (value: inout Int) in value += 1 }
         }
         task.cancel()
@@ -88,7 +89,7 @@ import SofaTestSupport
         let box = Self.box()
         let started = DispatchSemaphore(value: 0)
         let cancelHeard = DispatchSemaphore(value: 0)
-        let task = Task {
+        let task = Task(executorPreference: OwnThreadExecutor.shared) {
             try await box.run(onCancel: { cancelHeard.signal() }) { (value: inout Int) -> Bool in
                 started.signal()
                 let heard = cancelHeard.wait(timeout: .now() + ConfinedTests.deadline) == .success
@@ -104,7 +105,7 @@ import SofaTestSupport
 
     @Test func aTaskAlreadyCancelledEnqueuesNothing() async throws {
         let box = Self.box()
-        let errors = await Task { () -> [SofaError?] in
+        let errors = await Task(executorPreference: OwnThreadExecutor.shared) { () -> [SofaError?] in
             withUnsafeCurrentTask { $0?.cancel() }
             var errors: [SofaError?] = []
             do throws(SofaError) {
