@@ -77,9 +77,9 @@ let package = Package(
                 path: "Shared/SofaCluster", swiftSettings: settings),
 
         // Services
-        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", "CSQLite", "CPosix", log],
+        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
-        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", "CSQLite", log],
+        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
         .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", "COpenSSL", "CPosix", log],
                 path: "Services/Blob/Lib", swiftSettings: settings),

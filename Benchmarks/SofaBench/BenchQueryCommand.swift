@@ -138,22 +138,26 @@ extension Bench {
         /// The same compiled SQL on a read-only connection in this process.
         func directFigures(_ data: URL) throws -> Figures {
             let file = StorageLayout.databaseFile(of: "bench", in: data)
-            let connection = try QueryConnection(path: file.path, readOnly: true)
-            let schema = try connection.schema()
-            let lookup = try QueryCompiler.compile(try N1QL.parse(Self.lookupQuery), schema: schema)
-            let scan = try QueryCompiler.compile(try N1QL.parse(Self.scanQuery), schema: schema)
-            var generator = SystemRandomNumberGenerator()
-            var found = 0
-            let started = ContinuousClock.now
-            for _ in 0..<lookups {
-                let n = Int64.random(in: 0..<Int64(docs), using: &generator)
-                try connection.run(lookup, parameters: ["n": .int(n)]) { _ in found += 1 }
+            let confined = try Confined.make(on: DispatchQueue(label: "sofa.bench.query")) { (queue) throws(SofaError) in
+                try SQLiteConnection(path: file.path, queue: queue, options: .queryWorker)
             }
-            let rate = Double(lookups) / seconds(ContinuousClock.now - started)
-            guard found == lookups else { throw SofaError(.unexpectedError, "direct lookups found \(found) of \(lookups)") }
-            let scanStart = ContinuousClock.now
-            try connection.run(scan, parameters: ["p": .string(Self.scanPattern)]) { _ in }
-            return Figures(lookupsPerSecond: rate, singleScan: seconds(ContinuousClock.now - scanStart), concurrentScans: 0)
+            return try confined.sync { (connection) throws -> Figures in
+                let schema = try connection.schema()
+                let lookup = try QueryCompiler.compile(try N1QL.parse(Self.lookupQuery), schema: schema)
+                let scan = try QueryCompiler.compile(try N1QL.parse(Self.scanQuery), schema: schema)
+                var generator = SystemRandomNumberGenerator()
+                var found = 0
+                let started = ContinuousClock.now
+                for _ in 0..<lookups {
+                    let n = Int64.random(in: 0..<Int64(docs), using: &generator)
+                    try connection.run(lookup, parameters: ["n": .int(n)]) { _ in found += 1 }
+                }
+                let rate = Double(lookups) / seconds(ContinuousClock.now - started)
+                guard found == lookups else { throw SofaError(.unexpectedError, "direct lookups found \(found) of \(lookups)") }
+                let scanStart = ContinuousClock.now
+                try connection.run(scan, parameters: ["p": .string(Self.scanPattern)]) { _ in }
+                return Figures(lookupsPerSecond: rate, singleScan: seconds(ContinuousClock.now - scanStart), concurrentScans: 0)
+            }
         }
     }
 }

@@ -257,39 +257,34 @@ private final class OnceBox {
     func take() -> [UInt8]? { defer { value = nil }; return value }
 }
 
-/// Reads a file in chunks on its own serial queue (file reads block).
+/// Reads a file in chunks on its own serial queue (file reads block). The handle closes its
+/// descriptor when the reader goes.
 final class FileChunkReader: Sendable {
-    private let handle: FileHandle
-    private let queue = DispatchQueue(label: "sofa.client.blob-read")
+    private let handle: Confined<FileHandle>
 
-    init(url: URL) throws { handle = try FileHandle(forReadingFrom: url) }
-
-    deinit { try? handle.close() }
+    init(url: URL) throws { handle = Confined(try FileHandle(forReadingFrom: url), label: "sofa.client.blob-read") }
 
     /// The next `count` bytes (fewer only at the end), or nil at the end; read straight into the
     /// array that is returned.
     func next(_ count: Int) async throws -> [UInt8]? {
-        let fd = handle.fileDescriptor
-        let result: Result<[UInt8]?, any Error> = await withCheckedContinuation { continuation in
-            queue.async {
-                continuation.resume(returning: Result {
-                    let bytes = try [UInt8](unsafeUninitializedCapacity: count) { buffer, filled in
-                        filled = 0
-                        while filled < count {
-                            let n = read(fd, buffer.baseAddress! + filled, count - filled)
-                            if n < 0 {
-                                if errno == EINTR { continue }
-                                throw SofaError(.posix, errno, "read: \(String(cString: strerror(errno)))")
-                            }
-                            if n == 0 { break }
-                            filled += n
+        try await handle.run { (handle) -> Result<[UInt8]?, any Error> in
+            let fd = handle.fileDescriptor
+            return Result {
+                let bytes = try [UInt8](unsafeUninitializedCapacity: count) { buffer, filled in
+                    filled = 0
+                    while filled < count {
+                        let n = read(fd, buffer.baseAddress! + filled, count - filled)
+                        if n < 0 {
+                            if errno == EINTR { continue }
+                            throw SofaError(.posix, errno, "read: \(String(cString: strerror(errno)))")
                         }
+                        if n == 0 { break }
+                        filled += n
                     }
-                    return bytes.isEmpty ? nil : bytes
-                })
+                }
+                return bytes.isEmpty ? nil : bytes
             }
-        }
-        return try result.get()
+        }.get()
     }
 }
 
@@ -298,10 +293,27 @@ final class FileChunkReader: Sendable {
 /// written with direct I/O where the file system allows it — past the page cache, from an
 /// aligned buffer — so a large download costs no copy into the cache and `close`'s fsync has
 /// little to do; otherwise the write-back of what is written is started every few MiB.
-final class FileChunkWriter: @unchecked Sendable {  // safe: file, buffer and counters are touched only on `queue`
+final class FileChunkWriter: Sendable {
+    private let sink: Confined<ChunkSink>
+
+    init(url: URL) throws {
+        sink = Confined(try ChunkSink(url: url), label: "sofa.client.blob-write")
+    }
+
+    func write(_ bytes: [UInt8]) async throws {
+        try await sink.run { (sink) -> Result<Void, any Error> in Result { try sink.write(bytes) } }.get()
+    }
+
+    /// Makes the file durable; the descriptor closes with the writer.
+    func close() async throws {
+        try await sink.run { (sink) -> Result<Void, any Error> in Result { try sink.file.sync() } }.get()
+    }
+}
+
+/// The file, its aligned buffer and what was written of it: `FileChunkWriter`'s, on its queue.
+final class ChunkSink {
     private static let writeBackStep: UInt64 = 8 << 20
-    private let file: PosixFile
-    private let queue = DispatchQueue(label: "sofa.client.blob-write")
+    let file: PosixFile
     private var alignedBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     private var written: UInt64 = 0
     private var writeBackStarted: UInt64 = 0
@@ -313,35 +325,23 @@ final class FileChunkWriter: @unchecked Sendable {  // safe: file, buffer and co
 
     deinit { alignedBuffer.deallocate() }
 
-    func write(_ bytes: [UInt8]) async throws {
-        try await run { file in
-            let alignment = PosixFile.directAlignment
-            if file.isDirect, bytes.count % alignment == 0, self.written % UInt64(alignment) == 0 {
-                if self.alignedBuffer.count < bytes.count {
-                    self.alignedBuffer.deallocate()
-                    self.alignedBuffer = .allocate(byteCount: bytes.count, alignment: alignment)
-                }
-                let buffer = UnsafeMutableRawBufferPointer(rebasing: self.alignedBuffer[0..<bytes.count])
-                bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                try file.write(UnsafeRawBufferPointer(buffer))
-            } else {
-                file.setDirect(false)
-                try bytes.withUnsafeBytes { try file.write($0) }
+    func write(_ bytes: [UInt8]) throws {
+        let alignment = PosixFile.directAlignment
+        if file.isDirect, bytes.count % alignment == 0, written % UInt64(alignment) == 0 {
+            if alignedBuffer.count < bytes.count {
+                alignedBuffer.deallocate()
+                alignedBuffer = .allocate(byteCount: bytes.count, alignment: alignment)
             }
-            self.written += UInt64(bytes.count)
-            guard !file.isDirect, self.written - self.writeBackStarted >= Self.writeBackStep else { return }
-            try file.startWriteBack(offset: self.writeBackStarted, length: self.written - self.writeBackStarted)
-            self.writeBackStarted = self.written
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: alignedBuffer[0..<bytes.count])
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            try file.write(UnsafeRawBufferPointer(buffer))
+        } else {
+            file.setDirect(false)
+            try bytes.withUnsafeBytes { try file.write($0) }
         }
-    }
-
-    /// Makes the file durable; the descriptor closes with the writer.
-    func close() async throws { try await run { try $0.sync() } }
-
-    private func run(_ body: @escaping @Sendable (PosixFile) throws -> Void) async throws {
-        let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { try body(self.file) }) }
-        }
-        try result.get()
+        written += UInt64(bytes.count)
+        guard !file.isDirect, written - writeBackStarted >= Self.writeBackStep else { return }
+        try file.startWriteBack(offset: writeBackStarted, length: written - writeBackStarted)
+        writeBackStarted = written
     }
 }

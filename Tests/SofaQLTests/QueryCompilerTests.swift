@@ -139,7 +139,7 @@ import SofaCore
         let db = try Self.db()
         for sql in ["DELETE FROM kv_default", "DROP TABLE kv_default", "ATTACH DATABASE '/tmp/x.db' AS x",
                     "PRAGMA query_only=0", "CREATE TABLE t (x)"] {
-            #expect(throws: SofaError.self, "\(sql)") { try db.reader.execute(sql) }
+            #expect(throws: SofaError.self, "\(sql)") { try db.read { (connection) throws(SofaError) in try connection.execute(sql) } }
         }
         #expect(try db.rows(#"{"WHAT":[["count()",["."]]]}"#) == ["[4]"])
     }
@@ -148,7 +148,7 @@ import SofaCore
         let db = try Self.db()
         try db.createIndex(IndexSpec(name: "byLast", kind: .value, collection: .default, expressions: [[".name.last"]]))
         let compiled = try db.compile(try JSON.parse(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.last"],"Zola"]}"#))
-        #expect(try db.reader.explain(compiled).contains("kv_default:value:byLast"))
+        #expect(try db.read { (connection) throws(SofaError) in try connection.explain(compiled) }.contains("kv_default:value:byLast"))
         try db.put("p5", #"{"name":{"last":"Zola"}}"#)
         #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["=",[".name.last"],"Zola"]}"#) == [#"["p3"]"#, #"["p5"]"#])
     }
@@ -224,8 +224,9 @@ import SofaCore
         let any = #"{"WHAT":[["._id"]],"WHERE":["ANY","x",[".likes"],["=",["?x"],"tea"]],"ORDER_BY":[["._id"]]}"#
         let before = (try db.rows(unnest), try db.rows(any))
         try db.createIndex(IndexSpec(name: "likes", kind: .array, collection: .default, arrayPath: "likes"))
-        let reader = try QueryConnection(path: db.reader.path, readOnly: true)
-        let compiled = try QueryCompiler.compile(try JSON.parse(unnest), schema: try reader.schema())
+        let reader = try TestDatabase.open(db.path, .queryWorker)
+        let schema = try reader.sync { (connection) throws(SofaError) in try connection.schema() }
+        let compiled = try QueryCompiler.compile(try JSON.parse(unnest), schema: schema)
         #expect(compiled.sql.contains("kv_default:unnest:likes"))
         #expect(try db.rows(unnest) == before.0)
         #expect(try db.rows(any) == before.1)

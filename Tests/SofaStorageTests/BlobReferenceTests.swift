@@ -56,8 +56,8 @@ private func storeBlob(_ db: DatabaseStore, _ digest: String) throws -> String {
 }
 
 private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionName = .default) async throws -> DocumentFlags? {
-    try await db.read { () throws(SofaError) -> DocumentFlags? in
-        try DocumentRow.load(db.reader, collection, id)?.flags
+    try await db.read { (reader) throws(SofaError) -> DocumentFlags? in
+        try DocumentRow.load(reader, collection, id)?.flags
     }
 }
 

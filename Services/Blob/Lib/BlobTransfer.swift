@@ -134,7 +134,7 @@ public actor BlobTransfer {
     private func begin(_ database: String, expectedKey: String) async throws(SofaError) -> Reply {
         let expected = expectedKey.isEmpty ? nil : try Self.parseKey(expectedKey)
         let slot = try slot(for: database)
-        let writer = try await slot.run { store in Confined(try store.writer()) }
+        let writer = try await slot.run { store in Confined(try store.writer(), queue: slot.queue) }
         var id = UInt64.random(in: 1 ... .max)
         while sessions[id] != nil { id = UInt64.random(in: 1 ... .max) }
         sessions[id] = Session(database: database, expected: expected, writer: writer, store: slot)
@@ -176,7 +176,9 @@ public actor BlobTransfer {
         let writer = session.writer
         let pieces = run
         let written: Result<Void, SofaError> = await inOrder(session.store) { _ in
-            for piece in pieces { try writer.value.write(piece) }
+            try writer.withValue { writer in
+                for piece in pieces { try writer.write(piece) }
+            }
         }
         if case .failure(let error) = written {
             sessions[id]?.failure = error
@@ -189,7 +191,7 @@ public actor BlobTransfer {
         let session = try session(id, database)
         sessions[id] = nil
         let writer = session.writer
-        let cancel: @Sendable (BlobStore) throws -> Void = { _ in writer.value.cancel() }
+        let cancel: @Sendable (BlobStore) throws -> Void = { _ in writer.withValue { $0.cancel() } }
         if let failure = session.failure {
             _ = await inOrder(session.store, cancel)
             throw failure
@@ -200,25 +202,22 @@ public actor BlobTransfer {
             throw SofaError.invalid("blob write \(id): \(length) bytes announced but \(session.nextOffset) received in order\(missing); nothing installed")
         }
         let expected = session.expected
-        let key = try await inOrder(session.store) { _ in try writer.value.install(expected: expected) }.get()
+        let key = try await inOrder(session.store) { _ in try writer.withValue { try $0.install(expected: expected) } }.get()
         return .blob(BlobInfo(key: key.description, length: length))
     }
 
     private func abort(_ id: UInt64) async {
         guard let session = sessions.removeValue(forKey: id) else { return }
         let writer = session.writer
-        _ = await inOrder(session.store) { _ in writer.value.cancel() }
+        _ = await inOrder(session.store) { _ in writer.withValue { $0.cancel() } }
     }
 
     /// Runs a session's job on its store's queue. The job is enqueued before this actor is left
-    /// (the continuation's body runs at once, on the actor), so jobs reach the serial queue in the
-    /// order the actor decided them: chunks in offset order, then install or cancel. Calling the
-    /// slot's nonisolated async `run` instead would hop off the actor first and could reorder.
+    /// (the slot's `run` takes the caller's isolation), so jobs reach the serial queue in the
+    /// order the actor decided them: chunks in offset order, then install or cancel.
     private func inOrder<T: Sendable>(_ slot: StoreSlot, _ body: @escaping @Sendable (BlobStore) throws -> T) async
         -> Result<T, SofaError> {
-        await withCheckedContinuation { continuation in
-            slot.submit(body) { continuation.resume(returning: $0) }
-        }
+        await slot.runResult(body)
     }
 
     private func reapIdleSessions() async {

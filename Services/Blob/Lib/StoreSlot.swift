@@ -2,12 +2,6 @@ public import SofaFiles
 import Foundation
 import SofaCore
 
-/// A value confined to one serial queue: only ever touched by jobs running on it.
-final class Confined<Value>: @unchecked Sendable {  // safe: only touched by jobs on the owning serial queue
-    var value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// One database's blob store and the serial queue that does all of its file I/O. The store is
 /// opened on first use with the key its key file names (`KeyFile`), and reopened when its
 /// `Attachments/` folder is no longer the one it was opened on (the database was deleted, and
@@ -18,53 +12,41 @@ final class StoreSlot: Sendable {
         let folder: FileIdentity
     }
 
-    let queue: DispatchQueue
     private let databaseDirectory: URL
     private let attachments: URL
     private let name: String
+    /// The open store (nil until first use), on the slot's queue.
     private let open: Confined<Open?>
+    var queue: DispatchQueue { open.queue }
 
     init(databaseDirectory: URL, name: String) {
         self.databaseDirectory = databaseDirectory
         self.attachments = StorageLayout.attachmentsDirectory(ofDatabaseDirectory: databaseDirectory)
         self.name = name
-        self.queue = DispatchQueue(label: "sofa.blob.\(name)")
-        self.open = Confined(nil)
+        self.open = Confined(nil, label: "sofa.blob.\(name)")
     }
 
     /// Runs `body` on the queue with the open store; `.notFound` if the database does not exist.
-    func run<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async throws(SofaError) -> T {
-        try await runResult(body).get()
-    }
-
-    func runResult<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T) async -> Result<T, SofaError> {
-        await withCheckedContinuation { continuation in
-            submit(body) { continuation.resume(returning: $0) }
+    /// Jobs run in the order they were asked for from one actor (see `Confined.run`).
+    func run<T: Sendable>(isolation: isolated (any Actor)? = #isolation,
+                          _ body: @escaping @Sendable (BlobStore) throws -> T) async throws(SofaError) -> T {
+        try await open.run(isolation: isolation) { (open) throws(SofaError) -> T in
+            try Self.catching { try body(try self.openStore(&open)) }
         }
     }
 
-    /// Enqueues `body` now (jobs run in the order they were submitted) and calls `completion`
-    /// with its result on the queue.
-    func submit<T: Sendable>(_ body: @escaping @Sendable (BlobStore) throws -> T,
-                             completion: @escaping @Sendable (Result<T, SofaError>) -> Void) {
-        queue.async {
-            completion(Self.catching { try body(try self.openStore()) })
+    func runResult<T: Sendable>(isolation: isolated (any Actor)? = #isolation,
+                                _ body: @escaping @Sendable (BlobStore) throws -> T) async -> Result<T, SofaError> {
+        do throws(SofaError) {
+            return .success(try await run(isolation: isolation, body))
+        } catch {
+            return .failure(error)
         }
     }
 
-    /// Runs `body` on the queue with the slot itself (key changes).
-    private func onQueue<T: Sendable>(_ body: @escaping @Sendable (StoreSlot) throws -> T) async throws(SofaError) -> T {
-        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Self.catching { try body(self) }) }
-        }
-        return try result.get()
-    }
-
-    private static func catching<T>(_ body: () throws -> T) -> Result<T, SofaError> {
-        Result { () throws(SofaError) -> T in
-            do { return try body() } catch let error as SofaError { throw error } catch {
-                throw SofaError(.unexpectedError, "\(error)")
-            }
+    private static func catching<T>(_ body: () throws -> T) throws(SofaError) -> T {
+        do { return try body() } catch let error as SofaError { throw error } catch {
+            throw SofaError(.unexpectedError, "\(error)")
         }
     }
 
@@ -75,8 +57,8 @@ final class StoreSlot: Sendable {
     /// key does nothing (a retried call); a database that is already encrypted otherwise, or
     /// already has blobs, is refused — that is what `rekey` is for.
     func setUp(key: EncryptionKey) async throws(SofaError) {
-        try await onQueue { slot in
-            let store = try slot.openStore()
+        try await run { store in
+            let slot = self
             if try keyCheck(store.key) == keyCheck(key) {
                 if try KeyFile.read(in: slot.attachments.path) == nil { try KeyFile(key: key).write(in: slot.attachments.path) }
                 return
@@ -94,8 +76,8 @@ final class StoreSlot: Sendable {
     /// Re-encrypts every blob from `current` (which must be the database's key; nil: it is
     /// plain) to `new` (nil: decrypt). A wrong `current` is `.crypto` and changes nothing.
     func rekey(current: EncryptionKey?, new: EncryptionKey?) async throws(SofaError) {
-        try await onQueue { slot in
-            let store = try slot.openStore()
+        try await run { store in
+            let slot = self
             let have = try keyCheck(store.key), given = try keyCheck(current)
             guard have == given else {
                 switch (store.key == nil, current == nil) {
@@ -121,11 +103,11 @@ final class StoreSlot: Sendable {
     // MARK: Opening
 
     /// On the queue only.
-    private func openStore() throws -> BlobStore {
+    private func openStore(_ open: inout Open?) throws -> BlobStore {
         guard FileManager.default.fileExists(atPath: databaseDirectory.appendingPathComponent("db.sqlite3").path) else {
             throw SofaError.notFound("database '\(name)' does not exist")
         }
-        if let current = open.value, try fileIdentity(attachments.path) == current.folder { return current.store }
+        if let current = open, try fileIdentity(attachments.path) == current.folder { return current.store }
         let folder = attachments.path
         let keyFile = try KeyFile.read(in: folder)
         let store: BlobStore
@@ -141,7 +123,7 @@ final class StoreSlot: Sendable {
         guard let identity = try fileIdentity(folder) else {
             throw SofaError(.ioError, "the blob folder \(folder) vanished as it was opened")
         }
-        open.value = Open(store: store, folder: identity)
+        open = Open(store: store, folder: identity)
         return store
     }
 }

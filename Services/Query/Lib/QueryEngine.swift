@@ -3,7 +3,6 @@ public import SofaCore
 public import SofaWire
 public import SofaQL
 public import Foundation
-internal import Synchronization
 
 /// What a query worker does with a query: find the database's file, open it read-only (one
 /// connection per database, reused), compile the query once per text and schema version (an
@@ -12,8 +11,8 @@ internal import Synchronization
 /// cooperative thread pool must never wait on them.
 public final class QueryEngine: Sendable {
     private let dataDirectory: URL
-    private let queue = DispatchQueue(label: "sofa.query.engine")
-    private let state = Mutex<State>(State())
+    /// The open connections and compiled queries, on the engine's queue.
+    private let state = Confined(State(), label: "sofa.query.engine")
     /// Results bigger than this are refused rather than built (page with LIMIT/OFFSET).
     public static let maxResultBytes = 12 << 20
     /// About how much one page of a paged query holds.
@@ -26,9 +25,9 @@ public final class QueryEngine: Sendable {
         var isN1QL: Bool
     }
 
-    struct State: ~Copyable {
+    struct State {
         /// Open connections by database, with the file's inode when opened.
-        var connections: [String: (connection: QueryConnection, inode: UInt64)] = [:]
+        var connections: [String: (connection: SQLiteConnection, inode: UInt64)] = [:]
         var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
     }
 
@@ -37,22 +36,18 @@ public final class QueryEngine: Sendable {
     }
 
     /// Runs a query request (on the engine's queue) and answers its reply. Cancelling the calling
-    /// task (the client went away) stops the query at SQLite's next progress check.
+    /// task (the client went away) takes a query that has not started off the queue, and stops
+    /// one that has at SQLite's next progress check.
     public func handle(_ request: Request, _ spec: QuerySpec) async -> Response {
         let interrupt = QueryInterrupt()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                queue.async {
-                    do throws(SofaError) {
-                        if interrupt.isInterrupted { throw SofaError(.cancelled, "the query was cancelled") }
-                        continuation.resume(returning: .ok(request.id, .query(try self.run(request, spec, interrupt))))
-                    } catch {
-                        continuation.resume(returning: .failure(request.id, error))
-                    }
-                }
+        do throws(SofaError) {
+            let rows = try await state.run(cancelled: SofaError(.cancelled, "the query was cancelled"),
+                                           onCancel: { interrupt.interrupt() }) { (state) throws(SofaError) -> QueryRows in
+                try self.run(&state, request, spec, interrupt)
             }
-        } onCancel: {
-            interrupt.interrupt()
+            return .ok(request.id, .query(rows))
+        } catch {
+            return .failure(request.id, error)
         }
     }
 
@@ -74,31 +69,30 @@ public final class QueryEngine: Sendable {
 
     /// The database's connection: reused while the file is the one it opened; a database that
     /// was deleted (and maybe re-created) gets a fresh connection and forgets its compiled queries.
-    private func connection(_ database: String) throws(SofaError) -> QueryConnection {
+    private func connection(_ state: inout State, _ database: String) throws(SofaError) -> SQLiteConnection {
         try StorageLayout.validate(databaseName: database)
         let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
         guard let inode = Self.inode(file.path) else {
-            state.withLock {
-                $0.connections[database] = nil
-                $0.compiled = $0.compiled.filter { $0.key.database != database }
-            }
+            state.connections[database] = nil
+            state.compiled = state.compiled.filter { $0.key.database != database }
             throw SofaError(.notFound, "no database '\(database)'")
         }
-        if let open = state.withLock({ $0.connections[database] }), open.inode == inode { return open.connection }
-        state.withLock { $0.compiled = $0.compiled.filter { $0.key.database != database } }
-        let connection = try QueryConnection(path: file.path, readOnly: true)
+        if let open = state.connections[database], open.inode == inode { return open.connection }
+        state.compiled = state.compiled.filter { $0.key.database != database }
+        let connection = try SQLiteConnection(path: file.path, queue: self.state.queue, options: .queryWorker)
         let attachments = StorageLayout.attachmentsDirectory(of: database, in: dataDirectory)
         try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
             guard let key = BlobKey.tryParse(digest) else { return nil }
             return try BlobFileReader.contents(of: key, in: attachments)
         }
-        state.withLock { $0.connections[database] = (connection, inode) }
+        state.connections[database] = (connection, inode)
         return connection
     }
 
-    private func run(_ request: Request, _ spec: QuerySpec, _ interrupt: QueryInterrupt) throws(SofaError) -> QueryRows {
-        let connection = try self.connection(request.database)
-        let compiled = try compile(connection, request, spec)
+    private func run(_ state: inout State, _ request: Request, _ spec: QuerySpec,
+                     _ interrupt: QueryInterrupt) throws(SofaError) -> QueryRows {
+        let connection = try self.connection(&state, request.database)
+        let compiled = try compile(&state, connection, request, spec)
         if spec.explain {
             let plan = try connection.explain(compiled)
             return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan,
@@ -118,10 +112,11 @@ public final class QueryEngine: Sendable {
                          collections: compiled.collections.map(\.description))
     }
 
-    private func compile(_ connection: QueryConnection, _ request: Request, _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {
+    private func compile(_ state: inout State, _ connection: SQLiteConnection, _ request: Request,
+                         _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {
         let version = try connection.schemaVersion()
         let key = CacheKey(database: request.database, collection: request.collection, text: spec.text, isN1QL: spec.isN1QL)
-        if let cached = state.withLock({ $0.compiled[key] }), cached.version == version { return cached.query }
+        if let cached = state.compiled[key], cached.version == version { return cached.query }
         var tree = try Self.tree(spec)
         // The request's collection is the default FROM.
         if case .array(let items) = tree, items.count == 2, items[0] == .string("SELECT") { tree = items[1] }
@@ -131,10 +126,8 @@ public final class QueryEngine: Sendable {
             tree = .object(select)
         }
         let compiled = try QueryCompiler.compile(tree, schema: try connection.schema())
-        state.withLock {
-            if $0.compiled.count > 500 { $0.compiled.removeAll() }
-            $0.compiled[key] = (version, compiled)
-        }
+        if state.compiled.count > 500 { state.compiled.removeAll() }
+        state.compiled[key] = (version, compiled)
         return compiled
     }
 

@@ -19,13 +19,13 @@ extension DatabaseStore {
         bindings.append(.integer(options.limit > 0 ? Int64(options.limit) : -1))
         let query = sql
         let binds = bindings
-        return try await read { () throws(SofaError) -> ChangesBatch in
+        return try await read { (reader) throws(SofaError) -> ChangesBatch in
             var entries: [Change] = []
-            try self.reader.run(query, binds) { row throws(SofaError) in
+            try reader.run(query, binds) { row throws(SofaError) in
                 entries.append(try self.changeEntry(try DocumentRow(row), options))
             }
             var last: UInt64 = 0
-            try self.reader.run("SELECT lastSeq FROM kvmeta WHERE name = ?", [.text(collection.keyStore)]) {
+            try reader.run("SELECT lastSeq FROM kvmeta WHERE name = ?", [.text(collection.keyStore)]) {
                 last = UInt64($0.integer(0))
             }
             return ChangesBatch(changes: entries, lastSequence: last)
@@ -75,9 +75,9 @@ extension DatabaseStore {
         bindings.append(.integer(Int64(options.skip)))
         let query = sql
         let binds = bindings
-        return try await read { () throws(SofaError) -> [DocumentRecord] in
+        return try await read { (reader) throws(SofaError) -> [DocumentRecord] in
             var records: [DocumentRecord] = []
-            try self.reader.run(query, binds) { row throws(SofaError) in
+            try reader.run(query, binds) { row throws(SofaError) in
                 let doc = try DocumentRow(row)
                 records.append(DocumentRecord(id: doc.key, rev: try DocumentVersion(binary: doc.version),
                                               body: options.includeBodies ? doc.body : [],

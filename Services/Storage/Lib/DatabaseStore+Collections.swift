@@ -60,18 +60,18 @@ extension DatabaseStore {
     public func info(_ collection: CollectionName = .default) async throws(SofaError) -> DatabaseStats {
         try check(collection)
         let count = liveCollections.count
-        var stats = try await read { () throws(SofaError) -> DatabaseStats in
+        var stats = try await read { (reader) throws(SofaError) -> DatabaseStats in
             var stats = DatabaseStats(documents: 0, lastSequence: 0, updateSequence: 0, purgeCount: 0, fileBytes: 0,
                                       walBytes: 0, publicUUID: "", privateUUID: "", versioning: self.versioning,
                                       collections: count)
-            try self.reader.run("SELECT count(*) FROM \(collection.table) WHERE (flags & 1) = 0") {
+            try reader.run("SELECT count(*) FROM \(collection.table) WHERE (flags & 1) = 0") {
                 stats.documents = Int($0.integer(0))
             }
-            try self.reader.run("SELECT lastSeq, purgeCnt FROM kvmeta WHERE name = ?", [.text(collection.keyStore)]) {
+            try reader.run("SELECT lastSeq, purgeCnt FROM kvmeta WHERE name = ?", [.text(collection.keyStore)]) {
                 stats.lastSequence = UInt64($0.integer(0))
                 stats.purgeCount = UInt64($0.integer(1))
             }
-            try self.reader.run("SELECT key, sequence, body FROM kv_info WHERE key IN ('updateSequence', 'publicUUID', 'privateUUID')") { row in
+            try reader.run("SELECT key, sequence, body FROM kv_info WHERE key IN ('updateSequence', 'publicUUID', 'privateUUID')") { row in
                 switch row.text(0) {
                 case "updateSequence": stats.updateSequence = UInt64(row.integer(1))
                 case "publicUUID": stats.publicUUID = uuidString(row.blob(2))

@@ -113,11 +113,11 @@ extension DatabaseStore {
         if closed {
             work.fail(.notFound("database '\(name)' was deleted or closed"))
         } else if schedule {
-            writerQueue.async { self.commitPending() }
+            writer.async { connection in self.commitPending(connection) }
         }
     }
 
-    private func commitPending() {
+    private func commitPending(_ db: SQLiteConnection) {
         let taken = pending.withLock { state in
             defer {
                 state.items.removeAll()
@@ -128,14 +128,14 @@ extension DatabaseStore {
         var items = Self.failExpired(taken)
         while !items.isEmpty {
             do {
-                let answers = try commit(items)
+                let answers = try commit(db, items)
                 for answer in answers { answer() }
                 return
             } catch {
-                try? writer.execute("ROLLBACK")
+                try? db.execute("ROLLBACK")
                 // Work whose deadline passed while the batch ran: it fails alone, the rest commits.
                 guard items.contains(where: \.expired) else {
-                    commitOneByOne(items, error)
+                    commitOneByOne(db, items, error)
                     return
                 }
                 items = Self.failExpired(items)
@@ -154,16 +154,16 @@ extension DatabaseStore {
     }
 
     /// One write broke the batch: the others are committed one by one so only it fails.
-    private func commitOneByOne(_ items: [PendingWork], _ error: SofaError) {
+    private func commitOneByOne(_ db: SQLiteConnection, _ items: [PendingWork], _ error: SofaError) {
         if items.count == 1 {
             items[0].fail(error)
             return
         }
         for item in items {
             do {
-                try commit([item])[0]()
+                try commit(db, [item])[0]()
             } catch {
-                try? writer.execute("ROLLBACK")
+                try? db.execute("ROLLBACK")
                 item.fail(error)
             }
         }
@@ -171,9 +171,9 @@ extension DatabaseStore {
 
     /// One transaction for the batch; after COMMIT, the hook hears of every change, then the
     /// answers are returned (to be sent in order).
-    private func commit(_ items: [PendingWork]) throws(SofaError) -> [@Sendable () -> Void] {
-        try writer.execute("BEGIN IMMEDIATE")
-        let tx = Transaction(db: writer, store: self)
+    private func commit(_ db: SQLiteConnection, _ items: [PendingWork]) throws(SofaError) -> [@Sendable () -> Void] {
+        try db.execute("BEGIN IMMEDIATE")
+        let tx = Transaction(db: db, store: self)
         var answers: [@Sendable () -> Void] = []
         answers.reserveCapacity(items.count)
         for item in items {
@@ -181,7 +181,7 @@ extension DatabaseStore {
         }
         if items.contains(where: \.expired) { throw WriteDeadline.passed }
         try tx.finish()
-        try writer.execute("COMMIT")
+        try db.execute("COMMIT")
         for action in tx.afterCommit { action() }
         if let onCommit {
             for (collection, events) in tx.events {
@@ -189,7 +189,7 @@ extension DatabaseStore {
                 onCommit(CommitNotice(database: name, collection: collection.description, batch: batch))
             }
         }
-        if tx.expirationsChanged { rescheduleExpiry() }
+        if tx.expirationsChanged { rescheduleExpiry(db) }
         return answers
     }
 }

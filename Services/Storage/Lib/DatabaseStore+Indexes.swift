@@ -73,9 +73,9 @@ extension DatabaseStore {
     /// The collection's indexes, by name.
     public func listIndexes(in collection: CollectionName) async throws(SofaError) -> [IndexDefinition] {
         try check(collection)
-        return try await read { () throws(SofaError) -> [IndexDefinition] in
+        return try await read { (reader) throws(SofaError) -> [IndexDefinition] in
             var list: [IndexDefinition] = []
-            try self.reader.run("SELECT name, type, expression FROM indexes WHERE keyStore = ? ORDER BY name", [.text(collection.keyStore)]) { row in
+            try reader.run("SELECT name, type, expression FROM indexes WHERE keyStore = ? ORDER BY name", [.text(collection.keyStore)]) { row in
                 list.append(IndexDefinition(kind: Int32(row.integer(1)), name: row.text(0), collection: collection.description,
                                             descriptor: JSON.tryParse(row.text(2)) ?? [:]))
             }

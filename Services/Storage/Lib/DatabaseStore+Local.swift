@@ -70,9 +70,9 @@ extension DatabaseStore {
     }
 
     public func readLocal(id: String) async throws(SofaError) -> LocalDocument {
-        try await read { () throws(SofaError) -> LocalDocument in
+        try await read { (reader) throws(SofaError) -> LocalDocument in
             var result: LocalDocument?
-            try self.reader.run("SELECT version, body FROM kv_local WHERE key = ?", [.text(id)]) { row in
+            try reader.run("SELECT version, body FROM kv_local WHERE key = ?", [.text(id)]) { row in
                 result = LocalDocument(id: id, rev: String(decoding: row.blob(0), as: UTF8.self), body: row.blob(1))
             }
             guard let result else { throw .notFound("local document '\(id)' not found") }
@@ -112,12 +112,12 @@ extension DatabaseStore {
     public func rawGet(store: String, key: String) async throws(SofaError) -> (version: [UInt8], body: [UInt8]) {
         try Self.validate(rawStore: store)
         let table = CollectionName.tableName(forKeyStore: store)
-        return try await read { () throws(SofaError) -> ([UInt8], [UInt8]) in
+        return try await read { (reader) throws(SofaError) -> ([UInt8], [UInt8]) in
             var exists = false
-            try self.reader.run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]) { _ in exists = true }
+            try reader.run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]) { _ in exists = true }
             var result: ([UInt8], [UInt8])?
             if exists {
-                try self.reader.run("SELECT version, body FROM \"\(table)\" WHERE key = ?", [.text(key)]) { row in
+                try reader.run("SELECT version, body FROM \"\(table)\" WHERE key = ?", [.text(key)]) { row in
                     result = (row.blob(0), row.blob(1))
                 }
             }

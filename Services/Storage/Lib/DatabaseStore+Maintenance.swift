@@ -63,8 +63,8 @@ extension DatabaseStore {
     /// A document's expiration; 0 for none.
     public func expiration(id: String, in collection: CollectionName = .default) async throws(SofaError) -> Int64 {
         try check(collection)
-        return try await read { () throws(SofaError) -> Int64 in
-            guard let row = try DocumentRow.load(self.reader, collection, id), !row.isPurged else {
+        return try await read { (reader) throws(SofaError) -> Int64 in
+            guard let row = try DocumentRow.load(reader, collection, id), !row.isPurged else {
                 throw .notFound("document '\(id)' not found")
             }
             return row.expiration ?? 0
@@ -74,9 +74,9 @@ extension DatabaseStore {
     /// The earliest expiration in the collection; 0 for none.
     public func nextExpiration(in collection: CollectionName = .default) async throws(SofaError) -> Int64 {
         try check(collection)
-        return try await read { () throws(SofaError) -> Int64 in
+        return try await read { (reader) throws(SofaError) -> Int64 in
             var next: Int64 = 0
-            try self.reader.run("SELECT min(expiration) FROM \(collection.table) WHERE expiration IS NOT NULL") { row in
+            try reader.run("SELECT min(expiration) FROM \(collection.table) WHERE expiration IS NOT NULL") { row in
                 if !row.isNull(0) { next = row.integer(0) }
             }
             return next
@@ -85,8 +85,7 @@ extension DatabaseStore {
 
     /// On the writer queue: schedules the purge of expired documents at the earliest expiration of
     /// any collection (replacing the previous schedule).
-    func rescheduleExpiry() {
-        dispatchPrecondition(condition: .onQueue(writerQueue))
+    func rescheduleExpiry(_ writer: SQLiteConnection) {
         guard !isClosed else { return }
         var next: Int64?
         for collection in liveCollections {
@@ -129,14 +128,9 @@ extension DatabaseStore {
             let pruned = try tx.pruneTrees(maxDepth: depth)
             return .success((pruned, try tx.store.removeUnreferencedBlobs(tx)))
         }
-        let result: Result<Void, SofaError> = await withCheckedContinuation { continuation in
-            writerQueue.async {
-                continuation.resume(returning: Result { () throws(SofaError) in
-                    try self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
-                })
-            }
+        try await writer.run { (writer) throws(SofaError) in
+            try writer.execute("PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
         }
-        try result.get()
         return (pruned, blobsRemoved)
     }
 }

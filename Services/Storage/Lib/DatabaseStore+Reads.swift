@@ -9,8 +9,8 @@ extension DatabaseStore {
                      in collection: CollectionName = .default) async throws(SofaError) -> DocumentRecord {
         try LocalDocuments.refuse(id)
         try check(collection)
-        return try await read { () throws(SofaError) -> DocumentRecord in
-            let (row, content) = try self.loadForRead(id, collection)
+        return try await read { (reader) throws(SofaError) -> DocumentRecord in
+            let (row, content) = try self.loadForRead(reader, id, collection)
             return try Self.record(id: id, row: row, content: content, rev: rev, history: history)
         }
     }
@@ -20,8 +20,8 @@ extension DatabaseStore {
     public func openLeaves(id: String, history: Bool = false,
                            in collection: CollectionName = .default) async throws(SofaError) -> [DocumentRecord] {
         try check(collection)
-        return try await read { () throws(SofaError) -> [DocumentRecord] in
-            let (row, content) = try self.loadForRead(id, collection)
+        return try await read { (reader) throws(SofaError) -> [DocumentRecord] in
+            let (row, content) = try self.loadForRead(reader, id, collection)
             switch content {
             case .tree(let tree):
                 let current = tree.currentIndex
@@ -49,8 +49,8 @@ extension DatabaseStore {
     /// The revIDs of the live leaves that conflict with the current revision.
     public func conflicts(id: String, in collection: CollectionName = .default) async throws(SofaError) -> [String] {
         try check(collection)
-        return try await read { () throws(SofaError) -> [String] in
-            let (_, content) = try self.loadForRead(id, collection)
+        return try await read { (reader) throws(SofaError) -> [String] in
+            let (_, content) = try self.loadForRead(reader, id, collection)
             switch content {
             case .tree(let tree): return tree.conflicts.map(\.revID.ascii)
             case .vector(let doc): return doc.conflicts.filter { !$0.deleted }.map(\.rev)
@@ -59,7 +59,7 @@ extension DatabaseStore {
     }
 
     /// The row and revisions of an existing (not purged) document, on the reader.
-    func loadForRead(_ id: String, _ collection: CollectionName) throws(SofaError) -> (DocumentRow, DocumentContent) {
+    func loadForRead(_ reader: SQLiteConnection, _ id: String, _ collection: CollectionName) throws(SofaError) -> (DocumentRow, DocumentContent) {
         guard let row = try DocumentRow.load(reader, collection, id), let content = try row.content(versioning) else {
             throw .notFound("document '\(id)' not found")
         }

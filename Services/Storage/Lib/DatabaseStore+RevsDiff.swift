@@ -36,10 +36,10 @@ extension DatabaseStore {
             }
         }
         let versioning = self.versioning
-        return try await read { () throws(SofaError) -> [RevsDiffOutcome] in
+        return try await read { (reader) throws(SofaError) -> [RevsDiffOutcome] in
             var outcomes: [RevsDiffOutcome] = []
             for (id, revs) in documents where !revs.isEmpty {
-                let content = try DocumentRow.load(self.reader, collection, id)?.content(versioning)
+                let content = try DocumentRow.load(reader, collection, id)?.content(versioning)
                 let outcome: RevsDiffOutcome
                 switch versioning {
                 case .revisionTrees:

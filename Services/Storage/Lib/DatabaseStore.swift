@@ -21,12 +21,10 @@ public final class DatabaseStore: Sendable {
     public let name: String
     public let versioning: Versioning
     let directory: URL
-    let writerQueue: DispatchQueue
-    let readerQueue: DispatchQueue
-    // Each connection is used only on its own queue (checked on every call by SQLiteConnection),
-    // which is what makes sharing the references safe.
-    nonisolated(unsafe) let writer: SQLiteConnection
-    nonisolated(unsafe) let reader: SQLiteConnection
+    /// The writer connection, on the writer queue; the reader, on a queue of its own.
+    let writer: Confined<SQLiteConnection>
+    let reader: Confined<SQLiteConnection>
+    var writerQueue: DispatchQueue { writer.queue }
     let pending = Mutex<(items: [PendingWork], scheduled: Bool, closed: Bool)>(([], false, false))
     /// Every collection's key store, live or deleted (a deleted one keeps its `kvmeta` row).
     let collections: Mutex<[String: CollectionState]>
@@ -68,44 +66,38 @@ public final class DatabaseStore: Sendable {
                      blobDeleter: BlobDeleter? = nil) throws(SofaError) -> DatabaseStore {
         let directory = StorageLayout.directory(of: name, in: dataDirectory)
         let file = directory.appendingPathComponent("db.sqlite3").path
-        let writerQueue = DispatchQueue(label: "sofa.storage.\(name).writer")
-        let readerQueue = DispatchQueue(label: "sofa.storage.\(name).reader")
-        let (writer, stored, collections) = try writerQueue.sync {
-            Result { () throws(SofaError) -> (SQLiteConnection, Versioning, [String: CollectionState]) in
-                let connection = try SQLiteConnection(path: file, queue: writerQueue)
-                try connection.execute(schema)
-                try connection.execute("BEGIN IMMEDIATE")
-                do throws(SofaError) {
-                    try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES ('versioning', ?)",
-                                       [.blob(Array(versioning.rawValue.utf8))])
-                    for key in ["publicUUID", "privateUUID"] {
-                        try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES (?, ?)",
-                                           [.text(key), .blob(randomUUID())])
-                    }
-                    var stored = versioning
-                    try connection.run("SELECT body FROM kv_info WHERE key = 'versioning'") { row in
-                        stored = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self)) ?? .revisionTrees
-                    }
-                    let collections = try loadCollections(connection)
-                    try connection.execute("COMMIT")
-                    return (connection, stored, collections)
-                } catch {
-                    try? connection.execute("ROLLBACK")
-                    throw error
+        let writer = try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).writer")) { (queue) throws(SofaError) in
+            try SQLiteConnection(path: file, queue: queue, options: .writer)
+        }
+        let (stored, collections) = try writer.sync { (connection) throws(SofaError) -> (Versioning, [String: CollectionState]) in
+            try connection.execute(schema)
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SofaError) {
+                try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES ('versioning', ?)",
+                                   [.blob(Array(versioning.rawValue.utf8))])
+                for key in ["publicUUID", "privateUUID"] {
+                    try connection.run("INSERT OR IGNORE INTO kv_info (key, body) VALUES (?, ?)",
+                                       [.text(key), .blob(randomUUID())])
                 }
+                var stored = versioning
+                try connection.run("SELECT body FROM kv_info WHERE key = 'versioning'") { row in
+                    stored = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self)) ?? .revisionTrees
+                }
+                let collections = try loadCollections(connection)
+                try connection.execute("COMMIT")
+                return (stored, collections)
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
             }
-        }.get()
-        let reader = try readerQueue.sync {
-            Result { () throws(SofaError) -> SQLiteConnection in
-                let connection = try SQLiteConnection(path: file, queue: readerQueue)
-                try connection.execute("PRAGMA query_only=1;")
-                return connection
-            }
-        }.get()
-        let store = DatabaseStore(name: name, versioning: stored, directory: directory, writerQueue: writerQueue,
-                                  readerQueue: readerQueue, writer: writer, reader: reader, collections: collections,
-                                  maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit, blobDeleter: blobDeleter)
-        writerQueue.async { store.rescheduleExpiry() }
+        }
+        let reader = try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).reader")) { (queue) throws(SofaError) in
+            try SQLiteConnection(path: file, queue: queue, options: .reader)
+        }
+        let store = DatabaseStore(name: name, versioning: stored, directory: directory, writer: writer, reader: reader,
+                                  collections: collections, maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit,
+                                  blobDeleter: blobDeleter)
+        writer.async { connection in store.rescheduleExpiry(connection) }
         return store
     }
 
@@ -124,15 +116,13 @@ public final class DatabaseStore: Sendable {
         return result
     }
 
-    private init(name: String, versioning: Versioning, directory: URL, writerQueue: DispatchQueue,
-                 readerQueue: DispatchQueue, writer: SQLiteConnection, reader: SQLiteConnection,
+    private init(name: String, versioning: Versioning, directory: URL,
+                 writer: Confined<SQLiteConnection>, reader: Confined<SQLiteConnection>,
                  collections: [String: CollectionState], maxRevTreeDepth: Int,
                  onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?) {
         self.name = name
         self.versioning = versioning
         self.directory = directory
-        self.writerQueue = writerQueue
-        self.readerQueue = readerQueue
         self.writer = writer
         self.reader = reader
         self.collections = Mutex(collections)
@@ -145,8 +135,8 @@ public final class DatabaseStore: Sendable {
     func close() {
         pending.withLock { $0.closed = true }
         expiryGeneration.withLock { $0 += 1 }
-        writerQueue.sync {}
-        readerQueue.sync {}
+        writer.sync { _ in }
+        reader.sync { _ in }
     }
 
     var isClosed: Bool { pending.withLock { $0.closed } }
@@ -167,17 +157,12 @@ public final class DatabaseStore: Sendable {
     }
 
     /// Runs `body` on the reader connection, inside one read transaction (a consistent snapshot).
-    func read<T: Sendable>(_ body: @escaping @Sendable () throws(SofaError) -> T) async throws(SofaError) -> T {
-        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
-            readerQueue.async {
-                continuation.resume(returning: Result { () throws(SofaError) -> T in
-                    try self.reader.execute("BEGIN")
-                    defer { try? self.reader.execute("COMMIT") }
-                    return try body()
-                })
-            }
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(SofaError) -> T) async throws(SofaError) -> T {
+        try await reader.run { (reader) throws(SofaError) -> T in
+            try reader.execute("BEGIN")
+            defer { try? reader.execute("COMMIT") }
+            return try body(reader)
         }
-        return try result.get()
     }
 }
 

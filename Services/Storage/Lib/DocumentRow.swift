@@ -270,3 +270,13 @@ extension Transaction {
         return sequence
     }
 }
+
+/// A hot-path statement on one table: which statement, and the table it names (the key its
+/// prepared statement is cached under).
+struct StatementKey: Hashable, Sendable {
+    enum Kind: UInt8 {
+        case loadDocument, saveDocument, insertNewDocument
+    }
+    var kind: Kind
+    var table: String
+}

@@ -9,7 +9,7 @@ internal import Synchronization
 public final class StorageEngine: Sendable {
     public let dataDirectory: URL
     private let open = Mutex<[String: DatabaseStore]>([:])
-    private let adminQueue = DispatchQueue(label: "sofa.storage.admin")
+    private let adminJobs = Confined((), label: "sofa.storage.admin")
     /// The data directory's lock, held from init to `close()`.
     private let lockDescriptor: Mutex<Int32?>
     /// Called on a database's writer queue after each COMMIT, once per collection it changed,
@@ -77,10 +77,7 @@ public final class StorageEngine: Sendable {
     }
 
     private func admin<T: Sendable>(_ body: @escaping @Sendable () throws(SofaError) -> T) async throws(SofaError) -> T {
-        let result: Result<T, SofaError> = await withCheckedContinuation { continuation in
-            adminQueue.async { continuation.resume(returning: Result { () throws(SofaError) -> T in try body() }) }
-        }
-        return try result.get()
+        try await adminJobs.run { (_: inout Void) throws(SofaError) -> T in try body() }
     }
 
     private func directory(of name: String) -> URL {
