@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaFiles", "SofaStorage", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "CZeroMQ",
+                    dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
                                    "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain", "SofaBenchMain"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),

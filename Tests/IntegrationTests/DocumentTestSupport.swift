@@ -1,5 +1,6 @@
 import Foundation
 import SofaClient
+import SofaTestSupport
 import Testing
 
 /// Expects `attempt` to fail with a `SofaError` whose code is one of `codes`, with a message.
@@ -24,9 +25,8 @@ func parseOutput(_ text: String) throws -> JSON {
     try JSON.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
-/// The shared test data folder (`../shared/data/litecore` beside the package).
-let litecoreData = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/data/litecore")
+/// LiteCore's test datasets, in the package (`Tests/Fixtures/litecore`).
+var litecoreData: URL { Fixtures.litecore }
 
 /// Waits until `condition` holds, long-polling the changes feed of `store` between checks (so
 /// the wait ends on a commit, not on a timer), failing after `timeout`.

@@ -177,8 +177,7 @@ extension QueryTests {
     @Test func cliQueriesAndIndexes() async throws {
         try await Cluster.with { cluster in
             let gw = cluster.supervisor.gatewayEndpoint
-            let names = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../../shared/data/litecore/names_100.json").standardized.path
+            let names = litecoreData.appendingPathComponent("names_100.json").path
             func sofa(_ arguments: [String]) async throws -> String {
                 let run = try await runSofa(arguments, gateway: gw)
                 #expect(run.status == 0, "sofa \(arguments): \(run.err)")
