@@ -25,6 +25,14 @@ func parseOutput(_ text: String) throws -> JSON {
     try JSON.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
+/// Expects `stderr` to be exactly one error line of the `.sofa` error `code`, as the CLI prints
+/// it: `sofa: conflict (8): …`.
+func expectErrorLine(_ stderr: String, _ code: SofaError.Code, sourceLocation: SourceLocation = #_sourceLocation) {
+    let lines = stderr.split(separator: "\n")
+    #expect(lines.count == 1 && lines[0].hasPrefix("sofa: \(code.name) (\(code.rawValue)): "), "\(stderr)",
+            sourceLocation: sourceLocation)
+}
+
 /// LiteCore's test datasets, in the package (`Tests/Fixtures/litecore`).
 var litecoreData: URL { Fixtures.litecore }
 

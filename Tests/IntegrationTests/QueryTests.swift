@@ -196,7 +196,7 @@ extension QueryTests {
             #expect(json == "[100]\n")
             let bad = try await runSofa(["query", "people", "SELECT nosuchfn(x) FROM _"], gateway: gw)
             #expect(bad.status != 0)
-            #expect(bad.err.contains("\"code\":23"), "\(bad.err)")
+            expectErrorLine(bad.err, .invalidQuery)
             _ = try await sofa(["index", "delete", "people", "byLast"])
             #expect(try await sofa(["index", "list", "people"]).isEmpty)
         }

@@ -26,6 +26,7 @@ import Testing
             #expect(!onPort.stdout.contains("ready"), "\(onPort.stdout)")
             #expect(onPort.stderr.contains("cannot bind tcp://127.0.0.1:\(port) (the gateway's, SOFA_GATEWAY_ENDPOINT)"), "\(onPort.stderr)")
             #expect(onPort.stderr.contains("Address already in use"), "\(onPort.stderr)")
+            #expect(onPort.stderr.hasPrefix("sofa: busy (16): ") && onPort.stderr.split(separator: "\n").count == 1, "\(onPort.stderr)")
 
             // A second `sofa up` on the first one's data directory.
             let onData = try UpProcess(["--port", "\(try freePort())", "--query-workers", "1"],
