@@ -25,19 +25,26 @@ public final class SofaClient: Sendable {
     }
 
     /// Connects to a gateway and checks that it answers. `timeout` is every call's default;
-    /// `connectTimeout` (default: `timeout`) bounds the wait for the first answer.
+    /// `connectTimeout` (default: `timeout`) bounds the wait for the first answer, and
+    /// `handshakeTimeout` (default: the same) the wait for the connection itself: a gateway that
+    /// runs completes it in milliseconds even when busy, so a short one fails fast when none
+    /// runs without shortening the wait for a busy gateway's answer.
     public static func connect(_ endpoint: String, timeout: Duration = .seconds(10),
-                               connectTimeout: Duration? = nil) async throws(SofaError) -> SofaClient {
+                               connectTimeout: Duration? = nil, handshakeTimeout: Duration? = nil) async throws(SofaError) -> SofaClient {
         let bus = try await BusClient.connect(endpoint, peerName: "gateway")
         let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout)
         // ZeroMQ connects in the background: wait (within the timeout) for the handshake, then
         // for the first answer.
-        let deadline = ContinuousClock.now + (connectTimeout ?? timeout)
+        let answerLimit = connectTimeout ?? timeout
+        var handshakeLimit = min(answerLimit, handshakeTimeout ?? timeout)
+        let started = ContinuousClock.now
         while true {
-            guard await bus.waitUntilConnected(timeout: deadline - ContinuousClock.now) else {
+            guard await bus.waitUntilConnected(timeout: started + handshakeLimit - ContinuousClock.now) else {
                 bus.close()
-                throw SofaError.unavailable("no gateway answered at \(endpoint) within \(timeout)")
+                throw SofaError.unavailable("no gateway answered at \(endpoint) within \(handshakeLimit)")
             }
+            handshakeLimit = answerLimit  // connected once: a dropped connection may take the rest of the time
+            let deadline = started + answerLimit
             do {
                 _ = try await client.call(.health(service: ""), timeout: max(.milliseconds(1), deadline - ContinuousClock.now))
                 return client

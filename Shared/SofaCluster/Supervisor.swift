@@ -43,6 +43,9 @@ public final class Supervisor: Sendable {
         var startedAt = ContinuousClock.now
         var backoffMs = 100
         var restarts = 0
+        /// Every pid it has run as, so that an answer from a process of another cluster is told
+        /// apart from one of ours that has since been restarted.
+        var pids: Set<Int32> = []
     }
 
     public let options: Options
@@ -51,9 +54,12 @@ public final class Supervisor: Sendable {
     /// Where each service is reached: storage, blob, replicator, broker, changes, gateway.
     public let endpoints: [String: String]
     private let log: @Sendable (String) -> Void
-    private let children: Mutex<[String: Child]>
+    /// The children, and whether `stop` has begun (from then on nothing is launched): one lock,
+    /// so a child launched concurrently with `stop` is either stopped by it or never started.
+    let children: Mutex<(all: [String: Child], stopping: Bool)>
     private let lockDescriptor: Int32
-    private let stopping = Mutex(false)
+    /// The `…_ENDPOINT` settings given to the children: what they bind.
+    let bound: [(setting: Setting, address: String)]
     /// Callers of `waitForRestart`, resumed with the new pid by `launch` (or with nil by their
     /// deadline task); each is removed from here before it is resumed, so it is resumed once.
     private let restartWaiters = Mutex<[UInt64: RestartWaiter]>([:])
@@ -125,7 +131,10 @@ public final class Supervisor: Sendable {
             children[name] = Child(name: name, environment: environment,
                                    executable: options.binDirectory.appendingPathComponent("sofa-\(role.rawValue)").path)
         }
-        self.children = Mutex(children)
+        self.children = Mutex((children, false))
+        bound = Setting.allCases.filter { ServiceRole.binding($0) != nil }.compactMap { setting in
+            settings[setting.variable].map { (setting, $0) }
+        }
     }
 
     deinit { close(lockDescriptor) }
@@ -139,19 +148,19 @@ public final class Supervisor: Sendable {
         return bound
     }
 
-    public var childNames: [String] { children.withLock { Array($0.keys).sorted() } }
+    public var childNames: [String] { children.withLock { Array($0.all.keys).sorted() } }
 
     /// The pid of a child now (it changes when the child is restarted).
     public func pid(of name: String) -> Int32? {
-        children.withLock { $0[name]?.process?.pid }
+        children.withLock { $0.all[name]?.process?.pid }
     }
 
     /// The `SOFA_*` settings a child is started with.
     public func settings(of name: String) -> [String: String]? {
-        children.withLock { $0[name]?.environment.filter { $0.key.hasPrefix("SOFA_") } }
+        children.withLock { $0.all[name]?.environment.filter { $0.key.hasPrefix("SOFA_") } }
     }
 
-    public func restartCount(of name: String) -> Int { children.withLock { $0[name]?.restarts ?? 0 } }
+    public func restartCount(of name: String) -> Int { children.withLock { $0.all[name]?.restarts ?? 0 } }
 
     /// Waits until `name` runs as a process other than `old` (the supervisor started it again
     /// after `old` ended) and returns its pid; nil if that has not happened within `timeout`.
@@ -179,41 +188,12 @@ public final class Supervisor: Sendable {
         waiter.continuation.resume(returning: pid)
     }
 
-    /// Starts every child and waits until the gateway reports all of them healthy.
-    public func start(timeout: Duration = .seconds(60)) async throws(SofaError) {
-        for name in ["storage", "blob", "replicator", "gateway"] + childNames.filter({ $0.hasPrefix("query-") }) {
-            try launch(name)
-        }
-        try await waitUntilHealthy(timeout: timeout)
-    }
-
-    /// Waits until the gateway answers and sees storage, blob, replicator and every query worker.
-    public func waitUntilHealthy(timeout: Duration = .seconds(60)) async throws(SofaError) {
-        let deadline = ContinuousClock.now + timeout
-        var lastProblem = "the gateway did not answer"
-        while ContinuousClock.now < deadline {
-            if let client = try? await SofaClient.connect(gatewayEndpoint, timeout: .seconds(2)) {
-                defer { client.close() }
-                while ContinuousClock.now < deadline {
-                    if let services = try? await client.clusterStatus() {
-                        let unhealthy = services.filter { !$0.healthy }
-                        let workers = services.first { $0.name == "query" }?.instances ?? 0
-                        if unhealthy.isEmpty && workers >= options.queryWorkers { return }
-                        lastProblem = unhealthy.map { "\($0.name): \($0.detail)" }.joined(separator: "; ")
-                            + (workers < options.queryWorkers ? " \(workers)/\(options.queryWorkers) query workers" : "")
-                    }
-                    try? await Task.sleep(for: .milliseconds(50))
-                }
-            }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        throw SofaError(.timeout, "the cluster did not become healthy in time: \(lastProblem)")
-    }
-
     /// Stops every child: SIGTERM, then SIGKILL for any still running after `grace`.
     public func stop(grace: Duration = .seconds(10)) async {
-        stopping.withLock { $0 = true }
-        let processes = children.withLock { $0.values.compactMap(\.process) }
+        let processes = children.withLock { state in
+            state.stopping = true
+            return state.all.values.compactMap(\.process)
+        }
         for process in processes where process.isRunning { kill(process.pid, SIGTERM) }
         let deadline = ContinuousClock.now + grace
         while processes.contains(where: \.isRunning) && ContinuousClock.now < deadline {
@@ -227,41 +207,51 @@ public final class Supervisor: Sendable {
         }
     }
 
-    private func launch(_ name: String) throws(SofaError) {
-        guard let child = children.withLock({ $0[name] }) else { return }
+    /// Starts `name`, unless `stop` has begun (then it throws `.shuttingDown`).
+    func launch(_ name: String) throws(SofaError) {
         let prefix = "[\(name)] "
         let log = self.log
-        let process = try ChildProcess.start(child.executable, environment: child.environment)
-        children.withLock {
-            $0[name]?.process = process
-            $0[name]?.startedAt = .now
+        let process = try children.withLock { state throws(SofaError) -> ChildProcess? in
+            guard !state.stopping, let child = state.all[name] else { return nil }
+            let process = try ChildProcess.start(child.executable, environment: child.environment)
+            state.all[name]?.process = process
+            state.all[name]?.startedAt = .now
+            state.all[name]?.pids.insert(process.pid)
+            return process
         }
+        guard let process else { throw SofaError(.shuttingDown, "the cluster is stopping: \(name) is not started") }
         process.watch(name: name, line: { log(prefix + $0) },
                       exited: { [weak self] process, how in self?.childExited(name, process: process, how) })
         let waiting = restartWaiters.withLock { $0.filter { $0.value.name == name && $0.value.old != process.pid }.map(\.key) }
         for id in waiting { resumeRestartWaiter(id, with: process.pid) }
     }
 
+    /// Whether `pid` is (or was) the process of the child `name`.
+    func ran(_ name: String, as pid: UInt32) -> Bool {
+        children.withLock { $0.all[name]?.pids.contains(Int32(bitPattern: pid)) ?? false }
+    }
+
+    /// Whether `stop` has begun.
+    var isStopping: Bool { children.withLock { $0.stopping } }
+
     private func childExited(_ name: String, process: ChildProcess, _ how: ChildProcess.Termination) {
-        guard !stopping.withLock({ $0 }) else { return }
-        let delay: Int = children.withLock { children in
-            guard var child = children[name], child.process === process else { return -1 }
+        let delay: Int = children.withLock { state in
+            guard !state.stopping, var child = state.all[name], child.process === process else { return -1 }
             if ContinuousClock.now - child.startedAt > .seconds(10) { child.backoffMs = 100 }
             let delay = child.backoffMs
             child.backoffMs = min(child.backoffMs * 2, 5000)
             child.restarts += 1
-            children[name] = child
+            state.all[name] = child
             return delay
         }
         guard delay >= 0 else { return }
         log("[supervisor] \(name) \(how.description); restarting in \(delay) ms")
         Task {
             try? await Task.sleep(for: .milliseconds(delay))
-            guard !self.stopping.withLock({ $0 }) else { return }
-            do {
+            do throws(SofaError) {
                 try self.launch(name)
             } catch {
-                self.log("[supervisor] cannot restart \(name): \(error)")
+                if !error.is(.shuttingDown) { self.log("[supervisor] cannot restart \(name): \(error)") }
             }
         }
     }

@@ -15,23 +15,64 @@ public struct GatewayOptions: ParsableArguments {
     @Option(help: "Seconds to wait for an answer.")
     public var timeout: Double = 10
 
-    public func connect() async throws -> SofaClient {
-        try await SofaClient.connect(gateway, timeout: .milliseconds(Int(timeout * 1000)))
+    @Option(help: "Seconds to wait for a connection to the gateway before giving up (or SOFA_CONNECT_TIMEOUT_MS).")
+    public var connectTimeout: Double = Self.defaultConnectTimeout
+
+    @Flag(help: "Print an error as one line of JSON on stderr (query, index create: the query is JSON too).")
+    public var json = false
+
+    /// `SOFA_CONNECT_TIMEOUT_MS`, else 1 s: a gateway that runs completes the connection in
+    /// milliseconds even when busy, so with no cluster a command fails at once.
+    static var defaultConnectTimeout: Double {
+        (ProcessInfo.processInfo.environment[Setting.connectTimeoutMs.variable].flatMap(Double.init) ?? 1000) / 1000
+    }
+
+    /// Connects within `connectTimeout` (the connection itself) and `timeout` (its first answer,
+    /// and every call after).
+    public func connect() async throws(SofaError) -> SofaClient {
+        let callTimeout = Duration.milliseconds(Int(timeout * 1000))
+        let handshakeTimeout = min(callTimeout, .milliseconds(Int(connectTimeout * 1000)))
+        do {
+            return try await SofaClient.connect(gateway, timeout: callTimeout, handshakeTimeout: handshakeTimeout)
+        } catch {
+            guard error.is(.unavailable) else { throw error }
+            throw SofaError(.unavailable, "\(error.message): is sofa up running?")
+        }
     }
 }
 
-/// Runs a command body, printing a `SofaError` on stderr (as text, then as JSON) and exiting 1.
+/// Runs a command body; a `SofaError` is printed once on stderr, as one line
+/// (`sofa: conflict (8): …`, or its JSON with `--json`), and the command exits 1.
 public func reporting(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as SofaError {
-        let json = JSON.object(JSONObject([("error", .object(JSONObject([
-            ("domain", .string(error.domain.rawValue)), ("code", .int(Int64(error.code))),
-            ("message", .string(error.message)),
-        ])))]))
-        FileHandle.standardError.write(Data("sofa: \(error)\n\(json.compactString)\n".utf8))
+        FileHandle.standardError.write(Data((errorLine(error, json: errorsAsJSON) + "\n").utf8))
         throw ExitCode(1)
     }
+}
+
+/// The line a tool prints for `error`: `<tool>: <name> (<code>): <message>` with the message on
+/// the same line, or `{"error":{"domain":…,"code":…,"name":…,"message":…}}`.
+public func errorLine(_ error: SofaError, json: Bool, tool: String = toolName) -> String {
+    if json {
+        return JSON.object(JSONObject([("error", .object(JSONObject([
+            ("domain", .string(error.domain.rawValue)), ("code", .int(Int64(error.code))),
+            ("name", .string(error.name)), ("message", .string(error.message)),
+        ])))])).compactString
+    }
+    let message = error.message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    return "\(tool): \(error.name) (\(error.code)): \(message)"
+}
+
+/// The running tool's name (`sofa`, `sofa-bench`).
+public var toolName: String { URL(fileURLWithPath: CommandLine.arguments.first ?? "sofa").lastPathComponent }
+
+/// Whether the command line asks for JSON errors: `--json` among its options (before a `--`).
+/// Read from the arguments, so that an error found before or outside a command's options (an
+/// argument that is not UTF-8, a command without `GatewayOptions`) is printed the same way.
+var errorsAsJSON: Bool {
+    CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
 }
 
 public func printJSON(_ json: JSON) {

@@ -43,9 +43,15 @@ public enum Setting: String, CaseIterable, Sendable {
     case clientInFlightBytes = "CLIENT_IN_FLIGHT_BYTES"
     case clientWaitingBytes = "CLIENT_WAITING_BYTES"
     case blobIdleMs = "BLOB_IDLE_MS"
+    /// Read by the command-line tools, not by a service: how long a connection to the gateway
+    /// may take before a command fails ("is sofa up running?").
+    case connectTimeoutMs = "CONNECT_TIMEOUT_MS"
 
     /// The environment variable: `SOFA_` and the raw value.
     public var variable: String { "SOFA_\(rawValue)" }
+
+    /// The settings only the command-line tools (`sofa`, `sofa-bench`) read; a service reads none.
+    public static let toolSettings: [Setting] = [.connectTimeoutMs]
 
     /// For a `…_URL` setting, the `…_ENDPOINT` it reaches; nil for any other setting.
     public var reaches: Setting? {

@@ -34,6 +34,13 @@ public struct SofaError: Error, Sendable, Hashable, CustomStringConvertible {
     public func `is`(_ code: Code) -> Bool { sofaCode == code }
 
     public var description: String { "\(domain.rawValue) error \(code): \(message)" }
+
+    /// What a person reads for the code: the `.sofa` code's name (`conflict`, `not_found`), else
+    /// the domain's (`sqlite`, `posix`, …; "error" for a `.sofa` code this version does not know).
+    public var name: String {
+        if let sofaCode { return sofaCode.name }
+        return domain == .sofa ? "error" : domain.rawValue
+    }
 }
 
 extension SofaError {
@@ -68,6 +75,20 @@ extension SofaError {
         case badJSON = 107
         /// The request was stopped because its client went away (or gave up on it).
         case cancelled = 108
+
+        /// The case's name in snake_case, as CouchDB names its errors: `not_found`, `bad_json`
+        /// (an acronym is one word: `badRevisionID` is `bad_revision_id`).
+        public var name: String {
+            let letters = Array(String(describing: self))
+            var name = ""
+            for (index, letter) in letters.enumerated() {
+                let startsWord = letter.isUppercase && index > 0
+                    && (letters[index - 1].isLowercase || (index + 1 < letters.count && letters[index + 1].isLowercase))
+                if startsWord { name += "_" }
+                name += letter.lowercased()
+            }
+            return name
+        }
     }
 
     public static func notFound(_ message: String) -> SofaError { SofaError(.notFound, message) }

@@ -183,8 +183,7 @@ import Testing
             let db = try await cluster.client.createDatabase("cbl", encryptionKey: key)
             let text = Array("This is a blob to store in the store!".utf8)
             let digest = "sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E="
-            let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../../shared/data/litecore/fixtures/Mac_2.5_AES256_QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob").standardized
+            let fixture = litecoreData.appendingPathComponent("Mac_2.5_AES256_QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob")
             try await writeFile(blobFile(cluster, "cbl", digest), try await readFile(fixture))
 
             #expect(try await db.blob(digest) == text)

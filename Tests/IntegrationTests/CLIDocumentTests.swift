@@ -19,7 +19,7 @@ import Testing
         let run = try await runSofa(arguments, gateway: gateway)
         #expect(run.status != 0, "sofa \(arguments.joined(separator: " ")) succeeded", sourceLocation: sourceLocation)
         #expect(run.out.isEmpty, sourceLocation: sourceLocation)
-        #expect(run.err.contains("\"code\":\(code.rawValue)"), "\(arguments): \(run.err)", sourceLocation: sourceLocation)
+        expectErrorLine(run.err, code, sourceLocation: sourceLocation)
     }
 
     @Test func databasesCollectionsAndDocuments() async throws {

@@ -124,10 +124,14 @@ import Testing
             let stale = try await runSofa(["put", "app", "a", #"{"x":3}"#, "--rev", rev], gateway: gateway)
             #expect(stale.status != 0)
             #expect(stale.out.isEmpty)
-            #expect(stale.err.contains("\"code\":8"))
+            expectErrorLine(stale.err, .conflict)
             let missing = try await runSofa(["get", "app", "zz"], gateway: gateway)
             #expect(missing.status != 0)
-            #expect(missing.err.contains("not found"))
+            expectErrorLine(missing.err, .notFound)
+            let missingJSON = try await runSofa(["get", "app", "zz", "--json"], gateway: gateway)
+            #expect(missingJSON.status != 0 && missingJSON.err.split(separator: "\n").count == 1, "\(missingJSON.err)")
+            let error = try parseOutput(missingJSON.err)["error"]
+            #expect(error?["code"] == 7 && error?["name"] == "not_found" && error?["domain"] == "sofa", "\(missingJSON.err)")
             let list = try await runSofa(["db", "list"], gateway: gateway)
             #expect(try JSON.parse(list.out.trimmingCharacters(in: .whitespacesAndNewlines)) == ["app"])
             let status = try await runSofa(["status"], gateway: gateway)
@@ -259,7 +263,7 @@ import Testing
     @Test func syntaxErrorsAreClearErrors() async throws {
         let bad = try await runSofa(["query", "--to-json", "SELECT FROM WHERE"], gateway: "tcp://127.0.0.1:1")
         #expect(bad.status != 0)
-        #expect(bad.err.contains("\"code\":23"))
+        expectErrorLine(bad.err, .invalidQuery)
         let missing = try await runSofa(["query", "--to-json"], gateway: "tcp://127.0.0.1:1")
         #expect(missing.status != 0)
     }

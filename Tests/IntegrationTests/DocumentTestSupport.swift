@@ -1,5 +1,6 @@
 import Foundation
 import SofaClient
+import SofaTestSupport
 import Testing
 
 /// Expects `attempt` to fail with a `SofaError` whose code is one of `codes`, with a message.
@@ -24,9 +25,16 @@ func parseOutput(_ text: String) throws -> JSON {
     try JSON.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
-/// The shared test data folder (`../shared/data/litecore` beside the package).
-let litecoreData = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/data/litecore")
+/// Expects `stderr` to be exactly one error line of the `.sofa` error `code`, as the CLI prints
+/// it: `sofa: conflict (8): …`.
+func expectErrorLine(_ stderr: String, _ code: SofaError.Code, sourceLocation: SourceLocation = #_sourceLocation) {
+    let lines = stderr.split(separator: "\n")
+    #expect(lines.count == 1 && lines[0].hasPrefix("sofa: \(code.name) (\(code.rawValue)): "), "\(stderr)",
+            sourceLocation: sourceLocation)
+}
+
+/// LiteCore's test datasets, in the package (`Tests/Fixtures/litecore`).
+var litecoreData: URL { Fixtures.litecore }
 
 /// Waits until `condition` holds, long-polling the changes feed of `store` between checks (so
 /// the wait ends on a commit, not on a timer), failing after `timeout`.

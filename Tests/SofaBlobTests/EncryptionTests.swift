@@ -79,7 +79,7 @@ import Testing
 
     static let fixtureKey = "sha1-QneWo5IYIQ0ZrbCG0hXPGC6jy7E="
     static let fixtureText = "This is a blob to store in the store!"
-    static var fixtureFile: URL { liteCoreFixtures.appendingPathComponent("Mac_2.5_AES256_QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob") }
+    static var fixtureFile: URL { Fixtures.litecore("Mac_2.5_AES256_QneWo5IYIQ0ZrbCG0hXPGC6jy7E=.blob") }
     static let fixtureEncryptionKey = try! EncryptionKey(bytes: Array("a different key than default....".utf8))
 
     /// A blob written by Couchbase Lite 2.5, read in place.

@@ -56,21 +56,6 @@ func folderNames(_ store: BlobStore) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: store.directory.path).sorted()
 }
 
-/// The repository's root, found by walking up from this file to `Package.swift`.
-func repositoryRoot(from file: String = #filePath) -> URL {
-    var url = URL(fileURLWithPath: file).deletingLastPathComponent()
-    while url.path != "/" {
-        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-        url.deleteLastPathComponent()
-    }
-    fatalError("no Package.swift above \(file)")
-}
-
-/// `../shared/data/litecore/fixtures` from the repository's root.
-var liteCoreFixtures: URL {
-    repositoryRoot().deletingLastPathComponent().appendingPathComponent("shared/data/litecore/fixtures", isDirectory: true)
-}
-
 extension Array where Element == UInt8 {
     var hex: String { map { String(format: "%02x", $0) }.joined() }
 }

@@ -107,8 +107,13 @@ import Testing
     }
 
     @Test(arguments: Setting.allCases)
-    func everySettingIsReadBySomeService(_ setting: Setting) {
-        #expect(ServiceRole.allCases.contains { $0.reads.contains(setting) }, "no service reads \(setting.variable)")
+    func everySettingIsReadBySomeServiceOrTool(_ setting: Setting) {
+        let services = ServiceRole.allCases.filter { $0.reads.contains(setting) }
+        if Setting.toolSettings.contains(setting) {
+            #expect(services.isEmpty, "\(setting.variable) is a tool's setting, yet read by \(services)")
+        } else {
+            #expect(!services.isEmpty, "no service reads \(setting.variable)")
+        }
     }
 
     @Test func aServiceReadsItsOwnSettings() {

@@ -14,6 +14,7 @@ struct QueryCommand: AsyncParsableCommand {
               prints ["Lue",31] … one row per line (MISSING columns print as null); --titles prints
               the column titles first.
             sofa query mydb --json '{"WHAT":[[".name.first"]],"WHERE":[">",[".age"],30]}'
+              (--json: the query text is a JSON query tree; an error prints as JSON too)
             sofa query mydb --explain 'SELECT …'   prints the SQL and SQLite's plan
             sofa query --to-json 'SELECT name FROM _ WHERE age > 30'
               prints {"FROM":[{"COLLECTION":"_"}],"WHAT":[[".name"]],"WHERE":[">",[".age"],30]}
@@ -24,9 +25,6 @@ struct QueryCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("to-json"), help: "Print the N1QL query's JSON tree (canonical JSON) instead of running it.")
     var toJSON = false
-
-    @Flag(help: "The query text is a JSON query tree, not N1QL.")
-    var json = false
 
     @Flag(help: "Print the SQL the query compiles to and SQLite's plan instead of rows.")
     var explain = false
@@ -67,14 +65,14 @@ struct QueryCommand: AsyncParsableCommand {
             let store = target.store(client, arguments[0])
             let text = arguments[1]
             if explain {
-                if json {
+                if options.json {  // --json: the query text is a JSON query tree, not N1QL
                     print(try await store.explain(json: try JSON.parse(text)))
                 } else {
                     print(try await store.explain(n1ql: text))
                 }
                 return
             }
-            let result = json ? try await store.query(json: try JSON.parse(text), parameters: bound)
+            let result = options.json ? try await store.query(json: try JSON.parse(text), parameters: bound)
                               : try await store.query(n1ql: text, parameters: bound)
             var out = titles ? JSON.array(result.columns.map { .string($0) }).compactString + "\n" : ""
             for row in result.rows {
@@ -103,6 +101,7 @@ struct IndexCommand: AsyncParsableCommand {
                 sofa index create mydb byName 'name.last, name.first'
                 sofa index create mydb byText --fts 'description' --language en
                 sofa index create mydb byLike --array likes        (nested: --array 'a[].b')
+                sofa index create mydb byAge --json '[[".age"]]'   (JSON query expressions; errors as JSON)
                 """)
         @Argument var db: String
         @Argument var name: String
@@ -111,7 +110,6 @@ struct IndexCommand: AsyncParsableCommand {
         @Option(help: "Full-text language: en (stemming, the default) or another code (no stemming).") var language: String?
         @Flag(name: .customLong("ignore-diacritics"), help: "Full-text: match letters regardless of accents.") var ignoreDiacritics = false
         @Option(help: "An array index on this path (e.g. likes or a[].b).") var array: String?
-        @Flag(help: "The expressions are a JSON array of JSON query expressions.") var json = false
         @OptionGroup var target: CollectionOption
         @OptionGroup var options: GatewayOptions
 
@@ -119,7 +117,7 @@ struct IndexCommand: AsyncParsableCommand {
             try await reporting {
                 var parsed: [JSON] = []
                 if let expressions {
-                    if json {
+                    if options.json {  // --json: the expressions are a JSON array of JSON query expressions
                         guard let array = try JSON.parse(expressions).arrayValue else {
                             throw SofaError(.invalidParameter, "--json expressions must be a JSON array")
                         }

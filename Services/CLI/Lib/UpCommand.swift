@@ -7,7 +7,11 @@ internal import SofaCluster
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start the whole cluster locally as supervised child processes.",
-        discussion: "Prints `ready <gateway endpoint>` once every service is healthy; stops them all on SIGINT/SIGTERM.")
+        discussion: """
+            Prints `ready <gateway endpoint>` once every service it started is healthy. Refuses to start \
+            (exit 1) when the gateway's port or the data directory is taken by another cluster. Stops them \
+            all on SIGINT/SIGTERM, at any moment (exit 128 + the signal's number while starting, 0 once ready).
+            """)
 
     @Option(help: "Where databases live.") var dataDir: String = "./.sofa-data"
     @Option(help: "The gateway's TCP port on 127.0.0.1.") var port: Int = 7420
@@ -15,6 +19,10 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Log level of the services.") var logLevel: String = "info"
 
     func run() async throws {
+        // Signals are taken over first: a SIGINT or SIGTERM at any moment from here on stops
+        // whatever has been started, and nothing more is.
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+        let signalled = Task { await signals.wait() }
         try await reporting {
             let data = URL(fileURLWithPath: dataDir).standardizedFileURL
             let supervisor = try Supervisor(
@@ -22,19 +30,60 @@ struct Up: AsyncParsableCommand {
             ) { line in
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }
-            let signals = SignalWaiter([SIGINT, SIGTERM])
-            do {
-                try await supervisor.start()
-            } catch {
+            switch await Self.firstOf(starting: supervisor, signalled: signalled) {
+            case .started:
+                break
+            case .failed(let error):
                 await supervisor.stop()
                 throw error
+            case .signal(let signal):
+                FileHandle.standardError.write(Data("[supervisor] signal \(signal) while starting: stopping the cluster\n".utf8))
+                await supervisor.stop()
+                throw ExitCode(128 + signal)
             }
             FileHandle.standardOutput.write(Data("ready \(supervisor.gatewayEndpoint)\n".utf8))
-            let signal = await signals.wait()
+            let signal = await signalled.value
             FileHandle.standardError.write(Data("[supervisor] signal \(signal): stopping the cluster\n".utf8))
             await supervisor.stop()
         }
     }
+
+    enum StartOutcome: Sendable {
+        case started
+        case failed(SofaError)
+        case signal(Int32)
+    }
+
+    /// Starts the cluster, returning as soon as it is healthy, has failed, or a signal came
+    /// (the start is then cancelled, not waited for: the caller stops the supervisor at once).
+    static func firstOf(starting supervisor: Supervisor, signalled: Task<Int32, Never>) async -> StartOutcome {
+        let first = FirstOutcome()
+        return await withCheckedContinuation { continuation in
+            first.set(continuation)
+            let starting = Task {
+                do throws(SofaError) {
+                    try await supervisor.start()
+                    first.finish(.started)
+                } catch {
+                    first.finish(.failed(error))
+                }
+            }
+            Task {
+                let signal = await signalled.value
+                starting.cancel()
+                first.finish(.signal(signal))
+            }
+        }
+    }
+}
+
+/// The continuation of `Up.firstOf`, resumed by whichever outcome comes first, once.
+final class FirstOutcome: Sendable {
+    private let waiter = Mutex<CheckedContinuation<Up.StartOutcome, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Up.StartOutcome, Never>) { waiter.withLock { $0 = continuation } }
+
+    func finish(_ outcome: Up.StartOutcome) { waiter.withLock { $0.take() }?.resume(returning: outcome) }
 }
 
 /// Waits for one of the given signals (handled by dispatch sources, not the default action).

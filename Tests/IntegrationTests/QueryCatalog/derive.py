@@ -9,7 +9,7 @@ are written per case, following LiteCore's titling rules (below).
     python3 derive.py            # rewrites catalog.json next to this file (byte-identical on rerun)
     python3 derive.py --check    # exits 1 if catalog.json is not what this script would write
 
-Standard library only. Datasets: ../../../../shared/data/litecore/ (see SOURCES.md there).
+Standard library only. Datasets: ../../Fixtures/litecore/ (see SOURCES.md there).
 Document IDs: JSON-lines files get "0000001".. by 1-based line number; states_titlecase.json (one
 array) gets them by 1-based array position. Each dataset is its own database, default collection.
 
@@ -122,7 +122,7 @@ import sys
 import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "shared", "data", "litecore"))
+DATA_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "Fixtures", "litecore"))
 OUTPUT = os.path.join(HERE, "catalog.json")
 
 
