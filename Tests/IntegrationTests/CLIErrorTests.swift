@@ -8,20 +8,15 @@ import Testing
 @Suite struct CLIErrorTests {
     @Test func withNoClusterACommandFailsFastWithAHint() async throws {
         let gateway = "tcp://127.0.0.1:\(try freePort())"  // nothing listens there
-        // Beside it, at the same time (so under the same load from the rest of the suite), a
-        // command that fails without connecting: the difference is the wait for the gateway.
-        // A call's own timeout is long, so a wait bounded by it would show.
+        // The call's own timeout is 120 s, so a first contact bounded by it would take that
+        // long; the connection's wait is 1 s (the message says so). Timing a process on a loaded
+        // machine says little more than that, so the bound is half the call's timeout.
         let clock = ContinuousClock()
-        async let baseline: Duration = clock.measure {
-            _ = try? await runSofa(["query", "--to-json", "SELECT FROM WHERE"], gateway: gateway)
-        }
         let started = clock.now
         let run = try await runSofa(["db", "list", "--timeout", "120"], gateway: gateway)
         let took = clock.now - started
-        let alone = await baseline
         #expect(run.status == 1)
-        // The wait itself is 1 s (the message says so); the margin is for a loaded machine.
-        #expect(took < alone + .seconds(4), "failing took \(took); a command that does not connect, \(alone)")
+        #expect(took < .seconds(60), "failing took \(took)")
         expectErrorLine(run.err, .unavailable)
         #expect(run.err.hasSuffix("no gateway answered at \(gateway) within 1.0 seconds: is sofa up running?\n"), "\(run.err)")
 

@@ -21,7 +21,11 @@ import Testing
     }
 
     /// `docker-compose config`, read as JSON (PyYAML comes with Debian's docker-compose).
-    static func services() async throws -> [String: Service] {
+    static func services() async throws -> [String: Service] { try await parsed.value }
+
+    private static let parsed = Task { try await readServices() }
+
+    private static func readServices() async throws -> [String: Service] {
         let config = try await DeployTests.compose(["config"])
         try #require(config.status == 0, "docker-compose config failed:\n\(config.stderr)")
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-compose-\(UUID().uuidString).yml")

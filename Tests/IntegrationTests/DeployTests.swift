@@ -113,6 +113,15 @@ struct DeployTests {
     /// Runs `docker-compose -f <repo>/docker-compose.yml <arguments>`; fails the test when
     /// docker-compose is not installed.
     static func compose(_ arguments: [String]) async throws -> ProcessResult {
+        // `config` is read by many tests: run once per test process (docker-compose is a Python
+        // program, a second of CPU per start on a machine the rest of the suite keeps busy).
+        if arguments == ["config"] { return try await composeConfig.value }
+        return try await runCompose(arguments)
+    }
+
+    private static let composeConfig = Task { try await runCompose(["config"]) }
+
+    private static func runCompose(_ arguments: [String]) async throws -> ProcessResult {
         let compose = try #require(
             executableOnPath("docker-compose"),
             "docker-compose is not on PATH: `scripts/dev.sh setup` installs it (Debian package docker-compose)")
