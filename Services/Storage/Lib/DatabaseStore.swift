@@ -21,9 +21,14 @@ public final class DatabaseStore: Sendable {
     public let name: String
     public let versioning: Versioning
     let directory: URL
-    /// The writer connection, on the writer queue; the reader, on a queue of its own.
+    /// The writer connection, on the writer queue; the readers, each on a queue of its own.
     let writer: Confined<SQLiteConnection>
-    let reader: Confined<SQLiteConnection>
+    let readers: [Confined<SQLiteConnection>]
+    /// How many reads each reader has been given and not finished: a read goes to the least
+    /// busy, so one long read (a big changes feed, a scan) does not hold the others up.
+    let readerLoad: Mutex<[Int]>
+    /// Readers per database: WAL lets them read at once, beside the writer.
+    static let readerCount = 2
     var writerQueue: DispatchQueue { writer.queue }
     let pending = Mutex<(items: [PendingWork], scheduled: Bool, closed: Bool)>(([], false, false))
     /// Every collection's key store, live or deleted (a deleted one keeps its `kvmeta` row).
@@ -91,10 +96,13 @@ public final class DatabaseStore: Sendable {
                 throw error
             }
         }
-        let reader = try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).reader")) { (queue) throws(SofaError) in
-            try SQLiteConnection(path: file, queue: queue, options: .reader)
+        var readers: [Confined<SQLiteConnection>] = []
+        for index in 0..<readerCount {
+            readers.append(try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).reader\(index)")) { (queue) throws(SofaError) in
+                try SQLiteConnection(path: file, queue: queue, options: .reader)
+            })
         }
-        let store = DatabaseStore(name: name, versioning: stored, directory: directory, writer: writer, reader: reader,
+        let store = DatabaseStore(name: name, versioning: stored, directory: directory, writer: writer, readers: readers,
                                   collections: collections, maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit,
                                   blobDeleter: blobDeleter)
         writer.async { connection in store.rescheduleExpiry(connection) }
@@ -117,14 +125,15 @@ public final class DatabaseStore: Sendable {
     }
 
     private init(name: String, versioning: Versioning, directory: URL,
-                 writer: Confined<SQLiteConnection>, reader: Confined<SQLiteConnection>,
+                 writer: Confined<SQLiteConnection>, readers: [Confined<SQLiteConnection>],
                  collections: [String: CollectionState], maxRevTreeDepth: Int,
                  onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?) {
         self.name = name
         self.versioning = versioning
         self.directory = directory
         self.writer = writer
-        self.reader = reader
+        self.readers = readers
+        self.readerLoad = Mutex([Int](repeating: 0, count: readers.count))
         self.collections = Mutex(collections)
         self.maxRevTreeDepth = maxRevTreeDepth
         self.onCommit = onCommit
@@ -136,7 +145,7 @@ public final class DatabaseStore: Sendable {
         pending.withLock { $0.closed = true }
         expiryGeneration.withLock { $0 += 1 }
         writer.sync { _ in }
-        reader.sync { _ in }
+        for reader in readers { reader.sync { _ in } }
     }
 
     var isClosed: Bool { pending.withLock { $0.closed } }
@@ -158,7 +167,13 @@ public final class DatabaseStore: Sendable {
 
     /// Runs `body` on the reader connection, inside one read transaction (a consistent snapshot).
     func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(SofaError) -> T) async throws(SofaError) -> T {
-        try await reader.run { (reader) throws(SofaError) -> T in
+        let chosen = readerLoad.withLock { load in
+            let index = load.indices.min { load[$0] < load[$1] } ?? 0
+            load[index] += 1
+            return index
+        }
+        defer { readerLoad.withLock { $0[chosen] -= 1 } }
+        return try await readers[chosen].run { (reader) throws(SofaError) -> T in
             try reader.execute("BEGIN")
             defer { try? reader.execute("COMMIT") }
             return try body(reader)
