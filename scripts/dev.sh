@@ -19,6 +19,7 @@ packages=(
     pkg-config
     docker-compose
     git
+    jq
 )
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
