@@ -23,18 +23,24 @@ let package = Package(
         .executable(name: "sofa-bench", targets: ["SofaBenchMain"]),
         .library(name: "SofaClient", targets: ["SofaClient"]),
     ],
+    // Exact versions: what the tests run is what the image ships. Their own dependencies are pinned
+    // for the image by deploy/dependencies.resolved (regenerate it when a version here changes:
+    // `swift package resolve`, then copy Package.resolved there).
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
     ],
     targets: [
         // System libraries
         .systemLibrary(name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ", pkgConfig: "libzmq",
-                       providers: [.apt(["libzmq3-dev"])]),
+        // No pkgConfig: libzmq.pc's Cflags carry its private dependencies' include folders
+        // (`-isystem /usr/include/mit-krb5`, which SwiftPM refuses with a warning), none of which
+        // zmq.h needs; the header is in the default include path and the module map links zmq.
+        // (Debian package libzmq3-dev, installed by scripts/dev.sh setup.)
+        .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ"),
         .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl",
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c",

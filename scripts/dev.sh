@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sofa developer entry point. The README's two commands:
 #   scripts/dev.sh up     install what is missing, build, start the local cluster (`sofa up`)
-#   scripts/dev.sh test   install what is missing, build, run every test
+#   scripts/dev.sh test   install what is missing, build (no warning allowed), run every test
 # Other subcommands: setup, build. Works on Debian 12 with a Swift 6 toolchain on PATH.
 set -euo pipefail
 
@@ -33,7 +33,8 @@ usage: scripts/dev.sh <command> [args...]
                      setup, then `swift build --build-tests`
   up [sofa up flags] build, then run the local cluster: .build/debug/sofa up ...
   test [swift test args]
-                     build, then run every test (`swift test --skip-build`)
+                     build (failing on any compiler warning), then run every test
+                     (`swift test --skip-build`)
 USAGE
 }
 
@@ -88,8 +89,29 @@ cmd_up() {
     exec .build/debug/sofa up "$@"
 }
 
+# `swift build --build-tests`, its output shown as it comes; fails when the build fails or when
+# it prints a warning (Sofa builds with none: CI runs `test`, so a new warning fails CI). An
+# incremental build prints only the warnings of the files it recompiles (a clean one shows all).
+build_without_warnings() {
+    local output status=0
+    output="$(mktemp)"
+    swift build --build-tests 2>&1 | tee "$output" || status=$?
+    if [[ $status -ne 0 ]]; then
+        rm -f "$output"
+        die "swift build failed (exit $status)"
+    fi
+    if grep -q 'warning:' "$output"; then
+        log "the build printed warnings; Sofa builds with none:"
+        grep -E '(^|: )warning: ' "$output" | sort -u >&2 || true
+        rm -f "$output"
+        die "fix the warnings above (a clean build: rm -rf .build && scripts/dev.sh test)"
+    fi
+    rm -f "$output"
+}
+
 cmd_test() {
-    cmd_build
+    cmd_setup
+    build_without_warnings
     swift test --skip-build "$@"
 }
 

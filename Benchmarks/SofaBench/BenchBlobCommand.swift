@@ -140,7 +140,9 @@ extension Bench {
         static func writeFile(_ path: String, bytes: Int) throws {
             var generator = SystemRandomNumberGenerator()
             let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            FileManager.default.createFile(atPath: path, contents: nil)
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw SofaError(.unexpectedError, "cannot create \(path)")
+            }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             defer { try? handle.close() }
             var written = 0

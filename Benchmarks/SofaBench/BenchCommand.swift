@@ -136,8 +136,10 @@ private func runBareEcho(size: Int, count: Int) throws -> [UInt64] {
     guard zmq_bind(server, "tcp://127.0.0.1:*") == 0 else { throw SofaError(.zmq, zmq_errno(), "bind failed") }
     var buffer = [CChar](repeating: 0, count: 256)
     var length = buffer.count
-    zmq_getsockopt(server, ZMQ_LAST_ENDPOINT, &buffer, &length)
-    let endpoint = String(cString: buffer)
+    guard zmq_getsockopt(server, ZMQ_LAST_ENDPOINT, &buffer, &length) == 0 else {
+        throw SofaError(.zmq, zmq_errno(), "getsockopt ZMQ_LAST_ENDPOINT failed")
+    }
+    let endpoint = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     let serverSocket = UnsafeSendable(server)
     let echo = Thread {
         // The server socket is used only by this thread from here on.

@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// Micro-benchmarks of the SofaCore codecs: how many operations per second each manages,
 /// measured over about `secondsPerFigure` of a monotonic clock (`ContinuousClock`).

@@ -1,4 +1,4 @@
-public import CZeroMQ
+import CZeroMQ
 public import SofaCore
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaWire
+import SofaWire
 
 /// How an imported document gets its ID.
 public struct ImportNaming: Sendable {

@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaWire
+import SofaWire
 
 /// Reading a collection in order: one batch of the changes feed, and all-docs.
 ///

@@ -1,6 +1,6 @@
 public import SofaCore
 internal import SofaWire
-public import Foundation
+import Foundation
 
 /// Documents: write, read (a revision, its history, the open leaves), delete; local documents.
 extension DocumentStore {

@@ -1,6 +1,6 @@
 public import SofaWire
 public import SofaCore
-public import Foundation
+import Foundation
 
 /// A revision just written: the document's ID, its new revision ID and sequence.
 public struct DocumentRevision: Sendable, Equatable, Codable {

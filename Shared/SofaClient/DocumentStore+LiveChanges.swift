@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaWire
+import SofaWire
 internal import SofaBus
 
 /// The live changes feed: an `AsyncSequence` of change batches, each with the documents

@@ -1,7 +1,7 @@
 @_exported public import SofaCore
 public import SofaWire
 internal import SofaBus
-public import Foundation
+import Foundation
 
 /// The Sofa SDK: one connection to a cluster's gateway, shared by any number of concurrent calls.
 ///

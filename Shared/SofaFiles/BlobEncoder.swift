@@ -1,5 +1,5 @@
 public import SofaCore
-public import Dispatch
+import Dispatch
 
 /// The layout of a blob file, as Couchbase Lite / LiteCore writes it.
 ///

@@ -1,5 +1,5 @@
-public import Foundation
-public import SofaCore
+import Foundation
+import SofaCore
 
 /// A blob's key: the SHA-1 digest of its (plaintext) content.
 ///

@@ -1,4 +1,4 @@
-public import COpenSSL
+import COpenSSL
 public import SofaCore
 
 /// The OpenSSL calls the blob store needs, each handle wrapped once and freed in `deinit`.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SofaCore
 
 /// `Attachments/.sofa-key`: an encrypted database's key, kept by sofa-blob so that it serves the

@@ -6,7 +6,7 @@ public import Musl
 public import Darwin
 #endif
 public import SofaCore
-public import CPosix
+import CPosix
 
 /// A POSIX file descriptor, closed in `deinit`. Every call's return code is checked where it is
 /// made and becomes a `.posix` SofaError carrying errno, its message and the path.

@@ -1,5 +1,5 @@
 public import Dispatch
-public import Synchronization
+import Synchronization
 
 /// Tasks `0..<count` shared by the calling thread and one thread of a queue: the queue's thread
 /// takes them from the first, the caller (in `finish`) from the last. The caller never waits for

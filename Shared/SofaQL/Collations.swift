@@ -1,6 +1,6 @@
 internal import CSQLite
 internal import Foundation
-public import SofaCore
+import SofaCore
 
 /// LiteCore's collations as SQLite collations. `COLLATE` in a query names options —
 /// `UNICODE` (compare by Unicode rules instead of bytes), `CASE` (case-sensitive, default true),

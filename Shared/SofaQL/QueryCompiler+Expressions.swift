@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 internal import Foundation
 
 /// Expressions. Each compiles to SQL of one of two kinds: a *value* in the encoding of

@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// Function calls: `["lower()", x]`. Aggregates become SQL aggregates; everything else is a
 /// function of the library, called as `sofa_<name>` after its name and arity are checked.

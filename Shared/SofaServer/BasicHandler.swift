@@ -1,5 +1,5 @@
-public import SofaBus
-public import SofaCore
+import SofaBus
+import SofaCore
 public import SofaWire
 internal import Foundation
 

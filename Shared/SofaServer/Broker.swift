@@ -1,4 +1,4 @@
-public import SofaBus
+import SofaBus
 public import SofaCore
 public import SofaWire
 public import Logging

@@ -1,5 +1,5 @@
-public import SofaBus
-public import SofaCore
+import SofaBus
+import SofaCore
 public import SofaWire
 
 /// The broker's protocol logic, with no I/O: which worker has room, which job runs where, who is

@@ -1,6 +1,6 @@
-public import SofaBus
+import SofaBus
 public import SofaCore
-public import SofaWire
+import SofaWire
 public import Logging
 internal import CZeroMQ
 internal import Foundation

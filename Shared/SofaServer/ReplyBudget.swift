@@ -1,4 +1,4 @@
-public import SofaBus
+import SofaBus
 public import SofaCore
 internal import Synchronization
 

@@ -1,6 +1,6 @@
-public import SofaBus
+import SofaBus
 public import Logging
-public import SofaCore
+import SofaCore
 public import SofaWire
 internal import Foundation
 internal import ServiceLifecycle

@@ -1,4 +1,4 @@
-public import SofaBus
+import SofaBus
 public import Foundation
 public import SofaCore
 

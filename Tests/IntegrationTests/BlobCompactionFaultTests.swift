@@ -30,7 +30,7 @@ import Testing
                 for index in 0..<unreferenced {
                     let content = Array("orphan \(index)".utf8)
                     let name = sha1Base64(content).replacingOccurrences(of: "/", with: "_") + ".blob"
-                    FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: Data(content))
+                    try #require(FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: Data(content)))
                 }
             }
             let total = referenced.count + unreferenced

@@ -10,7 +10,7 @@ import Testing
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bt-\(UUID().uuidString.prefix(8))")
         let db = data.appendingPathComponent("app.sofa")
         try FileManager.default.createDirectory(at: db, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: db.appendingPathComponent("db.sqlite3").path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: db.appendingPathComponent("db.sqlite3").path, contents: nil))
         return data
     }
 

@@ -22,7 +22,7 @@ struct Cluster {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let logFile = directory.appendingPathComponent("cluster.log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: logFile.path, contents: nil), "cannot create \(logFile.path)")
         let log = try FileHandle(forWritingTo: logFile)
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
                                               gatewayPort: try gatewayPort ?? freePort(), queryWorkers: queryWorkers,

@@ -174,7 +174,7 @@ final class ServiceLauncher: Sendable {
         process.arguments = Array(command.dropFirst())
         process.environment = environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 }
         let log = logs.appendingPathComponent("\(name).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log.path, contents: nil), "cannot create \(log.path)")
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle

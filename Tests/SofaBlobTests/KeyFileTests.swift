@@ -94,7 +94,7 @@ import Testing
         let folder = data.appendingPathComponent("app.sofa/Attachments")
         try await offPool {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: data.appendingPathComponent("app.sofa/db.sqlite3").path, contents: nil)
+            try #require(FileManager.default.createFile(atPath: data.appendingPathComponent("app.sofa/db.sqlite3").path, contents: nil))
             let store = try BlobStore(directory: folder, key: testKeyA)
             try store.put(content)
             try KeyFile(key: testKeyA, next: .some(testKeyB)).write(in: folder.path)

@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func engineHoldsTheLockUntilItGoesAway() async throws {
-        try await withTemporaryDirectory { directory in
+        try withTemporaryDirectory { directory in
             do {
                 let engine = try StorageEngine(dataDirectory: directory)
                 #expect(!Self.lockIsFree(directory))

@@ -20,7 +20,7 @@ struct FullDiskTests {
             defer { engine.close() }
             // Fill the disk, keeping a few bytes free.
             let filler = directory.appendingPathComponent("filler")
-            let handle = try FileHandle(forWritingTo: { FileManager.default.createFile(atPath: filler.path, contents: nil); return filler }())
+            let handle = try FileHandle(forWritingTo: { try #require(FileManager.default.createFile(atPath: filler.path, contents: nil)); return filler }())
             let block = Data(count: 4096)
             while (try? handle.write(contentsOf: block)) != nil {}
             try handle.close()

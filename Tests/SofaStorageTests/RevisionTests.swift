@@ -109,7 +109,7 @@ import Testing
     @Test(arguments: badInserts)
     func badHistoryIsRefused(_ why: String, _ history: [String], _ code: SofaError.Code) async throws {
         try await withRecordedDatabase { _, db, _ in
-            await expectError(code, "\(why)") { try await db.insert(RevisionInsertion(id: "doc", history: history, body: [:])) }
+            _ = await expectError(code, "\(why)") { try await db.insert(RevisionInsertion(id: "doc", history: history, body: [:])) }
         }
     }
 

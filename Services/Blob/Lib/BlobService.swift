@@ -1,4 +1,4 @@
-public import SofaBus
+import SofaBus
 public import SofaServer
 public import Logging
 internal import SofaWire

@@ -1,4 +1,4 @@
-public import SofaFiles
+import SofaFiles
 import Foundation
 import SofaCore
 

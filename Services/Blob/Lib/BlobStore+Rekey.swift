@@ -1,4 +1,4 @@
-public import SofaFiles
+import SofaFiles
 public import SofaCore
 
 /// Rekey: encrypt a plain store, decrypt an encrypted one, or change its key — every blob

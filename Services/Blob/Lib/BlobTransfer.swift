@@ -1,4 +1,4 @@
-public import SofaFiles
+import SofaFiles
 internal import SofaCore
 public import SofaWire
 public import Foundation

@@ -1,7 +1,7 @@
 internal import SofaFiles
 public import SofaCore
 public import SofaWire
-public import SofaQL
+import SofaQL
 public import Foundation
 
 /// What a query worker does with a query: find the database's file, open it read-only (one

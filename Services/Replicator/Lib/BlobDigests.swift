@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// The blobs a revision body references, found as storage finds them: any object with
 /// `"@type":"blob"` and a `"digest"` string, and every `"digest"` of the top-level

@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// The deterministic winner of a conflict, so that two databases that exchanged the same
 /// revisions pick the same one: a deletion wins; otherwise the higher generation; otherwise the

@@ -1,4 +1,4 @@
-public import SofaClient
+import SofaClient
 internal import SofaCore
 
 /// One SDK connection per gateway, shared by every replication that uses it (a `SofaClient`

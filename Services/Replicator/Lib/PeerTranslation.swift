@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// Version vectors name the local database's own versions `*` ("me"); between two databases that
 /// name must be rewritten: the source's `*` becomes the source's peer ID, and the target's peer ID

@@ -1,4 +1,4 @@
-public import SofaBus
+import SofaBus
 public import SofaServer
 internal import SofaCore
 public import SofaWire

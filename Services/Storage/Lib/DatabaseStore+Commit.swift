@@ -1,5 +1,5 @@
 internal import SofaQL
-public import SofaCore
+import SofaCore
 internal import Foundation
 
 /// A unit of work for the writer: `run` applies it inside the open transaction and returns how to

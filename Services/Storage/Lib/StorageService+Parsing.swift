@@ -1,6 +1,6 @@
 internal import SofaQL
-public import SofaCore
-public import SofaWire
+import SofaCore
+import SofaWire
 
 /// How wire values become engine values and back (part of the service: the only code of the
 /// module that knows the wire).

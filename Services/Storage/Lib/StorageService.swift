@@ -1,10 +1,10 @@
 internal import SofaQL
-public import SofaCore
+import SofaCore
 public import SofaWire
-public import SofaBus
+import SofaBus
 public import SofaServer
 public import Logging
-public import Foundation
+import Foundation
 internal import Synchronization
 
 /// `sofa-storage`: the engine served on the bus. This file is the only one of the module that

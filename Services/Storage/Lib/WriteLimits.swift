@@ -1,5 +1,5 @@
 internal import SofaWire
-public import SofaCore
+import SofaCore
 
 /// The bounds storage puts on one write request.
 public struct WriteLimits: Sendable, Equatable {

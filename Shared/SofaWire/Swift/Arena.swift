@@ -1,6 +1,6 @@
 internal import CProtobufC
 internal import SofaWireC
-public import SofaCore
+import SofaCore
 
 #if canImport(Glibc)
 internal import Glibc
