@@ -76,7 +76,8 @@ import Testing
                 MILLIS_TO_TZ(1704897074123, -300, '11:11:11') AS time, \
                 MILLIS_TO_UTC(1704897074123, '%F %T%s') AS tokens, \
                 MILLIS_TO_TZ(1704897074123, 690, '%T%Ez') AS colon, \
-                DATE_ADD_STR('2024-01-10T09:31:14-0500', 1, 'day') AS added
+                DATE_ADD_STR('2024-01-10T09:31:14-0500', 1, 'day') AS added \
+                FROM _ WHERE META().id = 'a'
                 """)
             #expect(dates.rows == [[
                 .string("2024-01-11T02:01:14.123+1130"), .string("2024-01-10T09:31:14-0500"), .string("09:31:14"),
