@@ -135,6 +135,11 @@ public enum CoreFunctions {
             }, nil, nil, nil)
         }
         if rc == SQLITE_OK {
+            rc = sqlite3_create_function_v2(db, "core_items_text", 1, flags, nil, { context, _, values in
+                CoreFunctions.arrayText(context, values![0], orObject: true)
+            }, nil, nil, nil)
+        }
+        if rc == SQLITE_OK {
             rc = sqlite3_create_function_v2(db, "core_revid", 1, flags, nil, { context, _, values in
                 let count = Int(sqlite3_value_bytes(values![0]))
                 guard count > 0, let bytes = sqlite3_value_blob(values![0]),
@@ -225,11 +230,13 @@ public enum CoreFunctions {
     }
 
     /// `core_array_text(value)`: an array's JSON text for `json_each`, or `[]` for anything else.
-    private static func arrayText(_ context: OpaquePointer?, _ value: OpaquePointer?) {
+    /// `core_items_text(value)` (`orObject`) also passes a dictionary's text, whose values
+    /// `json_each` then yields (what ANY and EVERY range over, as LiteCore's `fl_each`).
+    private static func arrayText(_ context: OpaquePointer?, _ value: OpaquePointer?, orObject: Bool = false) {
         if sqlite3_value_type(value) == SQLITE_BLOB {
             let count = Int(sqlite3_value_bytes(value))
             if count > 0, let base = sqlite3_value_blob(value),
-               base.load(as: UInt8.self) == UInt8(ascii: "[") {
+               base.load(as: UInt8.self) == UInt8(ascii: "[") || (orObject && base.load(as: UInt8.self) == UInt8(ascii: "{")) {
                 sqlite3_result_text(context, base.assumingMemoryBound(to: CChar.self), Int32(count), transient)
                 return
             }

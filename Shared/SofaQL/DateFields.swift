@@ -7,16 +7,12 @@ internal import Foundation
 ///     HH:MM[:SS[.f…]] [zone]                            time only (lenient parse; date 2000-01-01)
 ///     zone: spaces, then Z | z | ±HH:MM | ±HHMM (HH ≤ 14), then spaces
 ///
-/// e.g. `2018-10-23T11:33:01.5-0700` is 2018-10-23 11:33:01.500 at −07:00 with separator `T`;
+/// e.g. `2018-10-23T11:33:01.5-0700` is 2018-10-23 11:33:01.500 at −07:00;
 /// `2018-10-23` is midnight with no time part and no zone. Days are checked against the month
 /// (`2018-02-29` is invalid, `2016-02-29` valid); hours run to 24; fractions round to
 /// milliseconds. A text without a zone is read in a local time zone by the caller.
 ///
-/// Formatting writes `YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM)` — milliseconds only when not zero,
-/// `Z` for offset zero: `2018-10-23T18:33:01.123Z`, `2024-01-10T09:31:14-05:00`. A format
-/// argument is itself a date text used as an example (LiteCore's and N1QL's convention): the
-/// parts it has are the parts written, with its separator, e.g. `1111-11-11` → `2018-10-23`,
-/// `11:11:11` → `18:33:01.999`, `1111-11-11 11:11:11Z` → `2018-10-23 18:33:01.999Z`.
+/// Results are written by `DateFormat`.
 struct DateFields: Sendable, Equatable {
     var year = 2000, month = 1, day = 1
     var hour = 0, minute = 0, second = 0
@@ -26,7 +22,6 @@ struct DateFields: Sendable, Equatable {
     var hasTime = false
     /// Minutes east of UTC, when the text gave a zone.
     var zone: Int?
-    var separator: Character = "T"
 
     static let millisPerDay = 86_400_000
 
@@ -35,12 +30,7 @@ struct DateFields: Sendable, Equatable {
         var cursor = Cursor(bytes: Array(text.utf8))
         var fields = DateFields()
         if cursor.date(into: &fields) {
-            var sep: UInt8?
-            while let c = cursor.peek, Cursor.isSpace(c) || c == UInt8(ascii: "T") {
-                if c == UInt8(ascii: "T") || sep == nil { sep = c }
-                cursor.index += 1
-            }
-            if sep != nil && sep != UInt8(ascii: "T") { fields.separator = " " }
+            while let c = cursor.peek, Cursor.isSpace(c) || c == UInt8(ascii: "T") { cursor.index += 1 }
             if cursor.atEnd { return fields }
         } else {
             guard !dateRequired else { return nil }
@@ -80,41 +70,6 @@ struct DateFields: Sendable, Equatable {
 
     /// The instant, reading a zone-less text as UTC.
     var utcInstant: Int64 { Int64(wallMillis - (zone ?? 0) * 60_000) }
-
-    // MARK: Formatting
-
-    /// The text of instant `millis` seen at `offset` minutes east of UTC, with the parts of
-    /// `pattern` (all parts when nil); nil when out of range.
-    static func format(_ millis: Int64, offset: Int, pattern: DateFields?) -> String? {
-        let (shift, overflow) = millis.addingReportingOverflow(Int64(offset) * 60_000)
-        guard !overflow else { return nil }
-        let local = DateFields(millis: shift)
-        let showDate = pattern?.hasDate ?? true
-        let showTime = pattern?.hasTime ?? true
-        var out = ""
-        if showDate {
-            if local.year < 0 { out += "-" }
-            out += pad(abs(local.year), 4) + "-" + pad(local.month, 2) + "-" + pad(local.day, 2)
-        }
-        if showTime {
-            if showDate { out.append(pattern?.separator ?? "T") }
-            out += pad(local.hour, 2) + ":" + pad(local.minute, 2) + ":" + pad(local.second, 2)
-            if local.millisecond != 0 { out += "." + pad(local.millisecond, 3) }
-            if pattern.map({ $0.zone != nil }) ?? true {
-                if offset == 0 {
-                    out += "Z"
-                } else {
-                    out += (offset < 0 ? "-" : "+") + pad(abs(offset) / 60, 2) + ":" + pad(abs(offset) % 60, 2)
-                }
-            }
-        }
-        return out
-    }
-
-    private static func pad(_ n: Int, _ width: Int) -> String {
-        let digits = String(n)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
 
     // MARK: Time zones
 

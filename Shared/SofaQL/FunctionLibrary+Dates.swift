@@ -3,17 +3,18 @@ internal import SofaCore
 
 /// Date functions. Instants are milliseconds since 1970-01-01T00:00:00Z; texts are ISO-8601 as
 /// `DateFields` describes; time zones are offsets in minutes east of UTC; `fmt` is an example
-/// date text choosing the parts to write (see `DateFields`).
+/// date or a `%` token format choosing the parts to write (see `DateFormat`). Zones are written
+/// as LiteCore writes them: `Z` at offset 0, else `-0500` (`-05:00` when a format asks so).
 ///
 ///     str_to_millis(s)                  '2018-10-23T11:33:01-0700' → 1540319581000
 ///     str_to_utc(s [, fmt])             '2018-10-23T11:33:01-0700' → '2018-10-23T18:33:01Z'
-///     str_to_tz(s, tz [, fmt])          ('2024-01-10T14:31:14Z', -300) → '2024-01-10T09:31:14-05:00'
+///     str_to_tz(s, tz [, fmt])          ('2024-01-10T14:31:14Z', -300) → '2024-01-10T09:31:14-0500'
 ///     millis_to_str(ms [, fmt])         in the local time zone
 ///     millis_to_utc(ms [, fmt])         1540319581123 → '2018-10-23T18:33:01.123Z'
-///     millis_to_tz(ms, tz [, fmt])      (1704897074000, 690) → '2024-01-11T02:01:14+11:30'
+///     millis_to_tz(ms, tz [, fmt])      (1704897074000, 690) → '2024-01-11T02:01:14+1130'
 ///     date_diff_str(s1, s2, part)       s1 − s2 in parts, e.g. ('2018-03-01', '2018-02-01', 'day') → 28
 ///     date_diff_millis(ms1, ms2, part)
-///     date_add_str(s, n, part [, fmt])  ('2016-01-01T00:00:00-07:00', 1, 'day') → '2016-01-02T00:00:00-07:00'
+///     date_add_str(s, n, part [, fmt])  ('2016-01-01T00:00:00-07:00', 1, 'day') → '2016-01-02T00:00:00-0700'
 ///     date_add_millis(ms, n, part)
 ///
 /// Parts: millisecond, second, minute, hour, day, week, month, quarter, year, decade, century,
@@ -104,13 +105,13 @@ extension FunctionLibrary {
         return Int(minutes)
     }
 
-    /// `millis` written at `offset`, in the format given by `args[formatAt]` if that is a valid
-    /// example date text (the full ISO-8601 form otherwise, as LiteCore falls back).
+    /// `millis` written at `offset`, in the format `args[formatAt]` describes (see `DateFormat`);
+    /// the full ISO-8601 form when there is none or it describes none, as LiteCore falls back.
     private static func formatted(_ millis: Int64, offset: Int, _ args: [SQLValue], formatAt index: Int) -> SQLValue {
-        var pattern: DateFields?
-        if index < args.count, case .text(let format) = args[index] {
-            pattern = DateFields.tryParse(format, dateRequired: false)
+        var format = DateFormat.iso8601
+        if index < args.count, case .text(let text) = args[index], let given = DateFormat.parse(text) {
+            format = given
         }
-        return DateFields.format(millis, offset: offset, pattern: pattern).map(SQLValue.text) ?? .null
+        return format.write(millis, offset: offset).map(SQLValue.text) ?? .null
     }
 }

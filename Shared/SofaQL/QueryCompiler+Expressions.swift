@@ -49,7 +49,13 @@ extension QueryCompiler {
 
     mutating func expression(_ json: JSON) throws(SofaError) -> Expr {
         depth += 1
-        defer { depth -= 1 }
+        // MATCH() may be this expression only at a clause's top or under top-level ANDs.
+        let matchAllowedHere = matchAllowed
+        matchAllowed = false
+        defer {
+            depth -= 1
+            matchAllowed = matchAllowedHere
+        }
         guard depth <= QueryLimits.maxExpressionDepth else { throw Self.invalid(QueryLimits.tooDeep("query")) }
         switch json {
         case .null: return Expr(sql: Self.nullBlob, isCondition: false)
@@ -68,11 +74,15 @@ extension QueryCompiler {
             guard let op = items.first?.stringValue else {
                 throw Self.invalid("an operation must start with its name: \(json.compactString.prefix(80))")
             }
-            return try operation(op, Array(items.dropFirst()), json)
+            if op.lowercased() == "match()" && !matchAllowedHere {
+                // LiteCore's rule (a full-text match is a join with the index, not a value).
+                throw Self.invalid("MATCH can only appear at top-level, or in a top-level AND")
+            }
+            return try operation(op, Array(items.dropFirst()), json, matchAllowed: matchAllowedHere)
         }
     }
 
-    mutating func operation(_ op: String, _ args: [JSON], _ whole: JSON) throws(SofaError) -> Expr {
+    mutating func operation(_ op: String, _ args: [JSON], _ whole: JSON, matchAllowed atTop: Bool = false) throws(SofaError) -> Expr {
         func arity(_ range: ClosedRange<Int>) throws(SofaError) {
             guard range.contains(args.count) else {
                 let wanted = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)–\(range.upperBound)"
@@ -83,12 +93,7 @@ extension QueryCompiler {
         func c(_ sql: String) -> Expr { Expr(sql: sql, isCondition: true) }
 
         if op.hasPrefix(".") { return v(try property(op, args)) }
-        if op.hasPrefix("$") {
-            let name = String(op.dropFirst())
-            guard !name.isEmpty, args.isEmpty else { throw Self.invalid("a parameter is [\"$name\"]") }
-            bindings.append(.parameter(name))
-            return v("?\(bindings.count)")
-        }
+        if op.hasPrefix("$") { return v(try parameter(op, args)) }
         if op.hasPrefix("?") { return v(try variable(op, args)) }
         if op.hasSuffix("()") { return try function(String(op.dropLast(2)), args) }
 
@@ -154,7 +159,10 @@ extension QueryCompiler {
         case "AND", "OR":
             try arity(1...Int.max)
             var parts: [String] = []
-            for a in args { parts.append(try condition(a)) }
+            for a in args {
+                matchAllowed = atTop && op.uppercased() == "AND"
+                parts.append(try condition(a))
+            }
             return c("(" + parts.joined(separator: " \(op.uppercased()) ") + ")")
         case "IN", "NOT IN":
             try arity(2...2)
@@ -243,25 +251,66 @@ extension QueryCompiler {
         path.isEmpty ? base : "core_value(\(base), \(try quoted(path.description)))"
     }
 
-    /// The path of `[".a.b"]` or `[".", "a", "b"]`.
+    /// The path of a property or variable operation, as LiteCore reads it: the path written in
+    /// the operator (`[".a.b[0]"]`, `["?x.zip"]`), then one component per operand, a string
+    /// being a key taken as written and a one-element array an index: `[".", "a", "b", [0]]`,
+    /// `[".a", "b", [-1]]`, `["?x", "zip"]`. `["?", "x", …]` names the variable in its first
+    /// operand (a path too, `["?", "x.zip"]`).
     static func path(_ op: String, _ args: [JSON]) throws(SofaError) -> PropertyPath {
-        if op == "." || op == "?" {
-            var components: [PropertyPath.Component] = []
-            for arg in args {
-                switch arg {
-                case .string(let key): components.append(.key(key))
-                case .int(let index): components.append(.index(Int(index)))
-                default: throw invalid("a path component must be a string or an integer, got \(arg.compactString)")
-                }
+        var text = String(op.dropFirst())
+        var operands = args[...]
+        if op == "?" {
+            guard let name = operands.first?.stringValue, !name.isEmpty else {
+                throw invalid("'?' needs a variable name as its first operand, got \(args.first?.compactString ?? "none")")
             }
-            return PropertyPath(components)
+            text = name
+            operands = operands.dropFirst()
         }
-        guard args.isEmpty else { throw invalid("'\(op)' takes no operands") }
-        return try PropertyPath.parse(String(op.dropFirst()))
+        var path = text.isEmpty ? PropertyPath([]) : try PropertyPath.parse(text)
+        for operand in operands {
+            switch operand {
+            case .string(let key):
+                path.components.append(.key(key))
+            case .array(let items):
+                guard items.count == 1 else {
+                    throw invalid("a path index is a one-element array such as [0], got \(operand.compactString)")
+                }
+                guard case .int(let index) = items[0], let i = Int32(exactly: index) else {
+                    throw invalid("a path index must be an integer (32 bits), got \(items[0].compactString)")
+                }
+                path.components.append(.index(Int(i)))
+            default:
+                throw invalid("a path component is a key (a string) or an index ([0]), got \(operand.compactString)")
+            }
+        }
+        return path
+    }
+
+    /// `["$name"]`, `["$", "name"]` or `["$", 1]` (the parameter named "1"): a parameter,
+    /// whose name is letters, digits and underscores.
+    mutating func parameter(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
+        let name: String
+        if op == "$" {
+            guard args.count == 1 else { throw Self.invalid("'$' takes one operand, the parameter's name") }
+            switch args[0] {
+            case .string(let text): name = text
+            case .int(let number): name = String(number)
+            default: throw Self.invalid("a parameter name is a string or an integer, got \(args[0].compactString)")
+            }
+        } else {
+            guard args.isEmpty else { throw Self.invalid("extra operands to '\(op)' (a parameter is [\"$name\"])") }
+            name = String(op.dropFirst())
+        }
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }) else {
+            throw Self.invalid("invalid query parameter name '\(name)' (letters, digits and '_' only)")
+        }
+        bindings.append(.parameter(name))
+        return "?\(bindings.count)"
     }
 
     mutating func property(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
         let path = try Self.path(op, args)
+        if case .index? = path.first { throw Self.invalid("a property cannot start with an array index: \(op)") }
         if case .key(let first)? = path.first {
             if let source = sources.first(where: { $0.alias == first }) {
                 let rest = path.droppingFirst()
@@ -325,7 +374,8 @@ extension QueryCompiler {
         return Expr(sql: try Self.access(sql, rest), isCondition: false)
     }
 
-    /// `["ANY", var, array, predicate]` and friends, as (NOT) EXISTS over the array's elements.
+    /// `["ANY", var, array, predicate]` and friends, as (NOT) EXISTS over the array's elements
+    /// (a dictionary's values; anything else has none).
     mutating func quantifier(_ op: String, _ args: [JSON]) throws(SofaError) -> String {
         guard args.count == 3, let name = args[0].stringValue, !name.isEmpty else {
             throw Self.invalid("\(op) takes a variable name, an array and a condition")
@@ -336,7 +386,8 @@ extension QueryCompiler {
             from = "\"\(index.tables[level])\" AS \(alias) WHERE \(alias).docid = \(parent).rowid AND"
             element = "\(alias).value"
         } else {
-            from = "json_each(core_array_text(\(try value(args[1])))) AS \(alias) WHERE"
+            // The items of an array, or the values of a dictionary.
+            from = "json_each(core_items_text(\(try value(args[1])))) AS \(alias) WHERE"
             element = "core_element(\(alias).type, \(alias).value)"
         }
         let saved = variables[name]

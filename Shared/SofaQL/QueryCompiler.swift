@@ -36,6 +36,8 @@ public struct QueryCompiler {
     var counter = 0
     /// How many expressions are being compiled inside one another (bounded by `QueryLimits`).
     var depth = 0
+    /// Whether the next expression compiled is at the top of a clause, or under ANDs there only.
+    var matchAllowed = true
 
     public static func compile(_ query: JSON, schema: QuerySchema) throws(SofaError) -> CompiledQuery {
         var compiler = QueryCompiler(schema: schema)
@@ -150,9 +152,7 @@ public struct QueryCompiler {
         if op == "." && parts.count == 1 { return sources.first?.alias ?? "_doc" }
         if op.lowercased() == "array_count()", parts.count == 2 { return title(of: parts[1]) }
         if op.hasPrefix(".") {
-            var pathText = String(op.dropFirst())
-            if op == "." { pathText = parts.dropFirst().compactMap(\.stringValue).joined(separator: ".") }
-            guard let path = PropertyPath.tryParse(pathText) else { return nil }
+            guard let path = try? Self.path(op, Array(parts.dropFirst())) else { return nil }
             if path.components.count == 1, case .key(let key) = path.components[0], sources.contains(where: { $0.alias == key }) {
                 return key
             }

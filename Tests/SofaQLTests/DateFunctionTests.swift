@@ -54,7 +54,7 @@ import Testing
         FunctionCall("str_to_utc", "MISSING", is: "MISSING"),
         FunctionCall("str_to_utc", "'2018-10-23'", "'1111-11-11'", is: "'2018-10-23'"),
         FunctionCall("str_to_utc", "'2018-10-23'", is: "'2018-10-23T00:00:00Z'"),
-        FunctionCall("str_to_utc", "'2018-10-23T18:33'", "'1111-11-11T11:11'", is: "'2018-10-23T18:33:00'"),
+        FunctionCall("str_to_utc", "'2018-10-23T18:33'", "'1111-11-11T11:11'", is: "'2018-10-23T18:33:00Z'"),  // not a format
         FunctionCall("str_to_utc", "'2018-10-23T18:33'", is: "'2018-10-23T18:33:00Z'"),
         FunctionCall("str_to_utc", "'2018-10-23T18:33:01'", is: "'2018-10-23T18:33:01Z'"),
         FunctionCall("str_to_utc", "'2018-10-23T18:33:01Z'", is: "'2018-10-23T18:33:01Z'"),
@@ -76,24 +76,24 @@ import Testing
         FunctionCall("millis_to_utc", "-1", is: "'1969-12-31T23:59:59.999Z'"),
         FunctionCall("millis_to_utc", "1540319581999", "'invalid'", is: "'2018-10-23T18:33:01.999Z'"),
         FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11'", is: "'2018-10-23'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11'", is: "'18:33:01.999'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11Z'", is: "'18:33:01.999Z'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11+09:00'", is: "'18:33:01.999Z'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11 11:11:11+09:00'", is: "'2018-10-23 18:33:01.999Z'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11T11:11:11+09:00'", is: "'2018-10-23T18:33:01.999Z'"),
-        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11   T 11:11:11+09:00'", is: "'2018-10-23T18:33:01.999Z'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11'", is: "'18:33:01'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11Z'", is: "'18:33:01Z'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'11:11:11+09:00'", is: "'18:33:01Z'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11 11:11:11+09:00'", is: "'2018-10-23 18:33:01Z'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11T11:11:11+09:00'", is: "'2018-10-23T18:33:01Z'"),
+        FunctionCall("millis_to_utc", "1540319581999", "'1111-11-11   T 11:11:11+09:00'", is: "'2018-10-23T18:33:01.999Z'"),  // not a format
 
         FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "0", is: "'2024-01-10T14:31:14Z'"),
-        FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "-300", is: "'2024-01-10T09:31:14-05:00'"),
-        FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "690", is: "'2024-01-11T02:01:14+11:30'"),
+        FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "-300", is: "'2024-01-10T09:31:14-0500'"),
+        FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "690", is: "'2024-01-11T02:01:14+1130'"),
         FunctionCall("str_to_tz", "'2024-01-10T14:31:14Z'", "'x'", is: "null"),
         FunctionCall("str_to_tz", "MISSING", "0", is: "MISSING"),
         FunctionCall("millis_to_tz", "1704897074000", "0", is: "'2024-01-10T14:31:14Z'"),
-        FunctionCall("millis_to_tz", "1704897074000", "-300", is: "'2024-01-10T09:31:14-05:00'"),
-        FunctionCall("millis_to_tz", "1704897074000", "690", is: "'2024-01-11T02:01:14+11:30'"),
+        FunctionCall("millis_to_tz", "1704897074000", "-300", is: "'2024-01-10T09:31:14-0500'"),
+        FunctionCall("millis_to_tz", "1704897074000", "690", is: "'2024-01-11T02:01:14+1130'"),
         FunctionCall("millis_to_tz", "1704897074000", "690", "'1111-11-11'", is: "'2024-01-11'"),
-        FunctionCall("millis_to_tz", "1704897074000", "690", "'invalid'", is: "'2024-01-11T02:01:14+11:30'"),
-        FunctionCall("millis_to_tz", "1704897074000", "690", "'11:11:11Z'", is: "'02:01:14+11:30'"),
+        FunctionCall("millis_to_tz", "1704897074000", "690", "'invalid'", is: "'2024-01-11T02:01:14+1130'"),
+        FunctionCall("millis_to_tz", "1704897074000", "690", "'11:11:11Z'", is: "'02:01:14+1130'"),
         FunctionCall("millis_to_tz", "1704897074000", "690", "'11:11:11-05:00'", is: "'02:01:14+11:30'"),
         FunctionCall("millis_to_tz", "1704897074000", "100000", is: "null"),
         FunctionCall("millis_to_tz", "1704897074000", "MISSING", is: "MISSING"),
@@ -208,7 +208,7 @@ import Testing
         // Special cases
         FunctionCall("date_add_str", "'2018-02-28T00:00:00Z'", "1", "'day'", is: "'2018-03-01T00:00:00Z'"),
         FunctionCall("date_add_str", "'2016-02-28T00:00:00Z'", "1", "'day'", is: "'2016-02-29T00:00:00Z'"),
-        FunctionCall("date_add_str", "'2016-01-01T00:00:00-07:00'", "1", "'day'", is: "'2016-01-02T00:00:00-07:00'"),
+        FunctionCall("date_add_str", "'2016-01-01T00:00:00-07:00'", "1", "'day'", is: "'2016-01-02T00:00:00-0700'"),
         FunctionCall("date_add_str", "'2018-02-15T00:00:00Z'", "1", "'month'", is: "'2018-03-15T00:00:00Z'"),
         FunctionCall("date_add_str", "'2018-01-31T00:00:00Z'", "1", "'month'", is: "'2018-03-03T00:00:00Z'"),
         FunctionCall("date_add_str", "'2018-01-01T00:00:00Z'", "1", "'Day'", is: "'2018-01-02T00:00:00Z'"),
@@ -241,7 +241,7 @@ import Testing
         let pacific = try FunctionHarness(localTimeZone: #require(TimeZone(secondsFromGMT: -7 * 3600)))
         #expect(try pacific.call("str_to_millis", "'2018-10-23T11:33:01'") == .integer(1540319581000))
         #expect(try pacific.call("str_to_utc", "'2018-10-23'") == .text("2018-10-23T07:00:00Z"))
-        #expect(try pacific.call("millis_to_str", "1540319581000") == .text("2018-10-23T11:33:01-07:00"))
+        #expect(try pacific.call("millis_to_str", "1540319581000") == .text("2018-10-23T11:33:01-0700"))
         #expect(try pacific.call("millis_to_str", "1540319581000", "'1111-11-11'") == .text("2018-10-23"))
         // Zones in the text win; date_diff_str / date_add_str read zone-less texts as UTC.
         #expect(try pacific.call("str_to_millis", "'2018-10-23T18:33:01Z'") == .integer(1540319581000))
@@ -257,8 +257,8 @@ import Testing
         let harness = try FunctionHarness(localTimeZone: losAngeles)
         #expect(try harness.call("str_to_millis", "'2018-01-15T12:00:00'") == .integer(1516046400000))
         #expect(try harness.call("str_to_millis", "'2018-07-15T12:00:00'") == .integer(1531681200000))
-        #expect(try harness.call("millis_to_str", "1531681200000") == .text("2018-07-15T12:00:00-07:00"))
-        #expect(try harness.call("millis_to_str", "1516046400000") == .text("2018-01-15T12:00:00-08:00"))
+        #expect(try harness.call("millis_to_str", "1531681200000") == .text("2018-07-15T12:00:00-0700"))
+        #expect(try harness.call("millis_to_str", "1516046400000") == .text("2018-01-15T12:00:00-0800"))
     }
 
     /// `str_to_millis(millis_to_utc(ms)) == ms`, and through a local zone and back.

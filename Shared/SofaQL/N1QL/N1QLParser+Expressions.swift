@@ -76,6 +76,7 @@ extension N1QLParser {
     /// alternatives, which is what the grammar's five alternatives compute, in linear time.
     mutating func comparisonLevel() -> JSON? {
         guard let x = relationalLevel() else { return nil }
+        explainInfixMatch()
         if let test = optional({ $0.postfixTest(x) }) { return test }
         if let membership = optional({ $0.inSuffix(x) }) { return membership }
         if let like = optional({ $0.likeSuffix(x) }) { return like }
@@ -99,11 +100,26 @@ extension N1QLParser {
         return nil
     }
 
-    /// `[NOT] IN (a, b…)` or `[NOT] IN [a, b…]` → `["IN", x, ["[]", a, b…]]`. (`IN (SELECT …)` is
-    /// not supported, as in LiteCore.)
+    /// `x [NOT] MATCH y` is not N1QL (LiteCore's grammar has no infix MATCH): when it comes next,
+    /// the syntax error there says how a full-text match is written.
+    mutating func explainInfixMatch() {
+        var probe = self
+        _ = probe.operatorKeyword("NOT")
+        guard probe.lookingAt(keyword: "MATCH") else { return }
+        hint("there is no infix MATCH: write MATCH(index, 'terms'), at the top of WHERE or under its "
+                + "top-level ANDs (LiteCore's rule: it cannot be negated)", at: probe.pos)
+    }
+
+    /// `[NOT] IN (a, b…)` or `[NOT] IN [a, b…]` → `["IN", x, ["[]", a, b…]]`. `IN (SELECT …)` is
+    /// refused, as LiteCore's grammar refuses it (its rule for it is disabled).
     mutating func inSuffix(_ x: JSON) -> JSON? {
         let name = operatorKeyword("NOT") ? "NOT IN" : "IN"
         guard operatorKeyword("IN"), grow() else { return nil }
+        var probe = self
+        if probe.symbol("("), probe.lookingAt(keyword: "SELECT") {
+            hint("\(name) (SELECT …) is not supported (nor by LiteCore's N1QL): give a list (a, b…) or an array",
+                 at: probe.pos)
+        }
         if let list = optional({ $0.parenthesizedList() }) {
             return Op.op(name, x, .array([.string("[]")] + list))
         }

@@ -148,16 +148,10 @@ extension N1QLParser {
         return source
     }
 
-    /// `[AS] alias`, where an unquoted `UNNEST` starts the next FROM item instead.
+    /// `[AS] alias` (an unquoted `UNNEST`, a reserved word, starts the next FROM item instead).
     mutating func sourceAlias() -> String? {
         _ = keyword("AS")
-        let start = pos
-        guard let token = identifierToken("an alias") else { return nil }
-        if !token.quoted, token.name.uppercased() == "UNNEST" {
-            pos = start
-            return nil
-        }
-        return token.name
+        return identifier("an alias")
     }
 
     /// `[LEFT [OUTER] | INNER | CROSS] JOIN dataSource [ON expression]`.

@@ -2,12 +2,14 @@ import SofaCore
 
 /// The words and name-quoting rules of LiteCore's N1QL parser, and the JSON shapes it builds.
 enum N1QLVocabulary {
-    /// Words that cannot be unquoted identifiers (LiteCore's `kReservedWords`).
+    /// Words that cannot be unquoted identifiers (LiteCore's `kReservedWords`, with `UNNEST`, the
+    /// FROM clause's keyword).
     static let reservedWords: Set<String> = [
         "AND", "ANY", "AS", "ASC", "BETWEEN", "BY", "CASE", "COLLATE", "CROSS", "DESC", "DISTINCT",
         "ELSE", "END", "EVERY", "FALSE", "FROM", "GROUP", "HAVING", "IN", "INNER", "IS", "JOIN",
         "LEFT", "LIKE", "LIMIT", "MISSING", "NATURAL", "NOT", "NULL", "OFFSET", "ON", "OR", "ORDER",
-        "OUTER", "RIGHT", "SATISFIES", "SELECT", "THEN", "TRUE", "USING", "VALUED", "WHEN", "WHERE",
+        "OUTER", "RIGHT", "SATISFIES", "SELECT", "THEN", "TRUE", "UNNEST", "USING", "VALUED", "WHEN",
+        "WHERE",
     ]
 
     static func isReserved(_ word: String) -> Bool { reservedWords.contains(word.uppercased()) }

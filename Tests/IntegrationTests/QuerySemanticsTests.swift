@@ -1,0 +1,88 @@
+import Foundation
+import SofaClient
+import SofaCore
+import Testing
+
+/// LiteCore's query rules that Sofa once read differently, one representative query each, through
+/// the SDK against real processes (the full tables are in SofaQLTests: QuerySemanticsRuleTests,
+/// N1QLLiteCoreRuleTests, DateFormatTests).
+@Suite(.serialized) struct QuerySemanticsTests {
+    static func seed(_ db: Database) async throws {
+        let docs: [(String, String)] = [
+            ("a", #"{"contact":{"phone":["555-1","555-2"]},"scores":{"math":9,"art":4},"items":[{"sub":{"path":1}}],"text":"a dog runs"}"#),
+            ("b", #"{"contact":{"phone":["555-3"]},"scores":{"math":3,"art":2},"items":[{"sub":{"path":7}}],"text":"a cat"}"#),
+        ]
+        _ = try await db.bulk(docs.map { .put(id: $0.0, rev: "", body: Array($0.1.utf8), deleted: false) })
+    }
+
+    @Test func jsonQueryRules() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics")
+            try await Self.seed(db)
+            // A path as operands, its index a one-element array.
+            let phones = try await db.query(json: ["WHAT": [["._id"], [".", "contact", "phone", [0]]], "ORDER_BY": [["._id"]]])
+            #expect(phones.columns == ["id", "phone"])
+            #expect(phones.rows == [[.string("a"), .string("555-1")], [.string("b"), .string("555-3")]])
+            // ["$", name] and ["$", 1].
+            let byParameter = try await db.query(
+                json: ["WHAT": [["._id"]], "WHERE": ["OR", ["=", [".scores.math"], ["$", 1]], ["=", [".contact.phone[0]"], ["$", "p"]]],
+                       "ORDER_BY": [["._id"]]],
+                parameters: ["1": 9, "p": "555-3"])
+            #expect(byParameter.rows == [[.string("a")], [.string("b")]])
+            // ANY over a dictionary ranges over its values.
+            let anyValue = try await db.query(json: ["WHAT": [["._id"]], "WHERE": ["ANY", "s", [".scores"], [">", ["?s"], 8]]])
+            #expect(anyValue.rows == [[.string("a")]])
+            let everyValue = try await db.query(json: ["WHAT": [["._id"]], "WHERE": ["EVERY", "s", [".scores"], ["<", ["?s"], 5]]])
+            #expect(everyValue.rows == [[.string("b")]])
+            // A variable with a path after it.
+            let variablePath = try await db.query(json: ["WHAT": [["._id"]], "WHERE": ["ANY", "i", [".items"], ["=", ["?i", "sub", "path"], 7]]])
+            #expect(variablePath.rows == [[.string("b")]])
+            // A malformed index is a clear error, and the worker keeps serving.
+            do throws(SofaError) {
+                _ = try await db.query(json: ["WHAT": [[".", "contact", "phone", [0, 1]]]])
+                Issue.record("a two-element index ran")
+            } catch {
+                #expect(error.sofaCode == .invalidQuery && error.message.contains("one-element array"), "\(error)")
+            }
+            #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(2)]])
+        }
+    }
+
+    @Test func n1qlAndDateRules() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics2")
+            try await Self.seed(db)
+            try await db.createIndex("byText", kind: .fullText(), expressions: [[".text"]])
+            #expect(try await db.query(n1ql: "SELECT META().id FROM _ WHERE MATCH(byText, 'dog')").rows == [[.string("a")]])
+            let refused: [(String, String)] = [
+                ("SELECT META().id FROM _ WHERE NOT MATCH(byText, 'dog')", "MATCH can only appear at top-level, or in a top-level AND"),
+                ("SELECT META().id FROM _ WHERE text NOT MATCH 'dog'", "there is no infix MATCH"),
+                ("SELECT META().id FROM _ WHERE text IN (SELECT text FROM _)", "IN (SELECT …) is not supported"),
+                ("SELECT unnest FROM _", "'unnest' is a reserved word"),
+            ]
+            for (n1ql, message) in refused {
+                do throws(SofaError) {
+                    _ = try await db.query(n1ql: n1ql)
+                    Issue.record("\(n1ql) ran")
+                } catch {
+                    #expect(error.sofaCode == .invalidQuery, "\(n1ql): \(error)")
+                    #expect(error.message.contains(message), "\(n1ql): \(error.message)")
+                }
+            }
+            // Date formats by example and by token; zones written +HHMM unless a format says otherwise.
+            let dates = try await db.query(n1ql: """
+                SELECT MILLIS_TO_TZ(1704897074123, 690) AS tz, \
+                STR_TO_TZ('2024-01-10T14:31:14Z', -300, '1111-11-11T11:11:11Z') AS example, \
+                MILLIS_TO_TZ(1704897074123, -300, '11:11:11') AS time, \
+                MILLIS_TO_UTC(1704897074123, '%F %T%s') AS tokens, \
+                MILLIS_TO_TZ(1704897074123, 690, '%T%Ez') AS colon, \
+                DATE_ADD_STR('2024-01-10T09:31:14-0500', 1, 'day') AS added \
+                FROM _ WHERE META().id = 'a'
+                """)
+            #expect(dates.rows == [[
+                .string("2024-01-11T02:01:14.123+1130"), .string("2024-01-10T09:31:14-0500"), .string("09:31:14"),
+                .string("2024-01-10 14:31:14.123"), .string("02:01:14.123+11:30"), .string("2024-01-11T09:31:14-0500"),
+            ]])
+        }
+    }
+}
