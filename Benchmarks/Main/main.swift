@@ -1,4 +1,3 @@
 import SofaBench
-import SofaCluster
 
-await runCommand(Bench.self)
+await Bench.runMain()

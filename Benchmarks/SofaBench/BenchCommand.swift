@@ -8,6 +8,22 @@ internal import SofaCluster
 public struct Bench: AsyncParsableCommand {
     public init() {}
 
+    /// The entry point of `sofa-bench`: a figure from a debug build is said to be one, on stderr.
+    public static func runMain() async {
+        await runCommand(Self.self) {
+            if let warning = buildWarning { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
+        }
+    }
+
+    /// The warning a debug build prints before its figures; nil in a release build.
+    public static var buildWarning: String? {
+        #if DEBUG
+        "\(toolName): warning: this is a debug build; its figures are far below a release build's (swift build -c release)"
+        #else
+        nil
+        #endif
+    }
+
     public static let configuration = CommandConfiguration(
         commandName: "sofa-bench",
         abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self, Hostile.self])

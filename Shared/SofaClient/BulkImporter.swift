@@ -1,49 +1,56 @@
 public import SofaCore
 import SofaWire
 
-/// How an imported document gets its ID.
-public struct ImportNaming: Sendable {
-    public var idField: String?
-    public var idPrefix: String?
-
-    public init(idField: String? = nil, idPrefix: String? = nil) {
-        self.idField = idField
-        self.idPrefix = idPrefix
-    }
-
-    public func id(number: Int, body: [UInt8]) throws(SofaError) -> String {
-        guard let idField else {
-            let digits = String(number)
-            return (idPrefix ?? "") + String(repeating: "0", count: max(0, 7 - digits.count)) + digits
-        }
-        guard let object = try JSON.parse(body).objectValue else {
-            throw SofaError(.badJSON, "a document must be a JSON object")
-        }
-        switch object[idField] {
-        case .string(let text)?: return text
-        case .int(let value)?: return String(value)
-        case nil: throw SofaError(.badDocID, "no field '\(idField)' to take the ID from")
-        case let other?: throw SofaError(.badDocID, "field '\(idField)' is \(other.compactString), not a string or an integer")
-        }
-    }
+/// What an import does with a document whose ID is taken already.
+public enum ImportConflictMode: String, Sendable, CaseIterable {
+    /// The document fails with `conflict`, reported with the others.
+    case fail
+    /// The existing document is left as it is; counted as skipped.
+    case skip
+    /// The existing document is updated: the imported body becomes its current revision's child.
+    case update
 }
 
 /// Writes documents in bulk batches, keeping up to `inFlight` batches outstanding so the gateway
 /// and storage always have the next one queued while one commits.
 public struct BulkImporter: Sendable {
     public struct Report: Sendable {
-        public var imported = 0
+        public var created = 0
+        public var updated = 0
+        public var skipped = 0
         public var failed = 0
         public var seconds = 0.0
         public var failures: [JSON] = []
 
+        /// The documents written: created or updated.
+        public var imported: Int { created + updated }
+
         public var summary: JSON {
             .object(JSONObject([
-                ("imported", .int(Int64(imported))), ("failed", .int(Int64(failed))),
+                ("imported", .int(Int64(imported))), ("created", .int(Int64(created))), ("updated", .int(Int64(updated))),
+                ("skipped", .int(Int64(skipped))), ("failed", .int(Int64(failed))),
                 ("seconds", .double((seconds * 1000).rounded() / 1000)),
                 ("docs_per_s", .int(seconds > 0 ? Int64(Double(imported) / seconds) : 0)),
             ]))
         }
+
+        mutating func add(_ other: Report) {
+            created += other.created
+            updated += other.updated
+            skipped += other.skipped
+            failed += other.failed
+            failures += other.failures
+        }
+
+        /// Every document the report accounts for.
+        var done: Int { created + updated + skipped + failed }
+    }
+
+    /// One document to write: its line (or element) number, ID and body.
+    struct Entry: Sendable {
+        var number: Int
+        var id: String
+        var body: [UInt8]
     }
 
     let store: Collection
@@ -56,14 +63,18 @@ public struct BulkImporter: Sendable {
         self.inFlight = inFlight
     }
 
-    public func run(_ documents: [(number: Int, body: [UInt8])], naming: ImportNaming) async throws(SofaError) -> Report {
+    /// Writes `documents`; `onConflict` says what happens to those whose ID exists. `progress`
+    /// is told how many documents are done (written, skipped or failed) as batches complete.
+    public func run(_ documents: [(number: Int, body: [UInt8])], naming: ImportNaming,
+                    onConflict: ImportConflictMode = .fail,
+                    progress: (@Sendable (_ done: Int) -> Void)? = nil) async throws(SofaError) -> Report {
         var report = Report()
-        var batches: [[(number: Int, item: BulkItem)]] = []
-        var current: [(number: Int, item: BulkItem)] = []
+        var batches: [[Entry]] = []
+        var current: [Entry] = []
         for document in documents {
             do {
-                let id = try naming.id(number: document.number, body: document.body)
-                current.append((document.number, .put(id: id, rev: "", body: document.body, deleted: false)))
+                let (id, body) = try naming.prepare(number: document.number, body: document.body)
+                current.append(Entry(number: document.number, id: id, body: body))
             } catch {
                 report.failed += 1
                 report.failures.append(Self.failure(line: document.number, id: nil, error))
@@ -76,20 +87,24 @@ public struct BulkImporter: Sendable {
         if !current.isEmpty { batches.append(current) }
         let started = ContinuousClock.now
         let store = self.store
-        let outcomes: [Report]
+        var outcome = report
         do {
-            outcomes = try await withThrowingTaskGroup(of: Report.self) { group in
-                var collected: [Report] = []
+            outcome = try await withThrowingTaskGroup(of: Report.self) { group in
+                var collected = report
                 var running = 0
                 for batch in batches {
                     if running == inFlight, let done = try await group.next() {
-                        collected.append(done)
+                        collected.add(done)
+                        progress?(collected.done)
                         running -= 1
                     }
-                    group.addTask { try await Self.write(batch, to: store) }
+                    group.addTask { try await Self.write(batch, to: store, onConflict: onConflict) }
                     running += 1
                 }
-                for try await done in group { collected.append(done) }
+                for try await done in group {
+                    collected.add(done)
+                    progress?(collected.done)
+                }
                 return collected
             }
         } catch let error as SofaError {
@@ -97,32 +112,50 @@ public struct BulkImporter: Sendable {
         } catch {
             throw SofaError(.unexpectedError, "import failed: \(error)")
         }
-        let elapsed = ContinuousClock.now - started
-        report.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        for outcome in outcomes {
-            report.imported += outcome.imported
-            report.failed += outcome.failed
-            report.failures += outcome.failures
-        }
-        report.failures.sort { ($0["line"]?.intValue ?? 0) < ($1["line"]?.intValue ?? 0) }
-        return report
+        outcome.seconds = Self.seconds(ContinuousClock.now - started)
+        outcome.failures.sort { ($0["line"]?.intValue ?? 0) < ($1["line"]?.intValue ?? 0) }
+        return outcome
     }
 
-    private static func write(_ batch: [(number: Int, item: BulkItem)], to store: Collection) async throws(SofaError) -> Report {
-        let results = try await store.bulk(batch.map(\.item))
-        guard results.count == batch.count else {
-            throw SofaError(.unexpectedError, "the gateway answered \(results.count) results for \(batch.count) writes")
-        }
+    private static func write(_ batch: [Entry], to store: Collection, onConflict: ImportConflictMode) async throws(SofaError) -> Report {
         var report = Report()
-        for (entry, result) in zip(batch, results) {
+        var existing: [Entry] = []
+        for (entry, result) in zip(batch, try await bulk(batch, revs: [:], to: store)) {
+            if let error = result.error {
+                switch onConflict {
+                case .skip where error.is(.conflict): report.skipped += 1
+                case .update where error.is(.conflict): existing.append(entry)
+                default:
+                    report.failed += 1
+                    report.failures.append(failure(line: entry.number, id: result.id, error))
+                }
+            } else {
+                report.created += 1
+            }
+        }
+        guard !existing.isEmpty else { return report }
+        // Their current revisions, in one read: each becomes the parent of the imported body.
+        let current = try await store.changes(since: 0, limit: 0, docIDs: existing.map(\.id))
+        var revs: [String: String] = [:]
+        for change in current.changes where !change.rev.isEmpty { revs[change.id] = change.rev }
+        for (entry, result) in zip(existing, try await bulk(existing, revs: revs, to: store)) {
             if let error = result.error {
                 report.failed += 1
                 report.failures.append(failure(line: entry.number, id: result.id, error))
             } else {
-                report.imported += 1
+                report.updated += 1
             }
         }
         return report
+    }
+
+    /// One bulk write of `entries`, each with its parent revision in `revs` (none: a new document).
+    private static func bulk(_ entries: [Entry], revs: [String: String], to store: Collection) async throws(SofaError) -> [BulkItemResult] {
+        let results = try await store.bulk(entries.map { .put(id: $0.id, rev: revs[$0.id] ?? "", body: $0.body, deleted: false) })
+        guard results.count == entries.count else {
+            throw SofaError(.unexpectedError, "the gateway answered \(results.count) results for \(entries.count) writes")
+        }
+        return results
     }
 
     private static func failure(line: Int, id: String?, _ error: SofaError) -> JSON {
@@ -132,5 +165,8 @@ public struct BulkImporter: Sendable {
                                               ("message", .string(error.message))]))
         return .object(object)
     }
-}
 
+    private static func seconds(_ elapsed: Duration) -> Double {
+        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}

@@ -25,17 +25,22 @@ extension Database {
         try await putBlob(BlobChunkSource(whole: bytes), expectedKey: expectedKey)
     }
 
-    /// Stores the contents of a file, read chunk by chunk off the cooperative pool.
-    public func putBlob(contentsOf url: URL, expectedKey: String? = nil) async throws(SofaError) -> BlobInfo {
+    /// Stores the contents of a file, read chunk by chunk off the cooperative pool. `progress` is
+    /// told the bytes stored so far as chunks are acknowledged.
+    public func putBlob(contentsOf url: URL, expectedKey: String? = nil,
+                        progress: (@Sendable (_ bytes: UInt64) -> Void)? = nil) async throws(SofaError) -> BlobInfo {
         let reader: FileChunkReader
         do { reader = try FileChunkReader(url: url) } catch {
             throw SofaError(.cantOpenFile, "cannot open \(url.path): \(error.localizedDescription)")
         }
-        return try await putBlob(BlobChunkSource { try await reader.next(Self.blobChunkSize) }, expectedKey: expectedKey)
+        return try await putBlob(BlobChunkSource { try await reader.next(Self.blobChunkSize) }, expectedKey: expectedKey,
+                                 progress: progress)
     }
 
-    /// Stores whatever a sequence of byte chunks (of any sizes) yields, in order.
-    public func putBlob<S: AsyncSequence>(_ chunks: S, expectedKey: String? = nil) async throws(SofaError) -> BlobInfo
+    /// Stores whatever a sequence of byte chunks (of any sizes) yields, in order. `progress` is
+    /// told the bytes stored so far as chunks are acknowledged.
+    public func putBlob<S: AsyncSequence>(_ chunks: S, expectedKey: String? = nil,
+                                          progress: (@Sendable (_ bytes: UInt64) -> Void)? = nil) async throws(SofaError) -> BlobInfo
     where S.Element == [UInt8] {
         guard case .blobWriteStarted(let writeID) = try await client.call(.blobWriteBegin(expectedKey: expectedKey ?? ""),
                                                                           database: name) else {
@@ -43,20 +48,25 @@ extension Database {
         }
         let length: UInt64
         do {
-            length = try await withThrowingTaskGroup(of: Void.self) { group in
+            length = try await withThrowingTaskGroup(of: UInt64.self) { group in
                 var offset: UInt64 = 0
+                var stored: UInt64 = 0
                 var inFlight = 0
                 var pending: [UInt8] = []
                 pending.reserveCapacity(Self.blobChunkSize)
-                func flush(_ group: inout ThrowingTaskGroup<Void, any Error>) async throws {
-                    if inFlight == Self.blobWindow {
-                        try await group.next()
+                func flush(_ group: inout ThrowingTaskGroup<UInt64, any Error>) async throws {
+                    if inFlight == Self.blobWindow, let sent = try await group.next() {
+                        stored += sent
+                        progress?(stored)
                         inFlight -= 1
                     }
                     let chunk = pending, at = offset
                     offset += UInt64(chunk.count)
                     pending.removeAll(keepingCapacity: true)
-                    group.addTask { try await self.sendChunk(writeID, at, chunk) }
+                    group.addTask {
+                        try await self.sendChunk(writeID, at, chunk)
+                        return UInt64(chunk.count)
+                    }
                     inFlight += 1
                 }
                 for try await piece in chunks {
@@ -75,7 +85,10 @@ extension Database {
                     }
                 }
                 if !pending.isEmpty { try await flush(&group) }
-                try await group.waitForAll()
+                for try await sent in group {
+                    stored += sent
+                    progress?(stored)
+                }
                 return offset
             }
         } catch {
@@ -124,7 +137,9 @@ extension Database {
     }
 
     /// Writes a blob to `url` (replacing it), chunk by chunk; on failure the file is removed.
-    public func downloadBlob(_ key: String, to url: URL) async throws(SofaError) {
+    /// `progress` is told the bytes written so far and the blob's length.
+    public func downloadBlob(_ key: String, to url: URL,
+                             progress: (@Sendable (_ bytes: UInt64, _ total: UInt64) -> Void)? = nil) async throws(SofaError) {
         let writer: FileChunkWriter
         do { writer = try FileChunkWriter(url: url) } catch {
             throw SofaError(.cantOpenFile, "cannot create \(url.path): \(error.localizedDescription)")
@@ -162,6 +177,7 @@ extension Database {
                         digest.update(ready)
                         try await written
                         nextToWrite += UInt64(ready.count)
+                        progress?(nextToWrite, total)
                     }
                     request()
                 }

@@ -91,3 +91,11 @@ public struct Database: DocumentStore {
         _ = try await client.call(.compact, database: name)
     }
 }
+
+extension Collection {
+    /// The database's info with this collection's document count and sequences.
+    public func info() async throws(SofaError) -> DatabaseInfo {
+        guard case .databaseInfo(let info) = try await call(.databaseInfo) else { throw unexpected("databaseInfo") }
+        return info
+    }
+}

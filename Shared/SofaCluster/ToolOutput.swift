@@ -27,13 +27,13 @@ public struct GatewayOptions: ParsableArguments {
         (ProcessInfo.processInfo.environment[Setting.connectTimeoutMs.variable].flatMap(Double.init) ?? 1000) / 1000
     }
 
-    /// Connects within `connectTimeout` (the connection itself) and `timeout` (its first answer,
-    /// and every call after).
-    public func connect() async throws(SofaError) -> SofaClient {
+    /// Connects to `--gateway` (or to `endpoint`, another cluster's gateway) within
+    /// `connectTimeout` (the connection itself) and `timeout` (its first answer, and every call after).
+    public func connect(to endpoint: String? = nil) async throws(SofaError) -> SofaClient {
         let callTimeout = Duration.milliseconds(Int(timeout * 1000))
         let handshakeTimeout = min(callTimeout, .milliseconds(Int(connectTimeout * 1000)))
         do {
-            return try await SofaClient.connect(gateway, timeout: callTimeout, handshakeTimeout: handshakeTimeout)
+            return try await SofaClient.connect(endpoint ?? gateway, timeout: callTimeout, handshakeTimeout: handshakeTimeout)
         } catch {
             guard error.is(.unavailable) else { throw error }
             throw SofaError(.unavailable, "\(error.message): is sofa up running?")
@@ -85,10 +85,12 @@ public func seconds(_ duration: Duration) -> Double {
 }
 
 /// Parses the process's arguments for `root` and runs the command they name, async or not;
-/// exits as ArgumentParser does on an error.
-public func runCommand<Root: ParsableCommand>(_ root: Root.Type) async {
+/// exits as ArgumentParser does on an error. `beforeRunning` runs once the arguments name a
+/// command (not for `--help` or a usage error).
+public func runCommand<Root: ParsableCommand>(_ root: Root.Type, beforeRunning: () -> Void = {}) async {
     do {
         var command = try root.parseAsRoot(nil)
+        beforeRunning()
         if var asyncCommand = command as? any AsyncParsableCommand {
             try await asyncCommand.run()
         } else {

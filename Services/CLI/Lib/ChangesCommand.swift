@@ -9,7 +9,8 @@ struct Changes: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the changes feed: {\"results\":[{\"seq\",\"id\",\"changes\":[{\"rev\"}],…}],\"last_seq\"}.")
     @Argument var db: String
-    @Option(help: "Only changes after this sequence.") var since: UInt64 = 0
+    @Option(help: "Only changes after this sequence; now: after the collection's last one (with --follow, the changes to come).")
+    var since: String = "0"
     @Option(help: "At most this many (0 = all).") var limit: Int = 0
     @Flag(help: "Newest first.") var descending = false
     @Flag(help: "Include each document's body as \"doc\".") var bodies = false
@@ -20,10 +21,17 @@ struct Changes: AsyncParsableCommand {
     @OptionGroup var target: CollectionOption
     @OptionGroup var options: GatewayOptions
 
+    func validate() throws {
+        if since != "now" && UInt64(since) == nil { throw ValidationError("--since takes a sequence number or now, not '\(since)'") }
+    }
+
     func run() async throws {
         try await reporting {
             let client = try await options.connect()
             defer { client.close() }
+            // `now`: the collection's last sequence, as the feed reports it.
+            var since = UInt64(self.since) ?? 0
+            if self.since == "now" { since = try await target.store(client, db).changes(since: 0, limit: 1, descending: true).lastSequence }
             if follow {
                 let feed = target.store(client, db).liveChanges(
                     since: since, includeBodies: bodies, includeDeleted: !noDeleted, docIDs: docIDs,
@@ -60,7 +68,8 @@ func changeJSON(_ change: Change) -> JSON {
 struct AllDocs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "all-docs",
-        abstract: "List documents in ID order: {\"rows\":[{\"id\",\"key\",\"value\":{\"rev\"},\"doc\"?}],\"offset\"}.")
+        abstract: "List documents in ID order: {\"total_rows\",\"offset\",\"rows\":[{\"id\",\"key\",\"value\":{\"rev\"},\"doc\"?}]}.",
+        discussion: "total_rows counts the collection's documents (deleted ones not), whatever the options select.")
     @Argument var db: String
     @Option(help: "At most this many (0 = all).") var limit: Int = 0
     @Option(help: "Skip this many first.") var skip: Int = 0
@@ -76,10 +85,13 @@ struct AllDocs: AsyncParsableCommand {
         try await reporting {
             let client = try await options.connect()
             defer { client.close() }
-            let docs = try await target.store(client, db).allDocs(
+            let store = target.store(client, db)
+            let total = try await store.info().documentCount
+            let docs = try await store.allDocs(
                 limit: limit, skip: skip, descending: descending, startKey: start, endKey: end, includeBodies: bodies,
                 includeDeleted: includeDeleted)
             printJSON(.object(JSONObject([
+                ("total_rows", .int(Int64(clamping: total))), ("offset", .int(Int64(skip))),
                 ("rows", .array(docs.map { doc in
                     var value = JSONObject([("rev", .string(doc.rev))])
                     if doc.deleted { value["deleted"] = true }
@@ -87,7 +99,6 @@ struct AllDocs: AsyncParsableCommand {
                     if bodies { row["doc"] = doc.metadataObject() }
                     return .object(row)
                 })),
-                ("offset", .int(Int64(skip))),
             ])))
         }
     }

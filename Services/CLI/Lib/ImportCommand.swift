@@ -6,18 +6,27 @@ internal import SofaCluster
 /// `sofa import DB FILE`: JSON lines or a JSON array, one document per line or element, written
 /// in bulk transactions of `--batch` documents with a few batches in flight.
 struct Import: AsyncParsableCommand {
+    enum OnConflict: String, ExpressibleByArgument, CaseIterable { case fail, skip }
+
     static let configuration = CommandConfiguration(
-        abstract: "Import documents from JSON lines or a JSON array; prints {\"imported\",\"failed\",\"seconds\",\"docs_per_s\"}.",
+        abstract: "Import documents from JSON lines or a JSON array; prints {\"imported\",\"created\",\"updated\",\"skipped\",\"failed\",…}.",
         discussion: """
-            IDs are the 1-based line (or element) number zero-padded to 7 digits (0000001, …), \
-            unless --id-field takes them from a field of each document or --id-prefix puts a \
-            prefix before the number. Each failed document is reported on stderr; the exit status \
-            is 1 when any failed.
+            A document's ID is its own _id when it has one, else the 1-based line (or element) \
+            number zero-padded to 7 digits (0000001, …); --id-field takes it from another field, \
+            --id-prefix numbers every document with a prefix before the number. A _rev in a \
+            document is dropped. A document whose ID exists fails with a conflict (--on-conflict \
+            fail, the default), is left as it is (--on-conflict skip), or is updated from its \
+            current revision (--upsert); so importing a file again with --upsert or \
+            --on-conflict skip succeeds. Each failed document is reported on stderr; the exit \
+            status is 1 when any failed. On a terminal, stderr shows the progress.
             """)
     @Argument var db: String
     @Argument(help: "The file, or - for stdin.") var file: String
     @Option(name: .customLong("id-field"), help: "Take each document's ID from this top-level field.") var idField: String?
-    @Option(name: .customLong("id-prefix"), help: "Put this before the line number to make the ID.") var idPrefix: String?
+    @Option(name: .customLong("id-prefix"), help: "Number every document, with this before the number, as its ID.") var idPrefix: String?
+    @Flag(help: "Update documents that exist, from their current revision.") var upsert = false
+    @Option(name: .customLong("on-conflict"), help: "For a document that exists: fail (reported) or skip (left as it is).")
+    var onConflict: OnConflict?
     @Option(help: "Documents per bulk transaction.") var batch: Int = 1000
     @Option(name: .customLong("in-flight"), help: "Batches sent before waiting for the oldest.") var inFlight: Int = 4
     @OptionGroup var target: CollectionOption
@@ -25,8 +34,13 @@ struct Import: AsyncParsableCommand {
 
     func validate() throws {
         if idField != nil && idPrefix != nil { throw ValidationError("give --id-field or --id-prefix, not both") }
+        if upsert && onConflict != nil { throw ValidationError("--upsert updates the documents that exist: give no --on-conflict with it") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if inFlight < 1 { throw ValidationError("--in-flight must be at least 1") }
+    }
+
+    var conflictMode: ImportConflictMode {
+        upsert ? .update : onConflict == .skip ? .skip : .fail
     }
 
     func run() async throws {
@@ -43,8 +57,11 @@ struct Import: AsyncParsableCommand {
             let client = try await options.connect()
             defer { client.close() }
             let naming = ImportNaming(idField: idField, idPrefix: idPrefix)
-            let report = try await BulkImporter(store: target.store(client, db), batchSize: batch, inFlight: inFlight)
-                .run(documents, naming: naming)
+            let progress = ProgressLine("import", total: UInt64(documents.count))
+            let importer = BulkImporter(store: target.store(client, db), batchSize: batch, inFlight: inFlight)
+            let report = try await progress.around {
+                try await importer.run(documents, naming: naming, onConflict: conflictMode) { progress.update(done: UInt64($0)) }
+            }
             for failure in report.failures.prefix(20) {
                 FileHandle.standardError.write(Data((failure.compactString + "\n").utf8))
             }

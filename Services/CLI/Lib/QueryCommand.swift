@@ -158,7 +158,8 @@ struct IndexCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the collection's indexes, one JSON object per line.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the collection's indexes, one JSON object per line; \"kind\" is value, full-text or array.")
         @Argument var db: String
         @OptionGroup var target: CollectionOption
         @OptionGroup var options: GatewayOptions
@@ -167,8 +168,15 @@ struct IndexCommand: AsyncParsableCommand {
             try await reporting {
                 let client = try await options.connect()
                 defer { client.close() }
-                for index in try await target.store(client, db).indexes() { print(index.json.canonicalString) }
+                for index in try await target.store(client, db).indexes() { print(Self.listing(index).canonicalString) }
             }
+        }
+
+        /// The index as listed: its kind by name (as `index create` says it), not by number.
+        static func listing(_ index: IndexDefinition) -> JSON {
+            guard var object = index.json.objectValue, let kind = indexKindName(index.kind) else { return index.json }
+            object["kind"] = .string(kind)
+            return .object(object)
         }
     }
 }

@@ -10,7 +10,12 @@ struct Replicate: AsyncParsableCommand {
     enum Direction: String, EnumerableFlag { case push, pull, both }
 
     static let configuration = CommandConfiguration(
-        abstract: "Replicate SOURCE to TARGET: a database name of this cluster, or tcp://host:port/db of another.")
+        abstract: "Replicate SOURCE to TARGET: a database name of this cluster, or tcp://host:port/db of another.",
+        discussion: """
+            The database that receives (TARGET; with --pull SOURCE, with --both either) must exist, \
+            or --create-target creates it (with the versioning of the one that sends), as CouchDB's \
+            create_target. A one-shot replication on a terminal shows its progress on stderr.
+            """)
     @Argument(help: "The source database (\"db\" or \"tcp://host:port/db\").") var source: String
     @Argument(help: "The target database (\"db\" or \"tcp://host:port/db\").") var target: String
     @Flag(help: "Keep following the source's changes until stopped.") var continuous = false
@@ -22,6 +27,7 @@ struct Replicate: AsyncParsableCommand {
     @Option(help: "Replicate this collection (\"scope.collection\"), the same on both sides.") var collection: String = ""
     @Flag(name: .customLong("no-wait"), help: "One-shot: return at once instead of waiting for the end.") var noWait = false
     @Option(name: .customLong("wait-seconds"), help: "One-shot: give up waiting after this many seconds.") var waitSeconds: Int = 3600
+    @Flag(name: .customLong("create-target"), help: "Create the receiving database when it does not exist.") var createTarget = false
     @OptionGroup var options: GatewayOptions
 
     func run() async throws {
@@ -30,6 +36,8 @@ struct Replicate: AsyncParsableCommand {
             defer { client.close() }
             let policy = try ConflictPolicy.parse(conflicts)
             let ids = docIDs.flatMap { $0.split(separator: ",").map(String.init) }.filter { !$0.isEmpty }
+            let sides = try ReplicationSides(source: source, target: target, direction: direction)
+            let sending = try await sides.prepareReceiving(create: createTarget, client: client, options: options)
             let handle = try await client.replicate(
                 from: source, to: target, direction: ReplicationDirection(rawValue: direction.rawValue) ?? .push,
                 mode: continuous ? .continuous : .oneShot, filter: ReplicationFilter(docIDs: ids, expression: filter),
@@ -38,7 +46,13 @@ struct Replicate: AsyncParsableCommand {
                 printJSON(.array(handle.initial.map(replicationJSON)))
                 return
             }
-            let final = try await handle.wait(timeout: .seconds(waitSeconds)) { $0.state.isFinal }
+            let progress = ReplicationProgress(total: direction == .push ? sending?.documentCount : nil)
+            let final = try await progress.line.around {
+                try await handle.wait(timeout: .seconds(waitSeconds)) { status in
+                    progress.update(status)
+                    return status.state.isFinal
+                }
+            }
             printJSON(.array(final.map(replicationJSON)))
             if let failed = final.first(where: { $0.state != .completed }) {
                 throw SofaError(.unexpectedError, "replication \(failed.id) \(failed.state.rawValue): \(failed.lastError)")

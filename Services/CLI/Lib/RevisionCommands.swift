@@ -5,7 +5,8 @@ internal import SofaCluster
 
 struct Conflicts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List a document's conflicting leaf revisions: {\"id\",\"rev\",\"conflicts\":[…]}.")
+        abstract: "List a document's conflicting leaf revisions: {\"id\",\"rev\",\"conflicts\":[…]}.",
+        discussion: "rev is the current (winning) revision, as CouchDB's _rev beside _conflicts.")
     @Argument var db: String
     @Argument var id: String
     @OptionGroup var target: CollectionOption
@@ -16,8 +17,10 @@ struct Conflicts: AsyncParsableCommand {
             let client = try await options.connect()
             defer { client.close() }
             let store = target.store(client, db)
+            let current = try await store.get(id: id)
             let conflicts = try await store.conflicts(id: id)
-            printJSON(.object(JSONObject([("id", .string(id)), ("conflicts", .array(conflicts.map { .string($0) }))])))
+            printJSON(.object(JSONObject([("id", .string(id)), ("rev", .string(current.rev)),
+                                          ("conflicts", .array(conflicts.map { .string($0) }))])))
         }
     }
 }

@@ -47,8 +47,11 @@ actor PersistentReplications {
                 // No `_replicator` yet: nothing was recorded.
                 if error.is(.notFound) { await service.registry.markLoaded() }
                 failures += 1
-                if failures == 1 || failures % 20 == 0 {
+                // Said once; then, while it lasts, at debug level every 20 attempts (about 20 s).
+                if failures == 1 {
                     logger.info("waiting for the _replicator database", metadata: ["error": "\(error.message)"])
+                } else if failures % 20 == 0 {
+                    logger.debug("waiting for the _replicator database", metadata: ["error": "\(error.message)"])
                 }
                 // Until `_replicator` is created (by an administrator, as in CouchDB), look again
                 // every second; a gateway that does not answer is retried with a growing backoff.

@@ -1,4 +1,4 @@
-internal import SofaCore
+public import SofaCore
 public import SofaWire
 internal import SofaClient
 internal import Foundation
