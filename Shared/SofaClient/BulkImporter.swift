@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaWire
+internal import SofaWire
 
 /// What an import does with a document whose ID is taken already.
 public enum ImportConflictMode: String, Sendable, CaseIterable {
