@@ -1,5 +1,5 @@
 public import SofaCore
-import SofaWire
+internal import SofaWire
 
 /// What an import does with a document whose ID is taken already.
 public enum ImportConflictMode: String, Sendable, CaseIterable {
@@ -8,6 +8,7 @@ public enum ImportConflictMode: String, Sendable, CaseIterable {
     /// The existing document is left as it is; counted as skipped.
     case skip
     /// The existing document is updated: the imported body becomes its current revision's child.
+    /// (A document written by another client between that read and the write still fails.)
     case update
 }
 
@@ -118,32 +119,26 @@ public struct BulkImporter: Sendable {
     }
 
     private static func write(_ batch: [Entry], to store: Collection, onConflict: ImportConflictMode) async throws(SofaError) -> Report {
+        // Upsert: the current revisions first, in one read (a key lookup each), so each document
+        // takes one write whether it exists or not. A deleted one is created again.
+        var revs: [String: String] = [:]
+        if onConflict == .update {
+            let current = try await store.changes(since: 0, limit: 0, includeDeleted: false, docIDs: batch.map(\.id))
+            for change in current.changes where !change.rev.isEmpty { revs[change.id] = change.rev }
+        }
         var report = Report()
-        var existing: [Entry] = []
-        for (entry, result) in zip(batch, try await bulk(batch, revs: [:], to: store)) {
+        for (entry, result) in zip(batch, try await bulk(batch, revs: revs, to: store)) {
             if let error = result.error {
-                switch onConflict {
-                case .skip where error.is(.conflict): report.skipped += 1
-                case .update where error.is(.conflict): existing.append(entry)
-                default:
+                if onConflict == .skip && error.is(.conflict) {
+                    report.skipped += 1
+                } else {
                     report.failed += 1
                     report.failures.append(failure(line: entry.number, id: result.id, error))
                 }
+            } else if revs[entry.id] != nil {
+                report.updated += 1
             } else {
                 report.created += 1
-            }
-        }
-        guard !existing.isEmpty else { return report }
-        // Their current revisions, in one read: each becomes the parent of the imported body.
-        let current = try await store.changes(since: 0, limit: 0, docIDs: existing.map(\.id))
-        var revs: [String: String] = [:]
-        for change in current.changes where !change.rev.isEmpty { revs[change.id] = change.rev }
-        for (entry, result) in zip(existing, try await bulk(existing, revs: revs, to: store)) {
-            if let error = result.error {
-                report.failed += 1
-                report.failures.append(failure(line: entry.number, id: result.id, error))
-            } else {
-                report.updated += 1
             }
         }
         return report

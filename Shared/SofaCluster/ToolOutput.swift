@@ -85,12 +85,12 @@ public func seconds(_ duration: Duration) -> Double {
 }
 
 /// Parses the process's arguments for `root` and runs the command they name, async or not;
-/// exits as ArgumentParser does on an error. `beforeRunning` runs once the arguments name a
-/// command (not for `--help` or a usage error).
+/// exits as ArgumentParser does on an error. `beforeRunning` runs once the arguments name one of
+/// the tool's commands (not for help or a usage error).
 public func runCommand<Root: ParsableCommand>(_ root: Root.Type, beforeRunning: () -> Void = {}) async {
     do {
         var command = try root.parseAsRoot(nil)
-        beforeRunning()
+        if isCommand(type(of: command), of: root) { beforeRunning() }
         if var asyncCommand = command as? any AsyncParsableCommand {
             try await asyncCommand.run()
         } else {
@@ -99,4 +99,10 @@ public func runCommand<Root: ParsableCommand>(_ root: Root.Type, beforeRunning: 
     } catch {
         root.exit(withError: error)
     }
+}
+
+/// Whether `command` is `root` or one of its subcommands, at any depth (ArgumentParser answers
+/// a help request with a command of its own).
+private func isCommand(_ command: any ParsableCommand.Type, of root: any ParsableCommand.Type) -> Bool {
+    command == root || root.configuration.subcommands.contains { isCommand(command, of: $0) }
 }
