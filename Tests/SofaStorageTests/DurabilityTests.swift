@@ -62,14 +62,21 @@ import Testing
     }
 
     /// Whether the lock is free within a second: a child that another test of this process is
-    /// starting holds a copy of every descriptor, and so the lock, until it execs.
+    /// starting holds a copy of every descriptor, and so the lock, until it execs. A thread waits
+    /// for the lock itself (a blocking `flock`); this waits for that thread, up to the second.
     static func lockIsFreeSoon(_ directory: URL) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(1)
-        while !lockIsFree(directory) {
-            guard ContinuousClock.now < deadline else { return false }
-            usleep(2_000)
-        }
-        return true
+        let fd = open(directory.appendingPathComponent("storage.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return false }
+        let taken = DispatchSemaphore(value: 0)
+        Thread {
+            // Past the deadline it still ends, once the lock is free (or the holder is gone).
+            if flock(fd, LOCK_EX) == 0 {
+                flock(fd, LOCK_UN)
+                taken.signal()
+            }
+            close(fd)
+        }.start()
+        return taken.wait(timeout: .now() + 1) == .success
     }
 
     @Test func engineHoldsTheLockUntilItGoesAway() async throws {

@@ -78,7 +78,16 @@ import Testing
             // instant itself.
             guard let instant = deadline.withLock({ $0 }) else { return }
             let left = instant - ContinuousClock.now
-            if left > .zero { Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18 + 0.001) }
+            guard left > .zero else { return }
+            // A timer fires at that instant (a millisecond past it); the commit waits for it.
+            let passed = DispatchSemaphore(value: 0)
+            let timer = DispatchSource.makeTimerSource()
+            timer.schedule(deadline: .now() + .nanoseconds(Int(left.components.seconds) * 1_000_000_000
+                + Int(left.components.attoseconds / 1_000_000_000) + 1_000_000))
+            timer.setEventHandler { passed.signal() }
+            timer.resume()
+            passed.wait()
+            timer.cancel()
         }) { service, db in
             let instant = ContinuousClock.now + .seconds(1)
             deadline.withLock { $0 = instant }
