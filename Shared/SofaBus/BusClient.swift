@@ -18,7 +18,7 @@ public final class BusClient: Sendable {
     /// The peer's name in error messages ("storage", "gateway", …).
     public let peerName: String
 
-    private struct Pending {
+    fileprivate struct Pending {
         var delivery: Delivery
         var deadline: UInt64  // monotonic ms
         var startedMs: UInt64  // monotonic ms
@@ -59,10 +59,9 @@ public final class BusClient: Sendable {
         }
     }
 
-    private struct State {
+    fileprivate struct State {
         var nextID: UInt64 = 1
         var pending: [UInt64: Pending] = [:]
-        var outbox: [(UInt64, EncodedMessage)] = []
         var closed = false
         /// Whether a connection to the peer has completed its handshake (from the socket monitor).
         var connected = false
@@ -73,19 +72,21 @@ public final class BusClient: Sendable {
         var lastMalformed: (atMs: UInt64, message: String)?
     }
 
-    private let state = Mutex(State())
-    private let wakeup: Wakeup
+    fileprivate let state = Mutex(State())
+    /// The socket's thread; posted: requests to send, by id.
+    private let loop: SocketLoop<(UInt64, EncodedMessage)>
     private let maxResponseBytes: Int
     /// Requests larger than this are refused here, as the server would refuse them; past four
     /// times the server's limit ZeroMQ drops the connection, and the caller would learn only that.
     private let maxRequestBytes: Int
 
-    private init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int) throws(SofaError) {
+    private init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int,
+                 loop: SocketLoop<(UInt64, EncodedMessage)>) {
         self.endpoint = endpoint
         self.peerName = peerName
         self.maxResponseBytes = maxResponseBytes
         self.maxRequestBytes = maxRequestBytes
-        self.wakeup = try Wakeup()
+        self.loop = loop
     }
 
     /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
@@ -93,16 +94,15 @@ public final class BusClient: Sendable {
         _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
         maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes
     ) async throws(SofaError) -> BusClient {
-        let client = try BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
-                                   maxRequestBytes: maxRequestBytes)
-        let started: Result<Void, SofaError> = await withCheckedContinuation { continuation in
-            let thread = Thread { client.run(started: continuation) }
-            thread.name = "bus-client-\(peerName)"
-            thread.start()
+        try await SocketLoop.start(name: "bus-client-\(peerName)") { loop throws(SofaError) in
+            let client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
+                                   maxRequestBytes: maxRequestBytes, loop: loop)
+            return (client, try ClientDriver(client))
         }
-        try started.get()
-        return client
     }
+
+    /// The thread of this client's socket, for a lifecycle service to follow.
+    public var socketLoop: any SocketLoopControl { loop }
 
     /// Sends one operation and waits for its reply, or for `timeout` to pass.
     public func call(
@@ -126,27 +126,26 @@ public final class BusClient: Sendable {
         let idBox = Mutex<UInt64>(0)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Response, Never>) in
-                let rejected: Response? = state.withLock { state in
-                    if state.closed {
-                        return .failure(0, SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
-                    }
-                    let id = state.nextID
-                    request.id = id
-                    let encoded = request.encodedMessage()
-                    guard encoded.count <= maxRequestBytes else {
-                        return .failure(0, SofaError(.messageTooLarge, "the request of \(encoded.count) bytes is over the limit of "
-                                                     + "\(maxRequestBytes) bytes (\(peerName)'s SOFA_MAX_REQUEST_BYTES); nothing was sent"))
-                    }
-                    state.nextID += 1
-                    idBox.withLock { $0 = id }
-                    state.pending[id] = Pending(delivery: .decoded(continuation), deadline: localDeadline, startedMs: localDeadline - budget)
-                    state.outbox.append((id, encoded))
-                    return nil
+                let id: UInt64? = state.withLock { state in
+                    guard !state.closed else { return nil }
+                    defer { state.nextID += 1 }
+                    return state.nextID
                 }
-                if let rejected {
-                    continuation.resume(returning: rejected)
-                } else {
-                    wakeup.signal()
+                guard let id else {
+                    return continuation.resume(returning: .failure(0, SofaError(.shuttingDown, "the connection to \(peerName) is closed")))
+                }
+                request.id = id
+                let encoded = request.encodedMessage()  // outside the lock: other callers go on meanwhile
+                guard encoded.count <= maxRequestBytes else {
+                    return continuation.resume(returning: .failure(0, SofaError(.messageTooLarge,
+                        "the request of \(encoded.count) bytes is over the limit of "
+                        + "\(maxRequestBytes) bytes (\(peerName)'s SOFA_MAX_REQUEST_BYTES); nothing was sent")))
+                }
+                idBox.withLock { $0 = id }
+                state.withLock { $0.pending[id] = Pending(delivery: .decoded(continuation), deadline: localDeadline,
+                                                          startedMs: localDeadline - budget) }
+                if !loop.post((id, encoded)) {
+                    resolve(id, with: SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
                 }
             }
         } onCancel: {
@@ -191,14 +190,15 @@ public final class BusClient: Sendable {
             let id = state.nextID
             state.nextID += 1
             state.pending[id] = Pending(delivery: delivery, deadline: localDeadline, startedMs: localDeadline - budget)
-            state.outbox.append((id, request.encoded(id: id, deadline: now + budget)))
             return id
         }
         guard let id else {
             delivery.deliver(.failure(SofaError(.shuttingDown, "the connection to \(peerName) is closed")))
             return nil
         }
-        wakeup.signal()
+        if !loop.post((id, request.encoded(id: id, deadline: now + budget))) {
+            resolve(id, with: SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
+        }
         return id
     }
 
@@ -226,17 +226,17 @@ public final class BusClient: Sendable {
     /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
     public func close() {
         state.withLock { $0.closed = true }
-        wakeup.signal()
+        loop.requestClose()
     }
 
     deinit { close() }
 
-    private func resolve(_ id: UInt64, with error: SofaError) {
+    fileprivate func resolve(_ id: UInt64, with error: SofaError) {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
         pending?.fail(id, error)
     }
 
-    private func resolve(_ response: Response) {
+    fileprivate func resolve(_ response: Response) {
         let pending = state.withLock { $0.pending.removeValue(forKey: response.id) }
         switch pending?.delivery {
         case .decoded(let continuation)?: continuation.resume(returning: response)
@@ -245,7 +245,7 @@ public final class BusClient: Sendable {
         }
     }
 
-    private func resolve(_ id: UInt64, bytes: [UInt8]) {
+    fileprivate func resolve(_ id: UInt64, bytes: [UInt8]) {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
         switch pending?.delivery {
         case .encoded(let continuation)?: continuation.resume(returning: .success(bytes))
@@ -258,62 +258,66 @@ public final class BusClient: Sendable {
     }
 }
 
-extension BusClient {
-    /// The socket thread.
-    private func run(started: CheckedContinuation<Result<Void, SofaError>, Never>) {
-        let socket: ZMQSocket
-        let monitor: ZMQSocket
-        do throws(SofaError) {
-            socket = try ZMQSocket(type: ZMQ_DEALER)
-            try socket.set(ZMQ_IMMEDIATE, 1)  // never queue a request for a peer that is not connected
-            try socket.set(ZMQ_SNDHWM, 100_000)
-            try socket.set(ZMQ_RCVHWM, 100_000)
-            try socket.set(ZMQ_RECONNECT_IVL, 50)
-            try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
-            let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
-            guard zmq_socket_monitor(socket.handle, monitorEndpoint,
-                                     ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0 else {
-                throw zmqError("zmq_socket_monitor")
-            }
-            monitor = try ZMQSocket(type: ZMQ_PAIR)
-            try monitor.connect(monitorEndpoint)
-            try socket.connect(endpoint)
-        } catch {
-            started.resume(returning: .failure(error))
-            return
+/// The socket side of a `BusClient`, on its loop's thread: sends what callers posted, matches
+/// answers to calls, follows the connection through the socket monitor, expires calls.
+private final class ClientDriver: SocketLoopDriver {
+    let client: BusClient
+    let socket: ZMQSocket
+    let monitor: ZMQSocket
+    let sockets: [ZMQSocket]
+    var pollTimeoutMs: Int { 20 }
+    private var lastScan = monotonicMs()
+
+    init(_ client: BusClient) throws(SofaError) {
+        self.client = client
+        socket = try ZMQSocket(type: ZMQ_DEALER)
+        try socket.set(ZMQ_IMMEDIATE, 1)  // never queue a request for a peer that is not connected
+        try socket.set(ZMQ_SNDHWM, 100_000)
+        try socket.set(ZMQ_RCVHWM, 100_000)
+        try socket.set(ZMQ_RECONNECT_IVL, 50)
+        try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
+        let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
+        guard zmq_socket_monitor(socket.handle, monitorEndpoint,
+                                 ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0 else {
+            throw zmqError("zmq_socket_monitor")
         }
-        started.resume(returning: .success(()))
-        var lastScan = monotonicMs()
-        while true {
-            // A failed poll reads as "nothing ready": deadlines are still checked below.
-            let ready = (try? poll([socket, monitor], fds: [wakeup.fd], timeoutMs: 20)) ?? [false, false, false]
-            if ready[2] { wakeup.drain() }
-            let (outgoing, closed) = state.withLock { state in
-                defer { state.outbox.removeAll(keepingCapacity: true) }
-                return (state.outbox, state.closed)
-            }
-            if closed { break }
-            for (id, message) in outgoing {
-                let accepted = (try? socket.send([], message)) ?? false
-                if accepted {
-                    state.withLock { $0.pending[id]?.sent = true }
-                } else {
-                    resolve(id, with: .unavailable("\(peerName) at \(endpoint) is not reachable"))
-                }
-            }
-            if ready[0] { receiveAll(socket) }
-            if ready[1] { monitorEvents(monitor) }
-            let now = monotonicMs()
-            if now &- lastScan >= 10 {
-                lastScan = now
-                expire(now: now)
-            }
+        monitor = try ZMQSocket(type: ZMQ_PAIR)
+        try monitor.connect(monitorEndpoint)
+        try socket.connect(client.endpoint)
+        sockets = [socket, monitor]
+    }
+
+    func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
+        for (id, message) in posted { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
+        if readable[0] { client.receiveAll(socket) }
+        if readable[1] { client.monitorEvents(monitor) }
+        let now = monotonicMs()
+        if now &- lastScan >= 10 {
+            lastScan = now
+            client.expire(now: now)
         }
+    }
+
+    func finish(posted: [(UInt64, EncodedMessage)]) {
         // Stop the monitor before closing its sockets: ZeroMQ's I/O thread would otherwise block
         // for good delivering a disconnect event to a PAIR socket that nobody reads any more.
         zmq_socket_monitor(socket.handle, nil, 0)
-        withExtendedLifetime(monitor) {}
-        withExtendedLifetime(socket) {}
+        client.closed()
+    }
+}
+
+extension BusClient {
+    /// A request went to the socket (`accepted`) or could not.
+    fileprivate func sent(_ id: UInt64, accepted: Bool) {
+        if accepted {
+            state.withLock { $0.pending[id]?.sent = true }
+        } else {
+            resolve(id, with: .unavailable("\(peerName) at \(endpoint) is not reachable"))
+        }
+    }
+
+    /// The socket loop ended: every call still waiting fails.
+    fileprivate func closed() {
         let (remaining, waiters) = state.withLock { state in
             defer {
                 state.pending.removeAll()
@@ -327,7 +331,7 @@ extension BusClient {
         }
     }
 
-    private func receiveAll(_ socket: ZMQSocket) {
+    fileprivate func receiveAll(_ socket: ZMQSocket) {
         // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
         // The answer to a `forward` is not decoded at all: its bytes go back as they came.
         let decode = { (bytes: UnsafeRawBufferPointer) -> Result<Incoming, SofaError> in
@@ -364,7 +368,7 @@ extension BusClient {
     /// Connection events. A monitor message's first frame starts with the event as a 16-bit
     /// little-endian number. After a disconnect, calls already sent will get no answer on this
     /// connection; after a handshake, waiters for the connection are let go.
-    private func monitorEvents(_ monitor: ZMQSocket) {
+    fileprivate func monitorEvents(_ monitor: ZMQSocket) {
         var dropped = false
         var last: Int32?
         while case .message(let frames)? = try? monitor.receive() {
@@ -394,7 +398,7 @@ extension BusClient {
         }
     }
 
-    private func expire(now: UInt64) {
+    fileprivate func expire(now: UInt64) {
         let (expired, malformed) = state.withLock { state in
             let ids = state.pending.filter { $0.value.deadline <= now }.map(\.key)
             return (ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }, state.lastMalformed)

@@ -1,4 +1,4 @@
-import SofaBus
+public import SofaBus
 public import SofaCore
 public import SofaWire
 public import Logging
@@ -20,41 +20,36 @@ public final class Broker: Sendable {
     }
 
     public let endpoint: String
-    private let wakeup: Wakeup
-    private let inbox = Mutex<(jobs: [BrokerState.Job], cancelled: [UInt64], closed: Bool)>(([], [], false))
+    /// The socket's thread; posted: jobs submitted, and jobs whose caller went away.
+    private let loop: SocketLoop<Posted>
+    fileprivate enum Posted: Sendable {
+        case job(BrokerState.Job)
+        case cancel(UInt64)
+    }
     private let waiting = Mutex<[UInt64: CheckedContinuation<Response, Never>]>([:])
     private let nextID = Mutex<UInt64>(1)
     private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], busyWorkers: [], queued: 0))
 
-    private init(endpoint: String, wakeup: Wakeup) {
+    private init(endpoint: String, loop: SocketLoop<Posted>) {
         self.endpoint = endpoint
-        self.wakeup = wakeup
+        self.loop = loop
     }
 
     /// `clientShare`: the percent of the workers one client's queries may occupy (see `BrokerState`).
     public static func bind(
         _ endpoint: String, heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, clientShare: Int = 100, logger: Logger
     ) async throws(SofaError) -> Broker {
-        let wakeup = try Wakeup()
-        let bound: Result<Broker, SofaError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                let socket: ZMQSocket
-                do throws(SofaError) {
-                    socket = try ZMQSocket(type: ZMQ_ROUTER)
-                    try socket.bind(endpoint)
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                    return
-                }
-                let broker = Broker(endpoint: socket.lastEndpoint(), wakeup: wakeup)
-                continuation.resume(returning: .success(broker))
-                broker.run(socket, BrokerState(heartbeatMs: heartbeatMs, liveness: liveness, clientShare: clientShare), logger: logger)
-            }
-            thread.name = "broker"
-            thread.start()
+        try await SocketLoop.start(name: "broker") { loop throws(SofaError) in
+            let socket = try ZMQSocket(type: ZMQ_ROUTER)
+            try socket.bind(endpoint)
+            let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop)
+            return (broker, BrokerDriver(broker: broker, socket: socket, logger: logger,
+                                         state: BrokerState(heartbeatMs: heartbeatMs, liveness: liveness, clientShare: clientShare)))
         }
-        return try bound.get()
     }
+
+    /// The thread of the broker's socket, for a lifecycle service to follow.
+    public var socketLoop: any SocketLoopControl { loop }
 
     /// What the broker knows of its workers now.
     public var snapshot: Snapshot { snapshotBox.withLock { $0 } }
@@ -74,82 +69,27 @@ public final class Broker: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 waiting.withLock { $0[id] = continuation }
-                let closed = inbox.withLock { inbox in
-                    if !inbox.closed { inbox.jobs.append(job) }
-                    return inbox.closed
-                }
-                if closed {
+                if !loop.post(.job(job)) {
                     complete(id, .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
-                } else {
-                    wakeup.signal()
                 }
             }
         } onCancel: {
-            inbox.withLock { $0.cancelled.append(id) }
-            wakeup.signal()
+            loop.post(.cancel(id))
         }
     }
 
+    /// Stops the broker (without waiting for its socket to close); jobs still waiting fail.
     public func close() {
-        inbox.withLock { $0.closed = true }
-        wakeup.signal()
+        loop.requestClose()
     }
 
-    private func complete(_ id: UInt64, _ response: Response) {
+    fileprivate func complete(_ id: UInt64, _ response: Response) {
         let continuation = waiting.withLock { $0.removeValue(forKey: id) }
         continuation?.resume(returning: response)
     }
 
-    private func run(_ socket: ZMQSocket, _ initial: BrokerState, logger: Logger) {
-        var state = initial
-        let tickMs = max(10, Int(state.heartbeatMs / 4))
-        while true {
-            guard let ready = try? poll([socket], fds: [wakeup.fd], timeoutMs: tickMs) else { continue }
-            if ready[1] { wakeup.drain() }
-            let (jobs, cancelled, closed) = inbox.withLock { inbox in
-                defer {
-                    inbox.jobs.removeAll()
-                    inbox.cancelled.removeAll()
-                }
-                return (inbox.jobs, inbox.cancelled, inbox.closed)
-            }
-            if closed { break }
-            var actions: [BrokerState.Action] = []
-            let clock = monotonicMs()
-            for job in jobs { actions += state.submit(job, now: clock) }
-            for id in cancelled { actions += state.cancel(id) }
-            let now = monotonicMs()
-            if ready[0] {
-                while let received = try? socket.receive(limit: 256 << 20) {
-                    guard case .message(let frames) = received, frames.count == 2,
-                          let frame = try? WorkerFrame.decode(frames[1]) else { continue }
-                    if frame.kind == .ready {
-                        logger.info("query worker joined", metadata: ["instance": "\(frame.instance)", "pid": "\(frame.pid)"])
-                    }
-                    actions += state.received(frame, from: frames[0], now: now)
-                }
-            }
-            let before = state.workers.count
-            actions += state.tick(now: now)
-            if state.workers.count < before {
-                logger.warning("query worker lost", metadata: ["remaining": "\(state.workers.count)"])
-            }
-            for action in actions {
-                switch action {
-                case .send(let identity, let frame):
-                    _ = try? socket.send([identity, frame.encoded()])
-                case .complete(let id, let response):
-                    complete(id, response)
-                }
-            }
-            let workers = state.workers.values.sorted { $0.instance < $1.instance }
-            snapshotBox.withLock {
-                $0 = Snapshot(workers: workers.map(\.instance), pids: workers.map(\.pid),
-                              busy: state.busyCount, busyPids: workers.filter { $0.job != nil }.map(\.pid),
-                              busyWorkers: workers.filter { $0.job != nil }.map(\.instance),
-                              queued: state.queuedCount)
-            }
-        }
+    /// The loop ended: every job still waiting fails.
+    fileprivate func closed() {
         let left = waiting.withLock { waiting in
             defer { waiting.removeAll() }
             return waiting
@@ -157,5 +97,73 @@ public final class Broker: Sendable {
         for (id, continuation) in left {
             continuation.resume(returning: .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
         }
+    }
+
+    fileprivate func publish(_ snapshot: Snapshot) {
+        snapshotBox.withLock { $0 = snapshot }
+    }
+}
+
+/// The broker's socket side, on its loop's thread: drives `BrokerState` with the jobs posted, the
+/// workers' frames and the clock, and carries out what it decides.
+private final class BrokerDriver: SocketLoopDriver {
+    let broker: Broker
+    let socket: ZMQSocket
+    let sockets: [ZMQSocket]
+    let logger: Logger
+    var state: BrokerState
+    let pollTimeoutMs: Int
+
+    init(broker: Broker, socket: ZMQSocket, logger: Logger, state: BrokerState) {
+        self.broker = broker
+        self.socket = socket
+        self.sockets = [socket]
+        self.logger = logger
+        self.state = state
+        self.pollTimeoutMs = max(10, Int(state.heartbeatMs / 4))
+    }
+
+    func turn(posted: [Broker.Posted], readable: [Bool]) {
+        var actions: [BrokerState.Action] = []
+        let clock = monotonicMs()
+        for item in posted {
+            switch item {
+            case .job(let job): actions += state.submit(job, now: clock)
+            case .cancel(let id): actions += state.cancel(id)
+            }
+        }
+        let now = monotonicMs()
+        if readable[0] {
+            while let received = try? socket.receive(limit: 256 << 20) {
+                guard case .message(let frames) = received, frames.count == 2,
+                      let frame = try? WorkerFrame.decode(frames[1]) else { continue }
+                if frame.kind == .ready {
+                    logger.info("query worker joined", metadata: ["instance": "\(frame.instance)", "pid": "\(frame.pid)"])
+                }
+                actions += state.received(frame, from: frames[0], now: now)
+            }
+        }
+        let before = state.workers.count
+        actions += state.tick(now: now)
+        if state.workers.count < before {
+            logger.warning("query worker lost", metadata: ["remaining": "\(state.workers.count)"])
+        }
+        for action in actions {
+            switch action {
+            case .send(let identity, let frame):
+                _ = try? socket.send([identity, frame.encoded()])
+            case .complete(let id, let response):
+                broker.complete(id, response)
+            }
+        }
+        let workers = state.workers.values.sorted { $0.instance < $1.instance }
+        broker.publish(Broker.Snapshot(workers: workers.map(\.instance), pids: workers.map(\.pid),
+                                       busy: state.busyCount, busyPids: workers.filter { $0.job != nil }.map(\.pid),
+                                       busyWorkers: workers.filter { $0.job != nil }.map(\.instance),
+                                       queued: state.queuedCount))
+    }
+
+    func finish(posted: [Broker.Posted]) {
+        broker.closed()
     }
 }

@@ -1,4 +1,4 @@
-import SofaBus
+public import SofaBus
 public import SofaCore
 import SofaWire
 public import Logging
@@ -13,9 +13,9 @@ internal import Synchronization
 /// fresh socket and announces itself again; on close it says DISCONNECT.
 public final class BrokerWorker: Sendable {
     public let instance: String
-    private let wakeup: Wakeup
-    private let state = Mutex<(outbox: [WorkerFrame], closed: Bool, connected: Bool)>(([], false, false))
-    private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    /// The socket's thread; posted: replies to send.
+    private let loop: SocketLoop<WorkerFrame>
+    private let connected = Mutex(false)
     /// The handler tasks running, by request id: CANCEL cancels one.
     private let running = Mutex<[UInt64: Task<Void, Never>]>([:])
 
@@ -23,46 +23,101 @@ public final class BrokerWorker: Sendable {
     /// job is already here when one ends.
     public let capacity: Int
 
-    private init(instance: String, wakeup: Wakeup, capacity: Int) {
+    private init(instance: String, loop: SocketLoop<WorkerFrame>, capacity: Int) {
         self.instance = instance
-        self.wakeup = wakeup
+        self.loop = loop
         self.capacity = max(1, capacity)
     }
 
     /// Whether the broker has been heard from recently.
-    public var isConnected: Bool { state.withLock { $0.connected } }
+    public var isConnected: Bool { connected.withLock { $0 } }
+
+    /// The thread of this worker's socket, for a lifecycle service to follow.
+    public var socketLoop: any SocketLoopControl { loop }
 
     public static func start(
         broker endpoint: String, service: String, instance: String, heartbeatMs: UInt64 = 500,
         liveness: UInt64 = 3, capacity: Int = 1, logger: Logger, handler: @escaping BusServer.Handler
-    ) throws(SofaError) -> BrokerWorker {
-        let worker = BrokerWorker(instance: instance, wakeup: try Wakeup(), capacity: capacity)
-        let thread = Thread {
-            worker.run(endpoint, service: service, heartbeatMs: heartbeatMs, liveness: liveness,
-                       logger: logger, handler: handler)
+    ) async throws(SofaError) -> BrokerWorker {
+        try await SocketLoop.start(name: "worker-\(instance)") { loop in
+            let worker = BrokerWorker(instance: instance, loop: loop, capacity: capacity)
+            return (worker, WorkerDriver(worker: worker, endpoint: endpoint, service: service, heartbeatMs: heartbeatMs,
+                                         liveness: liveness, logger: logger, handler: handler))
         }
-        thread.name = "worker-\(instance)"
-        thread.start()
-        return worker
     }
 
     /// Says DISCONNECT to the broker and stops.
     public func close() async {
-        await withCheckedContinuation { continuation in
-            stopped.withLock { $0 = continuation }
-            state.withLock { $0.closed = true }
-            wakeup.signal()
+        await loop.close()
+    }
+
+    fileprivate func setConnected(_ value: Bool) {
+        connected.withLock { $0 = value }
+    }
+
+    /// Runs `request` in a task of its own; its reply goes back through the loop.
+    fileprivate func run(_ request: Request, handler: @escaping BusServer.Handler) {
+        // The task is registered before it can finish (and unregister itself).
+        running.withLock { running in
+            running[request.id] = Task {
+                var response = await handler(request)
+                response.id = request.id
+                self.running.withLock { _ = $0.removeValue(forKey: request.id) }
+                self.loop.post(WorkerFrame(kind: .reply, payload: response.encoded()))
+            }
         }
     }
 
-    private func makeSocket(_ endpoint: String, service: String, logger: Logger) -> ZMQSocket? {
+    fileprivate func post(_ frame: WorkerFrame) {
+        loop.post(frame)
+    }
+
+    fileprivate func cancel(_ id: UInt64) {
+        running.withLock { $0[id] }?.cancel()
+    }
+}
+
+/// The worker's socket side, on its loop's thread: announces, heartbeats, takes requests, sends
+/// replies, and starts over with a fresh socket when the broker has been silent too long.
+private final class WorkerDriver: SocketLoopDriver {
+    let worker: BrokerWorker
+    let endpoint: String
+    let service: String
+    let heartbeatMs: UInt64
+    let liveness: UInt64
+    let logger: Logger
+    let handler: BusServer.Handler
+    private var socket: ZMQSocket?
+    private var lastHeard = monotonicMs()
+    private var lastSent = monotonicMs()
+
+    init(worker: BrokerWorker, endpoint: String, service: String, heartbeatMs: UInt64, liveness: UInt64,
+         logger: Logger, handler: @escaping BusServer.Handler) {
+        self.worker = worker
+        self.endpoint = endpoint
+        self.service = service
+        self.heartbeatMs = heartbeatMs
+        self.liveness = liveness
+        self.logger = logger
+        self.handler = handler
+        self.socket = makeSocket()
+    }
+
+    var sockets: [ZMQSocket] { socket.map { [$0] } ?? [] }
+    /// Without a socket (a bad endpoint), a new try now and then.
+    var pollTimeoutMs: Int { socket == nil ? 1000 : Int(heartbeatMs / 2) }
+
+    private var ready: WorkerFrame {
+        WorkerFrame(kind: .ready, instance: worker.instance, pid: UInt32(getpid()), service: service,
+                    capacity: UInt32(worker.capacity))
+    }
+
+    private func makeSocket() -> ZMQSocket? {
         do throws(SofaError) {
             let socket = try ZMQSocket(type: ZMQ_DEALER)
             try socket.set(ZMQ_RECONNECT_IVL, 50)
             try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
             try socket.connect(endpoint)
-            let ready = WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()), service: service,
-                                    capacity: UInt32(capacity))
             _ = try socket.send([ready.encoded()])
             return socket
         } catch {
@@ -71,87 +126,59 @@ public final class BrokerWorker: Sendable {
         }
     }
 
-    private func run(_ endpoint: String, service: String, heartbeatMs: UInt64, liveness: UInt64,
-                     logger: Logger, handler: @escaping BusServer.Handler) {
-        var socket = makeSocket(endpoint, service: service, logger: logger)
-        var lastHeard = monotonicMs()
-        var lastSent = monotonicMs()
-        while true {
-            guard let current = socket else {
-                // A bad endpoint: retry now and then until closed.
-                if state.withLock({ $0.closed }) { break }
-                _ = try? poll([], fds: [wakeup.fd], timeoutMs: 1000)
-                wakeup.drain()
-                socket = makeSocket(endpoint, service: service, logger: logger)
-                continue
-            }
-            guard let ready = try? poll([current], fds: [wakeup.fd], timeoutMs: Int(heartbeatMs / 2)) else { continue }
-            if ready[1] { wakeup.drain() }
-            let (outgoing, closed) = state.withLock { state in
-                defer { state.outbox.removeAll() }
-                return (state.outbox, state.closed)
-            }
-            for frame in outgoing {
-                _ = try? current.send([frame.encoded()])
-                lastSent = monotonicMs()
-            }
-            if closed {
-                _ = try? current.send([WorkerFrame(kind: .disconnect, instance: instance).encoded()])
-                break
-            }
-            let now = monotonicMs()
-            if ready[0] {
-                while let received = try? current.receive(limit: 256 << 20) {
-                    guard case .message(let frames) = received, let last = frames.last,
-                          let frame = try? WorkerFrame.decode(last) else { continue }
-                    lastHeard = now
-                    state.withLock { $0.connected = true }
-                    switch frame.kind {
-                    case .request:
-                        guard let request = try? Request.decode(frame.payload) else {
-                            enqueue(WorkerFrame(kind: .reply, payload: Response.failure(0, SofaError(
-                                .malformedMessage, "the worker got a malformed request")).encoded()))
-                            continue
-                        }
-                        // The task is registered before it can finish (and unregister itself).
-                        running.withLock { running in
-                            running[request.id] = Task {
-                                var response = await handler(request)
-                                response.id = request.id
-                                self.running.withLock { _ = $0.removeValue(forKey: request.id) }
-                                self.enqueue(WorkerFrame(kind: .reply, payload: response.encoded()))
-                            }
-                        }
-                    case .cancel:
-                        running.withLock { $0[frame.requestID] }?.cancel()
-                    case .disconnect:
-                        // The broker does not know us (it restarted): announce again.
-                        _ = try? current.send([WorkerFrame(kind: .ready, instance: instance, pid: UInt32(getpid()),
-                                                           service: service, capacity: UInt32(capacity)).encoded()])
-                    case .heartbeat, .ready, .reply:
-                        break
+    func turn(posted: [WorkerFrame], readable: [Bool]) {
+        guard let current = socket else {
+            socket = makeSocket()
+            return
+        }
+        for frame in posted {
+            _ = try? current.send([frame.encoded()])
+            lastSent = monotonicMs()
+        }
+        let now = monotonicMs()
+        if readable[0] {
+            while let received = try? current.receive(limit: 256 << 20) {
+                guard case .message(let frames) = received, let last = frames.last,
+                      let frame = try? WorkerFrame.decode(last) else { continue }
+                lastHeard = now
+                worker.setConnected(true)
+                switch frame.kind {
+                case .request:
+                    guard let request = try? Request.decode(frame.payload) else {
+                        worker.post(WorkerFrame(kind: .reply, payload: Response.failure(0, SofaError(
+                            .malformedMessage, "the worker got a malformed request")).encoded()))
+                        continue
                     }
+                    worker.run(request, handler: handler)
+                case .cancel:
+                    worker.cancel(frame.requestID)
+                case .disconnect:
+                    // The broker does not know us (it restarted): announce again.
+                    _ = try? current.send([ready.encoded()])
+                case .heartbeat, .ready, .reply:
+                    break
                 }
             }
-            if now &- lastSent >= heartbeatMs {
-                _ = try? current.send([WorkerFrame(kind: .heartbeat, instance: instance).encoded()])
-                lastSent = now
-            }
-            if now &- lastHeard > heartbeatMs * liveness {
-                // The broker is gone or restarted: start over with a fresh socket.
-                state.withLock { $0.connected = false }
-                socket = nil
-                socket = makeSocket(endpoint, service: service, logger: logger)
-                lastHeard = now
-            }
         }
-        socket = nil
-        state.withLock { $0.connected = false }
-        stopped.withLock { $0.take() }?.resume()
+        if now &- lastSent >= heartbeatMs {
+            _ = try? current.send([WorkerFrame(kind: .heartbeat, instance: worker.instance).encoded()])
+            lastSent = now
+        }
+        if now &- lastHeard > heartbeatMs * liveness {
+            // The broker is gone or restarted: start over with a fresh socket.
+            worker.setConnected(false)
+            socket = nil
+            socket = makeSocket()
+            lastHeard = now
+        }
     }
 
-    private func enqueue(_ frame: WorkerFrame) {
-        state.withLock { $0.outbox.append(frame) }
-        wakeup.signal()
+    func finish(posted: [WorkerFrame]) {
+        if let current = socket {
+            for frame in posted { _ = try? current.send([frame.encoded()]) }
+            _ = try? current.send([WorkerFrame(kind: .disconnect, instance: worker.instance).encoded()])
+        }
+        socket = nil
+        worker.setConnected(false)
     }
 }

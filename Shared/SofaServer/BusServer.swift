@@ -57,22 +57,22 @@ public final class BusServer: Sendable {
 
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
-    /// Replies to send: (client, reply, whether `budget` counts it).
-    private let state = Mutex<(outbox: [([UInt8], EncodedMessage, Bool)], closed: Bool)>(([], false))
-    private let wakeup: Wakeup
+    /// The socket's thread; posted: replies to send, as (client, reply, whether `budget` counts it).
+    private let loop: SocketLoop<Outgoing>
     /// Bounds the bytes of replies held for each client and for all of them; nil: no bound.
     public let budget: ReplyBudget?
-    private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     /// Handler tasks running, by the descriptor of the connection their request came in on.
     private let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
     /// Forwarded requests in flight and waiting, per client; nil: no limit.
     private let fair: FairForwarder?
     private let name: String
 
-    private init(endpoint: String, name: String, wakeup: Wakeup, budget: ReplyBudget?, limits: ForwardingLimits?) {
+    fileprivate typealias Outgoing = (identity: [UInt8], message: EncodedMessage, counted: Bool)
+
+    private init(endpoint: String, name: String, loop: SocketLoop<Outgoing>, budget: ReplyBudget?, limits: ForwardingLimits?) {
         self.endpoint = endpoint
         self.name = name
-        self.wakeup = wakeup
+        self.loop = loop
         self.budget = budget
         self.fair = limits.map(FairForwarder.init)
     }
@@ -91,49 +91,28 @@ public final class BusServer: Sendable {
         replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max, logger: Logger,
         handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
-        let wakeup = try Wakeup()
-        let bound: Result<BusServer, SofaError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                let socket: ZMQSocket
-                do throws(SofaError) {
-                    socket = try ZMQSocket(type: ZMQ_ROUTER)
-                    try socket.set(ZMQ_SNDHWM, 100_000)
-                    try socket.set(ZMQ_RCVHWM, 100_000)
-                    // A hard cap far above the answered limit: beyond it ZeroMQ drops the peer.
-                    try socket.set64(ZMQ_MAXMSGSIZE, Int64(maxRequestBytes) * 4 + 4096)
-                    try socket.bind(endpoint)
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                    return
-                }
-                let server = BusServer(endpoint: socket.lastEndpoint(), name: name, wakeup: wakeup, budget: replyBudget,
-                                       limits: forwarding?.limits)
-                continuation.resume(returning: .success(server))
-                server.run(socket, name: name, maxRequestBytes: maxRequestBytes, maxBulkItems: maxBulkItems,
-                           cancelOnDisconnect: cancelOnDisconnect,
-                           forwarding: forwarding, logger: logger, handler: handler)
-            }
-            thread.name = "bus-server-\(name)"
-            thread.start()
+        try await SocketLoop.start(name: "bus-server-\(name)") { loop throws(SofaError) in
+            let socket = try ZMQSocket(type: ZMQ_ROUTER)
+            try socket.set(ZMQ_SNDHWM, 100_000)
+            try socket.set(ZMQ_RCVHWM, 100_000)
+            // A hard cap far above the answered limit: beyond it ZeroMQ drops the peer.
+            try socket.set64(ZMQ_MAXMSGSIZE, Int64(maxRequestBytes) * 4 + 4096)
+            try socket.bind(endpoint)
+            let server = BusServer(endpoint: socket.lastEndpoint(), name: name, loop: loop, budget: replyBudget,
+                                   limits: forwarding?.limits)
+            return (server, ServerDriver(server: server, socket: socket, maxRequestBytes: maxRequestBytes,
+                                         maxBulkItems: maxBulkItems, cancelOnDisconnect: cancelOnDisconnect,
+                                         forwarding: forwarding, logger: logger, handler: handler))
         }
-        return try bound.get()
     }
 
+    /// The thread of this server's socket, for a lifecycle service to follow.
+    public var socketLoop: any SocketLoopControl { loop }
+
     /// Stops serving and waits until the socket is closed (so the endpoint can be bound again).
+    /// Replies already queued are sent first.
     public func close() async {
-        await withCheckedContinuation { continuation in
-            // The waiter is in place before the socket thread can see `closed` and leave.
-            stopped.withLock { $0 = continuation }
-            let alreadyClosed = state.withLock { state in
-                defer { state.closed = true }
-                return state.closed
-            }
-            if alreadyClosed {
-                stopped.withLock { $0.take() }?.resume()
-            } else {
-                wakeup.signal()
-            }
-        }
+        await loop.close()
     }
 
     private func reply(_ identity: [UInt8], _ response: Response) {
@@ -155,13 +134,14 @@ public final class BusServer: Sendable {
     }
 
     private func queue(_ identity: [UInt8], _ message: EncodedMessage, counted: Bool) {
-        state.withLock { $0.outbox.append((identity, message, counted)) }
-        wakeup.signal()
+        guard !loop.post((identity, message, counted)) else { return }
+        // Closed: the reply is dropped with its client's connection; its bytes are counted out.
+        if counted { budget?.release(message.count, for: identity) }
     }
 
     /// A PAIR socket receiving `socket`'s DISCONNECTED events; nil when the monitor cannot start
     /// (requests of a client that went away then run to their end).
-    private static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
+    fileprivate static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
         let endpoint = "inproc://bus-server-monitor-\(UUID().uuidString)"
         guard zmq_socket_monitor(socket.handle, endpoint, ZMQ_EVENT_DISCONNECTED) == 0,
               let monitor = try? ZMQSocket(type: ZMQ_PAIR), (try? monitor.connect(endpoint)) != nil else { return nil }
@@ -169,7 +149,7 @@ public final class BusServer: Sendable {
     }
 
     /// Cancels the handler tasks of requests that came in on the connections that closed.
-    private func disconnected(_ monitor: ZMQSocket, logger: Logger) {
+    fileprivate func disconnected(_ monitor: ZMQSocket, logger: Logger) {
         var closed: [Int32] = []
         while case .message(let frames)? = try? monitor.receive() {
             // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
@@ -246,123 +226,157 @@ public final class BusServer: Sendable {
         }
     }
 
-    private func run(_ socket: ZMQSocket, name: String, maxRequestBytes: Int, maxBulkItems: Int, cancelOnDisconnect: Bool,
-                     forwarding: Forwarding?, logger: Logger, handler: @escaping Handler) {
-        let monitor = cancelOnDisconnect ? Self.monitor(socket) : nil
-        var lastSweep = monotonicMs()
-        while true {
-            let sockets = monitor.map { [socket, $0] } ?? [socket]
-            guard let ready = try? poll(sockets, fds: [wakeup.fd], timeoutMs: 500) else { continue }
-            if ready[sockets.count] { wakeup.drain() }
-            if let monitor, ready[1] { disconnected(monitor, logger: logger) }
-            let (outgoing, closed) = state.withLock { state in
-                defer { state.outbox.removeAll(keepingCapacity: true) }
-                return (state.outbox, state.closed)
+    /// Sends the replies posted to the loop (on its thread).
+    fileprivate func send(_ outgoing: [Outgoing], on socket: ZMQSocket) {
+        for (identity, message, counted) in outgoing {
+            var released: (@Sendable () -> Void)?
+            if counted, let budget {
+                let count = message.count
+                released = { budget.release(count, for: identity) }
             }
-            for (identity, message, counted) in outgoing {
-                var released: (@Sendable () -> Void)?
-                if counted, let budget {
-                    let count = message.count
-                    released = { budget.release(count, for: identity) }
-                }
-                _ = try? socket.send([identity], message, released: released)
+            _ = try? socket.send([identity], message, released: released)
+        }
+    }
+
+    /// Refuses the waiting forwarded requests whose deadline passed (on the loop's thread, now and then).
+    fileprivate func sweepWaiting() {
+        guard let fair else { return }
+        for (identity, request) in fair.removeExpired(now: wallClockMs()) {
+            refuse(identity, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
+                + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
+        }
+    }
+
+    /// Takes up every message waiting on the socket (on the loop's thread).
+    fileprivate func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
+        let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
+        let logger = driver.logger, handler = driver.handler
+        // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
+        let decode = { (bytes: UnsafeRawBufferPointer) in
+            if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
+                                                                                  accepts: forwarding.accepts) {
+                return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
             }
-            if closed { break }
-            if let fair, monotonicMs() &- lastSweep >= 50 {
-                lastSweep = monotonicMs()
-                for (identity, request) in fair.removeExpired(now: wallClockMs()) {
-                    refuse(identity, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
-                        + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
-                }
-            }
-            guard ready[0] else { continue }
-            // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
-            let decode = { (bytes: UnsafeRawBufferPointer) in
-                if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
-                                                                                      accepts: forwarding.accepts) {
-                    return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
-                }
-                return (count: bytes.count, head: Array(bytes.prefix(16)),
-                        request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
-            }
-            while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
-                switch received {
-                case .tooLarge(let frames, let size):
-                    guard let identity = frames.first else { continue }
-                    logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
-                    let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
-                    _ = try? socket.send([identity, Response.failure(id, SofaError(
-                        .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")).encoded()])
-                case .message(let head, let frame):
-                    guard head.count == 1, let identity = head.first else {
-                        if let identity = head.first {
-                            _ = try? socket.send([identity, Response.failure(0, SofaError(
-                                .malformedMessage, "malformed message: expected one frame, got \(head.count)")).encoded()])
-                        }
-                        continue
+            return (count: bytes.count, head: Array(bytes.prefix(16)),
+                    request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
+        }
+        while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
+            switch received {
+            case .tooLarge(let frames, let size):
+                guard let identity = frames.first else { continue }
+                logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
+                let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
+                _ = try? socket.send([identity, Response.failure(id, SofaError(
+                    .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")).encoded()])
+            case .message(let head, let frame):
+                guard head.count == 1, let identity = head.first else {
+                    if let identity = head.first {
+                        _ = try? socket.send([identity, Response.failure(0, SofaError(
+                            .malformedMessage, "malformed message: expected one frame, got \(head.count)")).encoded()])
                     }
-                    let request: Request
-                    switch frame.request {
-                    case .success(.decoded(let decoded)):
-                        request = decoded
-                    case .success(.forwarded(let forwarded)):
-                        if let refusal = budget?.refusal(for: identity) {
-                            refuse(identity, id: forwarded.id, refusal)
-                        } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
-                            _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
-                                "the request's deadline passed before \(name) could start it")).encoded()])
-                        } else if let forwarding {
-                            switch fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
-                            case .forward(let cost)?:
-                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
-                            case nil:
-                                start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
-                            case .wait?:
-                                break
-                            case .refuse(let waiting)?:
-                                refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
-                            }
-                        }
-                        continue
-                    case .failure(let error):
-                        logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
-                        _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
-                        continue
-                    }
+                    continue
+                }
+                let request: Request
+                switch frame.request {
+                case .success(.decoded(let decoded)):
+                    request = decoded
+                case .success(.forwarded(let forwarded)):
                     if let refusal = budget?.refusal(for: identity) {
-                        refuse(identity, id: request.id, refusal)
-                        continue
-                    }
-                    if request.deadline != 0 && request.deadline < wallClockMs() {
-                        _ = try? socket.send([identity, Response.failure(request.id, .timeout(
+                        refuse(identity, id: forwarded.id, refusal)
+                    } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
+                        _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                             "the request's deadline passed before \(name) could start it")).encoded()])
-                        continue
-                    }
-                    logger.trace("request", metadata: [
-                        "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
-                    ])
-                    track(fd: socket.lastSourceFD, client: identity) {
-                        var response = await handler(request)
-                        if case .failure(let error) = response.outcome {
-                            logger.debug("request failed", metadata: [
-                                "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
-                            ])
+                    } else if let forwarding {
+                        switch fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
+                        case .forward(let cost)?:
+                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
+                        case nil:
+                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
+                        case .wait?:
+                            break
+                        case .refuse(let waiting)?:
+                            refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
                         }
-                        response.id = request.id
-                        self.reply(identity, response)
                     }
+                    continue
+                case .failure(let error):
+                    logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
+                    _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
+                    continue
+                }
+                if let refusal = budget?.refusal(for: identity) {
+                    refuse(identity, id: request.id, refusal)
+                    continue
+                }
+                if request.deadline != 0 && request.deadline < wallClockMs() {
+                    _ = try? socket.send([identity, Response.failure(request.id, .timeout(
+                        "the request's deadline passed before \(name) could start it")).encoded()])
+                    continue
+                }
+                logger.trace("request", metadata: [
+                    "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
+                ])
+                track(fd: socket.lastSourceFD, client: identity) {
+                    var response = await handler(request)
+                    if case .failure(let error) = response.outcome {
+                        logger.debug("request failed", metadata: [
+                            "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
+                        ])
+                    }
+                    response.id = request.id
+                    self.reply(identity, response)
                 }
             }
         }
+    }
+}
+
+/// The socket side of a `BusServer`, on its loop's thread: takes requests up, hands them to the
+/// handler or passes them on, sends the replies posted back.
+private final class ServerDriver: SocketLoopDriver {
+    let server: BusServer
+    let socket: ZMQSocket
+    /// Receives the socket's DISCONNECTED events (with `cancelOnDisconnect`).
+    let monitor: ZMQSocket?
+    let sockets: [ZMQSocket]
+    var pollTimeoutMs: Int { 500 }
+    let maxRequestBytes: Int
+    let maxBulkItems: Int
+    let forwarding: BusServer.Forwarding?
+    let logger: Logger
+    let handler: BusServer.Handler
+    private var lastSweep = monotonicMs()
+
+    init(server: BusServer, socket: ZMQSocket, maxRequestBytes: Int, maxBulkItems: Int, cancelOnDisconnect: Bool,
+         forwarding: BusServer.Forwarding?, logger: Logger, handler: @escaping BusServer.Handler) {
+        self.server = server
+        self.socket = socket
+        let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
+        self.monitor = monitor
+        self.sockets = monitor.map { [socket, $0] } ?? [socket]
+        self.maxRequestBytes = maxRequestBytes
+        self.maxBulkItems = maxBulkItems
+        self.forwarding = forwarding
+        self.logger = logger
+        self.handler = handler
+    }
+
+    func turn(posted: [BusServer.Outgoing], readable: [Bool]) {
+        if let monitor, readable[1] { server.disconnected(monitor, logger: logger) }
+        server.send(posted, on: socket)
+        if monotonicMs() &- lastSweep >= 50 {
+            lastSweep = monotonicMs()
+            server.sweepWaiting()
+        }
+        if readable[0] { server.receiveAll(socket, self) }
+    }
+
+    func finish(posted: [BusServer.Outgoing]) {
+        server.send(posted, on: socket)
         if monitor != nil {
             // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
             zmq_socket_monitor(socket.handle, nil, 0)
         }
-        withExtendedLifetime(monitor) {}
-        let waiter = stopped.withLock { $0.take() }
-        withExtendedLifetime(socket) {}
-        _ = consume socket
-        waiter?.resume()
     }
 }
 

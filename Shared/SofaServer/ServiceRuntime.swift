@@ -1,4 +1,3 @@
-import SofaBus
 public import Logging
 import SofaCore
 public import SofaWire
@@ -13,10 +12,12 @@ internal import CSofaMalloc
 public enum ServiceRuntime {
     public static let version = "0.1.0"
 
-    /// Runs a process until SIGTERM/SIGINT. `start` brings its parts up and returns how to stop them.
+    /// Runs a process until SIGTERM/SIGINT. `start` brings its parts up and returns them as
+    /// services (see ProcessParts.swift), in the order they depend on each other: one service
+    /// group runs them and, on a signal, or when one of them ends, stops them in reverse order.
     public static func main(
         service: String,
-        start: @escaping @Sendable (Settings, Logger) async throws -> (@Sendable () async -> Void)
+        start: @escaping @Sendable (Settings, Logger) async throws -> [any ProcessPart]
     ) async {
         let settings = Settings(role: ServiceRole(rawValue: service))
         let level = Logger.Level(rawValue: settings.logLevel.lowercased()) ?? .info
@@ -30,10 +31,30 @@ public enum ServiceRuntime {
             logger[metadataKey: "pid"] = "\(getpid())"
             return logger
         }()
-        let process = ProcessService(start: { try await start(settings, logger) }, supervisor: settings.supervisorPID,
-                                     logger: logger)
+        let parts: [any ProcessPart]
+        do {
+            parts = try await start(settings, logger)
+        } catch {
+            logger.critical("failed", metadata: ["error": "\(error)"])
+            exit(1)
+        }
+        logger.info("ready", metadata: ["allocator": "\(ServiceRuntime.allocatorProfile)"])
+        var services: [any Service] = parts
+        if let supervisor = settings.supervisorPID {
+            // Under `sofa up`: stop when the supervisor vanishes (killed without a chance to stop us).
+            services.append(BackgroundService {
+                while getppid() == supervisor && !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+                if !Task.isCancelled { logger.warning("the supervisor is gone") }
+            })
+        }
+        // Whichever part ends first (the supervisor's watch, a socket loop that failed) stops the
+        // others gracefully, as a signal does.
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: process)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                                           failureTerminationBehavior: .gracefullyShutdownGroup) },
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
             logger.info("stopped")
@@ -68,31 +89,3 @@ public enum ServiceRuntime {
     }
 }
 
-private struct ProcessService: Service {
-    let start: @Sendable () async throws -> (@Sendable () async -> Void)
-    /// Under `sofa up`, the supervisor's pid.
-    let supervisor: Int32?
-    let logger: Logger
-
-    func run() async throws {
-        let stop = try await start()
-        logger.info("ready", metadata: ["allocator": "\(ServiceRuntime.allocatorProfile)"])
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            // Wait for SIGTERM/SIGINT (or cancellation)…
-            group.addTask { try? await gracefulShutdown() }
-            // …or, under `sofa up`, for the supervisor to vanish (killed without a chance to stop us).
-            if let parent = supervisor {
-                group.addTask {
-                    while getppid() == parent && !Task.isCancelled {
-                        try await Task.sleep(for: .milliseconds(500))
-                    }
-                    logger.warning("the supervisor is gone")
-                }
-            }
-            _ = try await group.next()
-            group.cancelAll()
-        }
-        logger.info("shutting down")
-        await stop()
-    }
-}

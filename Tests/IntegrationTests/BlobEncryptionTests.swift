@@ -238,6 +238,8 @@ import Testing
             }
 
             try await cluster.client.deleteDatabase("secret")
+            // sofa-blob deleted the blobs and the key file, storage the rest: nothing is left.
+            #expect(!FileManager.default.fileExists(atPath: cluster.directory.appendingPathComponent("data/secret.sofa").path))
             let again = try await cluster.client.createDatabase("secret")
             let plainInfo = try await again.putBlob(content)
             #expect(try await readFile(blobFile(cluster, "secret", plainInfo.key)) == content)

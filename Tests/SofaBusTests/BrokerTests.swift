@@ -14,9 +14,9 @@ import Testing
     /// for longer than a few heartbeats.
     static let liveness: UInt64 = 50
 
-    static func startWorker(_ broker: Broker, _ instance: String, gate: Gate? = nil) throws -> BrokerWorker {
+    static func startWorker(_ broker: Broker, _ instance: String, gate: Gate? = nil) async throws -> BrokerWorker {
         let handler = BasicHandler(service: "query", instance: instance)
-        return try BrokerWorker.start(broker: broker.endpoint, service: "query", instance: instance, heartbeatMs: 100,
+        return try await BrokerWorker.start(broker: broker.endpoint, service: "query", instance: instance, heartbeatMs: 100,
                                       liveness: liveness, logger: .init(label: "sofa-bus-tests")) { request in
             await gate?.pass(instance)
             return await handler.handle(request)
@@ -35,8 +35,8 @@ import Testing
     @Test func twoWorkersServeRequestsAndShareTheLoad() async throws {
         let broker = try await Self.bindBroker()
         defer { broker.close() }
-        let a = try Self.startWorker(broker, "A")
-        let b = try Self.startWorker(broker, "B")
+        let a = try await Self.startWorker(broker, "A")
+        let b = try await Self.startWorker(broker, "B")
         let joined = await eventually("both workers to join") {
             broker.snapshot.workers == ["A", "B"] ? true : nil
         }
@@ -73,7 +73,7 @@ import Testing
         let broker = try await Self.bindBroker()
         defer { broker.close() }
         let gate = Gate()
-        let a = try Self.startWorker(broker, "A", gate: gate)
+        let a = try await Self.startWorker(broker, "A", gate: gate)
         _ = await eventually("the worker to join") { broker.snapshot.workers == ["A"] ? true : nil }
 
         // The request is held in the worker until the snapshot has been seen.
@@ -94,7 +94,7 @@ import Testing
         let broker = try await Self.bindBroker()
         defer { broker.close() }
         let gate = Gate()
-        let workers = ["A": try Self.startWorker(broker, "A", gate: gate), "B": try Self.startWorker(broker, "B", gate: gate)]
+        let workers = ["A": try await Self.startWorker(broker, "A", gate: gate), "B": try await Self.startWorker(broker, "B", gate: gate)]
         _ = await eventually("both workers to join") { broker.snapshot.workers == ["A", "B"] ? true : nil }
 
         // Whichever worker takes the request holds it until after it has left.

@@ -46,6 +46,8 @@ import Testing
     @Test func aServiceToServiceRequestFromAClientIsRefused() {
         #expect(Self.destination(.deleteBlobs(keys: ["sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk="]))
             == .refused(SofaError(.invalidParameter, "deleteBlobs is sent by one Sofa service to another, not by clients")))
+        #expect(Self.destination(.dropBlobs)
+            == .refused(SofaError(.invalidParameter, "dropBlobs is sent by one Sofa service to another, not by clients")))
     }
 
     @Test func clusterWideOperationsNeedNoDatabase() {

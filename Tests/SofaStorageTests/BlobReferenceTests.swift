@@ -12,6 +12,8 @@ import Testing
 private final class FakeBlobService: Sendable {
     let dataDirectory: URL
     let asked = Mutex<[(database: String, keys: [BlobKey], onWriter: Bool)]>([])
+    /// The databases it was asked to drop every blob of.
+    let dropped = Mutex<[String]>([])
     let failing = Mutex(false)
 
     init(_ dataDirectory: URL) { self.dataDirectory = dataDirectory }
@@ -31,11 +33,23 @@ private final class FakeBlobService: Sendable {
     }
 }
 
+extension FakeBlobService {
+    var dropper: BlobDropper {
+        { database in
+            self.dropped.withLock { $0.append(database) }
+            if self.failing.withLock({ $0 }) { return .failure(SofaError(.unavailable, "sofa-blob is down")) }
+            try? FileManager.default.removeItem(
+                at: StorageLayout.attachmentsDirectory(ofDatabaseDirectory: StorageLayout.directory(of: database, in: self.dataDirectory)))
+            return .success(())
+        }
+    }
+}
+
 /// An engine whose compaction asks `blobs` to delete.
 private func withEngineAndBlobs<T>(_ body: (StorageEngine, FakeBlobService) async throws -> T) async throws -> T {
     try await withTemporaryDirectory { url in
         let blobs = FakeBlobService(url)
-        let engine = try StorageEngine(dataDirectory: url, blobDeleter: blobs.deleter)
+        let engine = try StorageEngine(dataDirectory: url, blobDeleter: blobs.deleter, blobDropper: blobs.dropper)
         defer { engine.close() }
         return try await body(engine, blobs)
     }
@@ -224,6 +238,33 @@ private func flags(_ db: DatabaseStore, _ id: String, in collection: CollectionN
             let kept = try storeBlob(db, digest(8))
             #expect(try await db.compactWithBlobs().blobsRemoved == 0)
             #expect(FileManager.default.fileExists(atPath: kept))
+        }
+    }
+
+    /// Only sofa-blob deletes in `Attachments/`, also when a database is deleted: storage asks it
+    /// first, and while it cannot, the database stays whole (its blobs and documents are there);
+    /// once it can, the database folder goes entirely. A database without blobs is not asked about.
+    @Test func deletingADatabaseHasSofaBlobDropItsBlobsFirst() async throws {
+        try await withEngineAndBlobs { engine, blobs in
+            try await engine.createDatabase("photos")
+            let db = try await engine.database("photos")
+            let blob = try storeBlob(db, digest(4))
+            blobs.failing.withLock { $0 = true }
+            let refused = await #expect(throws: SofaError.self) { try await engine.deleteDatabase("photos") }
+            #expect(refused?.is(.unavailable) == true, "\(String(describing: refused))")
+            #expect(refused?.message.contains("its blobs could not be deleted") == true, "\(String(describing: refused))")
+            #expect(try await engine.listDatabases().contains("photos"))
+            #expect(FileManager.default.fileExists(atPath: blob))
+
+            blobs.failing.withLock { $0 = false }
+            try await engine.deleteDatabase("photos")
+            #expect(blobs.dropped.withLock { $0 } == ["photos", "photos"])
+            #expect(!FileManager.default.fileExists(atPath: StorageLayout.directory(of: "photos", in: blobs.dataDirectory).path))
+            #expect(try await !engine.listDatabases().contains("photos"))
+
+            try await engine.createDatabase("plain")
+            try await engine.deleteDatabase("plain")
+            #expect(blobs.dropped.withLock { $0 }.count == 2, "a database without an Attachments folder is not asked about")
         }
     }
 }

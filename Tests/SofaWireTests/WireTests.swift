@@ -66,6 +66,7 @@ import Testing
         Request(id: 46, database: "app", operation: .listIndexes),
         Request(id: 52, database: "app", operation: .deleteBlobs(keys: ["sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=", "ü"])),
         Request(id: 53, database: "app", operation: .deleteBlobs(keys: [])),
+        Request(id: 54, database: "app", operation: .dropBlobs),
         Request(id: 47, database: "app", operation: .createDatabase(encryptionKey: try! EncryptionKey(bytes: (0..<32).map { UInt8($0) }))),
         Request(id: 48, database: "app", operation: .createDatabase(versioning: .versionVectors,
                                                                      encryptionKey: try! EncryptionKey(bytes: [UInt8](repeating: 255, count: 32)))),

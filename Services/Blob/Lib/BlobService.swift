@@ -7,21 +7,20 @@ internal import Foundation
 /// `sofa-blob`: registers on its endpoint, answers health, and serves blob transfer
 /// (`BlobTransfer`) for every database under the data directory.
 public enum BlobService {
-    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+    /// Brings sofa-blob up; its parts, for the process's service group.
+    public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let handler = BasicHandler(service: "blob", instance: settings.instance ?? ServiceRuntime.defaultInstance("blob"))
         let idleMs = settings.blobIdleMs
         let transfer = BlobTransfer(dataDirectory: URL(fileURLWithPath: settings.dataDirectory, isDirectory: true),
                                     idleTimeout: .milliseconds(idleMs))
-        await transfer.start()
         let server = try await BusServer.bind(settings.blobEndpoint, name: "blob",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
             if let response = await transfer.handle(request) { return response }
             return await handler.handle(request)
         }
         logger.info("blob serving", metadata: ["endpoint": "\(server.endpoint)", "idleMs": "\(idleMs)"])
-        return {
-            await server.close()
-            await transfer.stop()
-        }
+        // Stopped in reverse: the server first, then the open uploads (their files go), then the reaper.
+        return [BackgroundService { await transfer.runReaper() }, ShutdownStep { await transfer.stop() },
+                SocketLoopService(server.socketLoop)]
     }
 }

@@ -52,15 +52,19 @@ public actor BlobTransfer {
         (expired, expiredContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
-    /// Starts the idle-session reaper.
+    /// Starts the idle-session reaper in a task of its own (see `runReaper`).
     public func start() {
         guard reaper == nil else { return }
+        reaper = Task { [weak self] in await self?.runReaper() }
+    }
+
+    /// The idle-session reaper: cancels sessions idle for longer than the idle timeout, checking a
+    /// few times per timeout, until cancelled (sofa-blob runs it as a lifecycle service).
+    public nonisolated func runReaper() async {
         let period = max(idleTimeout / 4, .milliseconds(10))
-        reaper = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: period)
-                await self?.reapIdleSessions()
-            }
+        while !Task.isCancelled {
+            try? await Task.sleep(for: period)
+            await reapIdleSessions()
         }
     }
 
@@ -116,6 +120,11 @@ public actor BlobTransfer {
                 for text in texts { parsed.append(try Self.parseKey(text)) }
                 let keys = parsed
                 _ = try await slot(for: request.database).run { store in try store.delete(keys) }
+                reply = .none
+            case .dropBlobs:
+                // The database is being deleted (sofa-storage): its uploads end, its blobs go.
+                for (id, session) in sessions where session.database == request.database { await abort(id) }
+                try await slot(for: request.database).drop()
                 reply = .none
             case .rekeyDatabase(let current, let new):
                 try await slot(for: request.database).rekey(current: current, new: new)

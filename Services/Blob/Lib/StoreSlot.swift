@@ -100,6 +100,21 @@ final class StoreSlot: Sendable {
         if let new { try KeyFile(key: new).write(in: folder) } else { try KeyFile.remove(in: folder) }
     }
 
+    /// Deletes every blob of the database, its key file and its `Attachments/` folder (the
+    /// database is being deleted); the store is closed.
+    func drop() async throws(SofaError) {
+        try await open.run { (open) throws(SofaError) in
+            open = nil
+            guard FileManager.default.fileExists(atPath: self.attachments.path) else { return }
+            do {
+                try FileManager.default.removeItem(at: self.attachments)
+            } catch {
+                throw SofaError(.ioError, "cannot delete the blobs of database '\(self.name)': \(error.localizedDescription)")
+            }
+            try? syncDirectory(self.databaseDirectory.path)  // the removal is done; a failed sync loses nothing
+        }
+    }
+
     // MARK: Opening
 
     /// On the queue only.

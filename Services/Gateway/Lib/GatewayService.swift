@@ -29,7 +29,8 @@ public final class GatewayService: Sendable {
         self.logger = logger
     }
 
-    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+    /// Brings the gateway up; its parts, for the process's service group.
+    public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let storage = try await BusClient.connect(settings.storageURL, peerName: "storage")
         let blob = try await BusClient.connect(settings.blobURL, peerName: "blob")
         let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")
@@ -63,14 +64,9 @@ public final class GatewayService: Sendable {
             await gateway.handle(request)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
-        return {
-            await server.close()
-            subscriber.close()
-            broker.close()
-            storage.close()
-            blob.close()
-            replicator.close()
-        }
+        // Stopped in reverse: the server first, the connections to the services last.
+        return [storage.socketLoop, blob.socketLoop, replicator.socketLoop, broker.socketLoop, subscriber.socketLoop,
+                server.socketLoop].map(SocketLoopService.init)
     }
 
     /// The operations (by field number of `Request.op`) the gateway passes on undecoded: those

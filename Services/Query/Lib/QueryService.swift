@@ -12,17 +12,19 @@ public enum QueryService {
     /// gives a new query to the least busy worker, so N workers still run N queries at once.
     static let capacity = 4
 
-    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+    /// Brings the worker up; its parts, for the process's service group (its socket loop, which says
+    /// DISCONNECT to the broker as it stops).
+    public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let instance = settings.instance ?? ServiceRuntime.defaultInstance("query")
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
-        let worker = try BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
+        let worker = try await BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
                                             logger: logger) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             return await handler.handle(request)
         }
         logger.info("query worker started", metadata: ["broker": "\(settings.brokerURL)", "instance": "\(instance)"])
-        return { await worker.close() }
+        return [SocketLoopService(worker.socketLoop)]
     }
 }

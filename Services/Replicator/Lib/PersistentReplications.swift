@@ -99,6 +99,13 @@ actor PersistentReplications {
         // After launch, the records of client replications are written by `ClientReplications`
         // alone, as their replications start and end.
         if client && !atLaunch { return }
+        // So are those of replications this replicator started itself, even when read as at
+        // launch: `_replicator` is read first after a client's start created it when the
+        // follower's first attempts failed as the cluster came up (nothing marked the registry
+        // loaded). Started again here, a one-shot that just completed would run anew, kept with
+        // no record of its own (its predecessor's may be deleted already), and the deletion read
+        // next would stop the run its client waits on. A run number is never forgotten.
+        if client, await service.registry.run(of: ClientReplications.replicationID(docID)) != nil { return }
         if change.deleted || change.rev.isEmpty {
             await stop(docID)
             return

@@ -24,7 +24,8 @@ public final class ReplicatorService: Sendable {
         self.logger = logger
     }
 
-    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+    /// Brings the replicator up; its parts, for the process's service group.
+    public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let service = ReplicatorService(localGateway: settings.gatewayURL,
                                         instance: settings.instance ?? ServiceRuntime.defaultInstance("replicator"),
                                         logger: logger)
@@ -34,15 +35,20 @@ public final class ReplicatorService: Sendable {
         }
         logger.info("replicator serving", metadata: ["endpoint": "\(server.endpoint)", "gateway": "\(settings.gatewayURL)"])
         let persistent = PersistentReplications(service: service, logger: logger)
-        let follower = Task { await persistent.run() }
-        return {
-            follower.cancel()
-            await persistent.stopWriting()
-            await service.clientRecords.close()
-            await server.close()
-            await service.registry.stopAll()
-            await service.connections.closeAll()
-        }
+        // Stopped in reverse: the `_replicator` follower, then the status writers and client
+        // records, the server, and last the replications and their connections.
+        return [
+            ShutdownStep {
+                await service.registry.stopAll()
+                await service.connections.closeAll()
+            },
+            SocketLoopService(server.socketLoop),
+            ShutdownStep {
+                await persistent.stopWriting()
+                await service.clientRecords.close()
+            },
+            BackgroundService { await persistent.run() },
+        ]
     }
 
     public func handle(_ request: Request) async -> Response {

@@ -189,6 +189,10 @@ extension Transaction {
 /// database (compaction). Called on the database's writer, which waits for the answer.
 public typealias BlobDeleter = @Sendable (_ database: String, _ keys: [BlobKey]) -> Result<Void, SofaError>
 
+/// How storage asks sofa-blob to delete every blob of a database it is deleting, with the
+/// `Attachments/` folder. Called on storage's admin queue, which waits for the answer.
+public typealias BlobDropper = @Sendable (_ database: String) -> Result<Void, SofaError>
+
 extension DatabaseStore {
     /// Has sofa-blob delete every blob of `Attachments/` that no kept revision references,
     /// however recent (as LiteCore's compaction does: an upload whose document is not saved yet

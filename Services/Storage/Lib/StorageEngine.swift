@@ -18,6 +18,9 @@ public final class StorageEngine: Sendable {
     /// How compaction asks sofa-blob to delete the blobs no kept revision references; nil (an
     /// engine without sofa-blob, as in tests) keeps them.
     private let blobDeleter: BlobDeleter?
+    /// How a database's deletion has sofa-blob delete its blobs first; nil (an engine without
+    /// sofa-blob, as in tests) deletes the whole folder itself.
+    private let blobDropper: BlobDropper?
     /// Compaction prunes revision trees to this depth (the service passes `SOFA_MAX_REV_TREE_DEPTH`; default 50).
     public let maxRevTreeDepth: Int
 
@@ -25,10 +28,11 @@ public final class StorageEngine: Sendable {
     /// one would unlink the first one's ipc socket and write the same files). Every database is
     /// opened, so documents that expire are purged on time after a restart too.
     public init(dataDirectory: URL, onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
-                maxRevTreeDepth: Int? = nil, blobDeleter: BlobDeleter? = nil) throws(SofaError) {
+                maxRevTreeDepth: Int? = nil, blobDeleter: BlobDeleter? = nil, blobDropper: BlobDropper? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
         self.onCommit = onCommit
         self.blobDeleter = blobDeleter
+        self.blobDropper = blobDropper
         self.maxRevTreeDepth = max(1, maxRevTreeDepth ?? RevTree.defaultMaxDepth)
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
@@ -119,10 +123,32 @@ public final class StorageEngine: Sendable {
         try Self.validate(databaseName: name)
         try await admin { () throws(SofaError) in
             guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
+            let directory = self.directory(of: name)
+            let attachments = StorageLayout.attachmentsDirectory(ofDatabaseDirectory: directory)
+            // Only sofa-blob deletes in `Attachments/`: it goes first, and while sofa-blob cannot
+            // delete it the database stays whole (the client is told why, and may ask again).
+            if let dropper = self.blobDropper, FileManager.default.fileExists(atPath: attachments.path),
+               case .failure(let error) = dropper(name) {
+                throw SofaError(error.domain, error.code, "cannot delete database '\(name)': its blobs could not be deleted: \(error.message)")
+            }
             let store = self.open.withLock { $0.removeValue(forKey: name) }
             store?.close()
             do {
-                try FileManager.default.removeItem(at: self.directory(of: name))
+                if self.blobDropper == nil {
+                    try FileManager.default.removeItem(at: directory)
+                } else {
+                    // Storage's own files; an `Attachments/` that an upload made again meanwhile
+                    // is left to sofa-blob, and keeps the (otherwise empty) folder.
+                    let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+                    for entry in entries where entry != attachments.lastPathComponent {
+                        try FileManager.default.removeItem(at: directory.appendingPathComponent(entry))
+                    }
+                    if rmdir(directory.path) != 0 && errno != ENOTEMPTY && errno != EEXIST {
+                        throw SofaError(.posix, errno, String(cString: strerror(errno)))
+                    }
+                }
+            } catch let error as SofaError {
+                throw SofaError(.ioError, "cannot delete database '\(name)': \(error.message)")
             } catch {
                 throw SofaError(.ioError, "cannot delete database '\(name)': \(error.localizedDescription)")
             }

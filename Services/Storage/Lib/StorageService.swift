@@ -24,7 +24,8 @@ public final class StorageService: Sendable {
     }
 
     /// Starts storage as a process does: bind, serve, and return how to stop.
-    public static func start(settings: Settings, logger: Logger) async throws -> @Sendable () async -> Void {
+    /// Brings storage up; its parts, for the process's service group.
+    public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         // Every commit is announced on the PUB socket (the gateway wakes its long polls with it).
         let publisher = try await Publisher.bind(settings.changesEndpoint, name: "changes")
         // Encoded on a queue of their own, in commit order, so the single writer goes straight on
@@ -36,7 +37,8 @@ public final class StorageService: Sendable {
             notices.async {
                 publisher.publish(topic: notice.topic, payload: notice.encoded())
             }
-        }, maxRevTreeDepth: settings.maxRevTreeDepth, blobDeleter: blobDeleter(blob, logger: logger))
+        }, maxRevTreeDepth: settings.maxRevTreeDepth, blobDeleter: blobDeleter(blob, logger: logger),
+           blobDropper: blobDropper(blob))
         let limits = WriteLimits(maxBulkItems: settings.maxBulkItems, maxTransactionItems: settings.maxTransactionItems,
                                  commitMargin: .milliseconds(settings.commitMarginMs))
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
@@ -47,34 +49,41 @@ public final class StorageService: Sendable {
             await service.handle(request)
         }
         logger.info("storage serving", metadata: ["endpoint": "\(server.endpoint)", "data": "\(settings.dataDirectory)"])
-        return {
-            await server.close()
-            engine.close()
-            blob.close()
-            await publisher.close()
-        }
+        // Stopped in reverse: the server first, then the engine (its last commits announced), then
+        // the connection to sofa-blob and the publisher.
+        return [SocketLoopService(publisher.socketLoop), SocketLoopService(blob.socketLoop), ShutdownStep { engine.close() },
+                SocketLoopService(server.socketLoop)]
     }
 
     /// Compaction's way to sofa-blob: a `deleteBlobs` request, waited for on the writer (which
     /// must not take another write before the blobs are gone). A failure is logged.
     static func blobDeleter(_ blob: BusClient, logger: Logger) -> BlobDeleter {
         { database, keys in
-            let outcome = Mutex<Result<Void, SofaError>>(.failure(SofaError(.unexpectedError, "no answer")))
-            let answered = DispatchSemaphore(value: 0)
-            Task {
-                let response = await blob.send(Request(database: database, operation: .deleteBlobs(keys: keys.map(\.description))),
-                                               timeout: Self.blobDeletionTimeout)
-                outcome.withLock { $0 = response.outcome.map { _ in () } }
-                answered.signal()
-            }
-            answered.wait()
-            let result = outcome.withLock { $0 }
+            let result = ask(blob, Request(database: database, operation: .deleteBlobs(keys: keys.map(\.description))))
             if case .failure(let error) = result {
                 logger.error("compaction could not have sofa-blob delete unreferenced blobs; the next compaction will",
                              metadata: ["database": "\(database)", "blobs": "\(keys.count)", "error": "\(error.message)"])
             }
             return result
         }
+    }
+
+    /// A database's deletion's way to sofa-blob: a `dropBlobs` request, waited for on the admin queue.
+    static func blobDropper(_ blob: BusClient) -> BlobDropper {
+        { database in ask(blob, Request(database: database, operation: .dropBlobs)) }
+    }
+
+    /// Sends `request` to sofa-blob and waits for its answer on this (non-pool) thread.
+    private static func ask(_ blob: BusClient, _ request: Request) -> Result<Void, SofaError> {
+        let outcome = Mutex<Result<Void, SofaError>>(.failure(SofaError(.unexpectedError, "no answer")))
+        let answered = DispatchSemaphore(value: 0)
+        Task {
+            let response = await blob.send(request, timeout: Self.blobDeletionTimeout)
+            outcome.withLock { $0 = response.outcome.map { _ in () } }
+            answered.signal()
+        }
+        answered.wait()
+        return outcome.withLock { $0 }
     }
 
     static let blobDeletionTimeout: Duration = .seconds(15)

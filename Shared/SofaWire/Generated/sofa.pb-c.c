@@ -727,6 +727,51 @@ void   sofa__wire__delete_blobs__free_unpacked
   assert(message->base.descriptor == &sofa__wire__delete_blobs__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__drop_blobs__init
+                     (Sofa__Wire__DropBlobs         *message)
+{
+  static const Sofa__Wire__DropBlobs init_value = SOFA__WIRE__DROP_BLOBS__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__drop_blobs__get_packed_size
+                     (const Sofa__Wire__DropBlobs *message)
+{
+  assert(message->base.descriptor == &sofa__wire__drop_blobs__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__drop_blobs__pack
+                     (const Sofa__Wire__DropBlobs *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__drop_blobs__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__drop_blobs__pack_to_buffer
+                     (const Sofa__Wire__DropBlobs *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__drop_blobs__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DropBlobs *
+       sofa__wire__drop_blobs__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DropBlobs *)
+     protobuf_c_message_unpack (&sofa__wire__drop_blobs__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__drop_blobs__free_unpacked
+                     (Sofa__Wire__DropBlobs *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__drop_blobs__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__list_databases__init
                      (Sofa__Wire__ListDatabases         *message)
 {
@@ -3427,7 +3472,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[47] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[48] =
 {
   {
     "id",
@@ -3946,6 +3991,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[47]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "drop_blobs",
+    49,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, drop_blobs),
+    &sofa__wire__drop_blobs__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "revs_diff",
     60,
     PROTOBUF_C_LABEL_NONE,
@@ -4019,6 +4076,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   7,   /* field[7] = delete_database */
   11,   /* field[11] = delete_document */
   39,   /* field[39] = delete_index */
+  43,   /* field[43] = drop_blobs */
   12,   /* field[12] = echo */
   10,   /* field[10] = get_document */
   23,   /* field[23] = get_expiration */
@@ -4028,7 +4086,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   16,   /* field[16] = list_collections */
   8,   /* field[8] = list_databases */
   40,   /* field[40] = list_indexes */
-  46,   /* field[46] = list_replications */
+  47,   /* field[47] = list_replications */
   24,   /* field[24] = next_expiration */
   21,   /* field[21] = purge */
   9,   /* field[9] = put_document */
@@ -4038,17 +4096,17 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   27,   /* field[27] = raw_put */
   41,   /* field[41] = rekey_database */
   20,   /* field[20] = resolve_conflict */
-  43,   /* field[43] = revs_diff */
+  44,   /* field[44] = revs_diff */
   22,   /* field[22] = set_expiration */
-  44,   /* field[44] = start_replication */
-  45,   /* field[45] = stop_replication */
+  45,   /* field[45] = start_replication */
+  46,   /* field[46] = stop_replication */
 };
 static const ProtobufCIntRange sofa__wire__request__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
-  { 60, 43 },
-  { 0, 47 }
+  { 60, 44 },
+  { 0, 48 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4058,7 +4116,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  47,
+  48,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   3,  sofa__wire__request__number_ranges,
@@ -4833,6 +4891,24 @@ const ProtobufCMessageDescriptor sofa__wire__delete_blobs__descriptor =
   sofa__wire__delete_blobs__field_indices_by_name,
   1,  sofa__wire__delete_blobs__number_ranges,
   (ProtobufCMessageInit) sofa__wire__delete_blobs__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__drop_blobs__field_descriptors NULL
+#define sofa__wire__drop_blobs__field_indices_by_name NULL
+#define sofa__wire__drop_blobs__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__drop_blobs__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DropBlobs",
+  "DropBlobs",
+  "Sofa__Wire__DropBlobs",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DropBlobs),
+  0,
+  sofa__wire__drop_blobs__field_descriptors,
+  sofa__wire__drop_blobs__field_indices_by_name,
+  0,  sofa__wire__drop_blobs__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__drop_blobs__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define sofa__wire__list_databases__field_descriptors NULL

@@ -82,6 +82,9 @@ public enum Op: Sendable, Equatable {
     /// Compaction's request to sofa-blob (sofa-storage sends it, not clients): delete these
     /// blobs of the database, which no kept revision references; missing ones are skipped.
     case deleteBlobs(keys: [String])
+    /// The database is being deleted (sofa-storage sends it, not clients): sofa-blob deletes every
+    /// blob of it, its key file and its folder, and forgets its open uploads.
+    case dropBlobs
     /// Which of these revisions the database lacks (storage; replication), answered `.revsDiff`.
     case revsDiff([RevsDiffEntry])
     /// Replication control (sofa-replicator, through the gateway; no database), answered

@@ -148,6 +148,9 @@ extension Op {
         case SOFA__WIRE__REQUEST__OP_DELETE_BLOBS:
             let op = try required(m.delete_blobs, "deleteBlobs")
             return .deleteBlobs(keys: try decodeStrings(op.n_keys, op.keys, "deleteBlobs.keys"))
+        case SOFA__WIRE__REQUEST__OP_DROP_BLOBS:
+            _ = try required(m.drop_blobs, "dropBlobs")
+            return .dropBlobs
         case SOFA__WIRE__REQUEST__OP_REVS_DIFF:
             let op = try required(m.revs_diff, "revsDiff")
             return .revsDiff(try ReplicationWire.decodeEntries(op.n_docs, op.docs, "revsDiff.docs"))

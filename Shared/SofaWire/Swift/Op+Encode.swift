@@ -231,6 +231,10 @@ extension Op {
             (op.pointee.n_keys, op.pointee.keys) = arena.strings(keys)
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DELETE_BLOBS
             message.pointee.delete_blobs = op
+        case .dropBlobs:
+            let op: UnsafeMutablePointer<Sofa__Wire__DropBlobs> = arena.message { sofa__wire__drop_blobs__init($0) }
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DROP_BLOBS
+            message.pointee.drop_blobs = op
         case .revsDiff(let entries):
             let op: UnsafeMutablePointer<Sofa__Wire__RevsDiffRequest> = arena.message { sofa__wire__revs_diff_request__init($0) }
             (op.pointee.n_docs, op.pointee.docs) = ReplicationWire.entries(entries, arena)

@@ -6,7 +6,7 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          deleteDocument, echo, databaseInfo, createCollection, deleteCollection, listCollections, insertRevision,
          bulkWrite, conflicts, resolveConflict, purge, setExpiration, getExpiration, nextExpiration, changes, allDocs,
          rawPut, rawGet, rawDelete, compact, blobWriteBegin, blobWriteChunk, blobWriteEnd, blobWriteAbort, blobRead,
-         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs
+         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs
     case revsDiff = 60, startReplication, stopReplication, listReplications
 
     public var name: String { String(describing: self) }
@@ -75,6 +75,8 @@ extension OperationKind {
         case .rekeyDatabase: Route(.blob, write: true, timeout: .seconds(3600))
         // Only sofa-blob deletes in a store; storage's compaction asks it to, directly.
         case .deleteBlobs: Route(.blob, write: true, fromClients: false)
+        // A database's blobs go with it: storage asks sofa-blob as it deletes the database.
+        case .dropBlobs: Route(.blob, write: true, fromClients: false)
         // Cut to the server's longest query (SOFA_MAX_QUERY_MS) by the gateway.
         case .query: Route(.query)
         case .startReplication, .stopReplication: Route(.replicator, database: false, write: true)
@@ -126,6 +128,7 @@ extension Op {
         case .listIndexes: .listIndexes
         case .rekeyDatabase: .rekeyDatabase
         case .deleteBlobs: .deleteBlobs
+        case .dropBlobs: .dropBlobs
         case .revsDiff: .revsDiff
         case .startReplication: .startReplication
         case .stopReplication: .stopReplication

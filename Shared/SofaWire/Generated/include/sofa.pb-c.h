@@ -31,6 +31,7 @@ typedef struct Sofa__Wire__CreateDatabase Sofa__Wire__CreateDatabase;
 typedef struct Sofa__Wire__RekeyDatabase Sofa__Wire__RekeyDatabase;
 typedef struct Sofa__Wire__DeleteDatabase Sofa__Wire__DeleteDatabase;
 typedef struct Sofa__Wire__DeleteBlobs Sofa__Wire__DeleteBlobs;
+typedef struct Sofa__Wire__DropBlobs Sofa__Wire__DropBlobs;
 typedef struct Sofa__Wire__ListDatabases Sofa__Wire__ListDatabases;
 typedef struct Sofa__Wire__PutDocument Sofa__Wire__PutDocument;
 typedef struct Sofa__Wire__GetDocument Sofa__Wire__GetDocument;
@@ -166,6 +167,7 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_LIST_INDEXES = 46,
   SOFA__WIRE__REQUEST__OP_REKEY_DATABASE = 47,
   SOFA__WIRE__REQUEST__OP_DELETE_BLOBS = 48,
+  SOFA__WIRE__REQUEST__OP_DROP_BLOBS = 49,
   SOFA__WIRE__REQUEST__OP_REVS_DIFF = 60,
   SOFA__WIRE__REQUEST__OP_START_REPLICATION = 61,
   SOFA__WIRE__REQUEST__OP_STOP_REPLICATION = 62,
@@ -227,6 +229,7 @@ struct  Sofa__Wire__Request
     Sofa__Wire__ListIndexes *list_indexes;
     Sofa__Wire__RekeyDatabase *rekey_database;
     Sofa__Wire__DeleteBlobs *delete_blobs;
+    Sofa__Wire__DropBlobs *drop_blobs;
     /*
      * Replication (numbers from 60 on).
      */
@@ -493,6 +496,18 @@ struct  Sofa__Wire__DeleteBlobs
 #define SOFA__WIRE__DELETE_BLOBS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__delete_blobs__descriptor) \
     , 0,NULL }
+
+
+/*
+ * The database is being deleted (sofa-storage to sofa-blob): every blob of it goes, with its folder.
+ */
+struct  Sofa__Wire__DropBlobs
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__DROP_BLOBS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__drop_blobs__descriptor) \
+     }
 
 
 struct  Sofa__Wire__ListDatabases
@@ -1731,6 +1746,25 @@ Sofa__Wire__DeleteBlobs *
 void   sofa__wire__delete_blobs__free_unpacked
                      (Sofa__Wire__DeleteBlobs *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__DropBlobs methods */
+void   sofa__wire__drop_blobs__init
+                     (Sofa__Wire__DropBlobs         *message);
+size_t sofa__wire__drop_blobs__get_packed_size
+                     (const Sofa__Wire__DropBlobs   *message);
+size_t sofa__wire__drop_blobs__pack
+                     (const Sofa__Wire__DropBlobs   *message,
+                      uint8_t             *out);
+size_t sofa__wire__drop_blobs__pack_to_buffer
+                     (const Sofa__Wire__DropBlobs   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DropBlobs *
+       sofa__wire__drop_blobs__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__drop_blobs__free_unpacked
+                     (Sofa__Wire__DropBlobs *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__ListDatabases methods */
 void   sofa__wire__list_databases__init
                      (Sofa__Wire__ListDatabases         *message);
@@ -2921,6 +2955,9 @@ typedef void (*Sofa__Wire__DeleteDatabase_Closure)
 typedef void (*Sofa__Wire__DeleteBlobs_Closure)
                  (const Sofa__Wire__DeleteBlobs *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__DropBlobs_Closure)
+                 (const Sofa__Wire__DropBlobs *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__ListDatabases_Closure)
                  (const Sofa__Wire__ListDatabases *message,
                   void *closure_data);
@@ -3123,6 +3160,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__create_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__rekey_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_blobs__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__drop_blobs__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__list_databases__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor;

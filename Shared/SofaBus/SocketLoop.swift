@@ -1,0 +1,163 @@
+public import SofaCore
+internal import Foundation
+internal import Synchronization
+
+/// What a socket loop runs on its thread: made there by `SocketLoop.start`, used there only and
+/// released there when the loop ends (so the ZeroMQ sockets it holds close on the thread that
+/// made them).
+public protocol SocketLoopDriver: AnyObject, SendableMetatype {
+    /// What other threads hand the loop (`SocketLoop.post`).
+    associatedtype Posted: Sendable
+
+    /// The sockets to poll on this turn (they may change between turns: a reconnect).
+    var sockets: [ZMQSocket] { get }
+    /// The longest a turn waits for a readable socket or a post, in milliseconds: the period
+    /// of the driver's timers (heartbeats, deadlines).
+    var pollTimeoutMs: Int { get }
+    /// One turn of the loop: what was posted since the last turn, in order, and which of
+    /// `sockets` are readable (all false after a timeout or a failed poll).
+    func turn(posted: [Posted], readable: [Bool])
+    /// The loop was closed: what was posted before that, and the driver's last words (a reply
+    /// still queued, a goodbye to the peer). Its sockets close when it is released, just after.
+    func finish(posted: [Posted])
+}
+
+/// How a socket loop is ended and followed, whatever it carries (a lifecycle service runs one).
+public protocol SocketLoopControl: Sendable {
+    /// The thread's name.
+    var name: String { get }
+    /// Ends the loop without waiting.
+    func requestClose()
+    /// Ends the loop and waits until its sockets are closed.
+    func close() async
+    /// Waits until the loop has ended, without asking it to.
+    func waitUntilEnded() async
+}
+
+/// One thread owning ZeroMQ sockets for its whole life, and the one loop every socket owner of
+/// Sofa runs on it (client, server, broker, worker, publisher, subscriber): poll the driver's
+/// sockets and an eventfd, take what other threads posted, hand both to the driver, until closed.
+///
+/// Other threads never touch the sockets: they `post` (a mutex-guarded inbox, then a wake-up of
+/// the poll through the eventfd) and the driver acts on it on the loop's thread. `close` ends the
+/// loop after the driver's `finish`, and waits until its sockets are closed.
+public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
+    public let name: String
+    private let wakeup: Wakeup
+    private let inbox = Mutex<(posted: [Posted], closed: Bool)>(([], false))
+    /// Callers of `close` waiting for the end of the loop; nil once it ended.
+    private let ending = Mutex<[CheckedContinuation<Void, Never>]?>([])
+
+    private init(name: String) throws(SofaError) {
+        self.name = name
+        self.wakeup = try Wakeup()
+    }
+
+    /// Starts a loop on a thread of its own named `name`. `open` runs first on that thread, with
+    /// the loop: it makes the sockets (bind, connect), and returns what the caller gets back (the
+    /// loop's owner, say) and the driver. When `open` throws, the thread ends and so does this
+    /// call, with its error.
+    public static func start<Owner: Sendable, Driver: SocketLoopDriver>(
+        name: String,
+        open: @escaping @Sendable (SocketLoop<Posted>) throws(SofaError) -> (Owner, Driver)
+    ) async throws(SofaError) -> Owner where Driver.Posted == Posted {
+        let loop = try SocketLoop(name: name)
+        let opened: Result<Owner, SofaError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                var driver: Driver?
+                do throws(SofaError) {
+                    let (owner, made) = try open(loop)
+                    driver = made
+                    continuation.resume(returning: .success(owner))
+                } catch {
+                    loop.markEnded()
+                    continuation.resume(returning: .failure(error))
+                    return
+                }
+                loop.run(driver!)
+                driver = nil  // its sockets close here, on their thread, before anyone is told the loop ended
+                loop.markEnded()
+            }
+            thread.name = name
+            thread.start()
+        }
+        return try opened.get()
+    }
+
+    /// Hands `item` to the driver's next turn; false (and nothing queued) once the loop is closed.
+    @discardableResult
+    public func post(_ item: Posted) -> Bool {
+        let taken = inbox.withLock { inbox in
+            if !inbox.closed { inbox.posted.append(item) }
+            return !inbox.closed
+        }
+        if taken { wakeup.signal() }
+        return taken
+    }
+
+    /// Makes the driver take a turn soon, with nothing posted (a state it reads has changed).
+    public func wake() { wakeup.signal() }
+
+    /// Whether `close` was called.
+    public var isClosed: Bool { inbox.withLock { $0.closed } }
+
+    /// Ends the loop after its current turn and the driver's `finish`, without waiting.
+    public func requestClose() {
+        inbox.withLock { $0.closed = true }
+        wakeup.signal()
+    }
+
+    /// Ends the loop (see `requestClose`) and waits until its sockets are closed: an endpoint it
+    /// bound can be bound again.
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiting = ending.withLock { ending -> Bool in
+                guard ending != nil else { return false }
+                ending!.append(continuation)
+                return true
+            }
+            guard waiting else { return continuation.resume() }
+            requestClose()
+        }
+    }
+
+    /// Waits until the loop has ended, without asking it to (a lifecycle service's `run`).
+    public func waitUntilEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiting = ending.withLock { ending -> Bool in
+                guard ending != nil else { return false }
+                ending!.append(continuation)
+                return true
+            }
+            if !waiting { continuation.resume() }
+        }
+    }
+
+    private func run<Driver: SocketLoopDriver>(_ driver: Driver) where Driver.Posted == Posted {
+        while true {
+            let sockets = driver.sockets
+            // A failed poll reads as "nothing ready": the driver's timers still run.
+            let ready = (try? poll(sockets, fds: [wakeup.fd], timeoutMs: driver.pollTimeoutMs))
+                ?? Array(repeating: false, count: sockets.count + 1)
+            if ready[sockets.count] { wakeup.drain() }
+            let (posted, closed) = inbox.withLock { inbox in
+                defer { inbox.posted.removeAll(keepingCapacity: true) }
+                return (inbox.posted, inbox.closed)
+            }
+            if closed {
+                driver.finish(posted: posted)
+                return
+            }
+            driver.turn(posted: posted, readable: Array(ready.prefix(sockets.count)))
+        }
+    }
+
+    /// The loop has ended: whoever waits for it goes on.
+    private func markEnded() {
+        let waiters = ending.withLock { ending in
+            defer { ending = nil }
+            return ending ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
