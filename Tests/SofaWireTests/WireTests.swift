@@ -236,4 +236,15 @@ import Testing
         let decoded = try bytes.withUnsafeBytes { try Request.decode($0, maxBulkItems: 5) }
         #expect(decoded.operation == .bulkWrite(items))
     }
+
+    /// The items are counted on the encoded bytes (before protobuf-c unpacks any): empty items
+    /// too, and only those of a bulk write.
+    @Test func itemsAreCountedWithoutDecoding() {
+        let empty = (0..<3).map { _ in BulkItem.put(id: "", rev: "", body: [], deleted: false) }
+        for (operation, expected) in [(Op.bulkWrite(empty), 3 as Int?), (.bulkWrite([]), 0), (.listDatabases, nil)] {
+            let bytes = Request(id: 1, database: "db", operation: operation).encoded()
+            #expect(bytes.withUnsafeBytes { BulkLimit.itemCount($0) } == expected, "\(operation)")
+        }
+        #expect([UInt8]([0xC2, 0x01, 0x05, 0x0A]).withUnsafeBytes { BulkLimit.itemCount($0) } == nil, "a truncated field")
+    }
 }
