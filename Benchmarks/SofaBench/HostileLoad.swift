@@ -157,10 +157,12 @@ public struct HostileLoad: Sendable {
         }
     }
 
-    /// Asks for the large document again and again and never reads an answer.
+    /// Asks for the large document again and again and never reads an answer: its ZeroMQ takes
+    /// one message off the connection and its kernel buffer is small, so the replies stay with
+    /// the gateway (a client that reads them into a queue of its own is reading).
     private func nonReader(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
         try await onThread {
-            let socket = RawSocket(gateway)
+            let socket = RawSocket(gateway, reading: false)
             let request = Request(database: name, operation: .getDocument(id: "large", rev: "")).encoded()
             for _ in 0..<options.nonReaderRequests where ContinuousClock.now < end {
                 socket.send(request)
@@ -230,10 +232,18 @@ private final class RawSocket {
     private let context = zmq_ctx_new()
     private let socket: UnsafeMutableRawPointer
 
-    init(_ endpoint: String) {
+    /// `reading` false: ZeroMQ takes one message off the connection, into a small kernel buffer,
+    /// before the socket is read (a client that truly does not read).
+    init(_ endpoint: String, reading: Bool = true) {
         socket = zmq_socket(context, ZMQ_DEALER)
         var linger: Int32 = 0
         zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        if !reading {
+            var queue: Int32 = 1
+            zmq_setsockopt(socket, ZMQ_RCVHWM, &queue, 4)
+            var buffer: Int32 = 64 << 10
+            zmq_setsockopt(socket, ZMQ_RCVBUF, &buffer, 4)
+        }
         zmq_connect(socket, endpoint)
     }
 

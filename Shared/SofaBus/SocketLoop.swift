@@ -110,15 +110,8 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
     /// Ends the loop (see `requestClose`) and waits until its sockets are closed: an endpoint it
     /// bound can be bound again.
     public func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waiting = ending.withLock { ending -> Bool in
-                guard ending != nil else { return false }
-                ending!.append(continuation)
-                return true
-            }
-            guard waiting else { return continuation.resume() }
-            requestClose()
-        }
+        requestClose()
+        await waitUntilEnded()
     }
 
     /// Waits until the loop has ended, without asking it to (a lifecycle service's `run`).

@@ -95,7 +95,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
                                         .maxRevTreeDepth]
         case .blob: return common + [.maxRequestBytes, .blobIdleMs]
         case .replicator: return common + [.maxRequestBytes]
-        case .gateway: return common + [.maxRequestBytes, .heartbeatMs, .queryClientShare, .maxQueryMs,
+        case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
                                         .clientWaitingBytes]
         case .query: return common + [.heartbeatMs]

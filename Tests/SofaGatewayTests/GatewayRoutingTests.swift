@@ -20,6 +20,26 @@ import Testing
         #expect(blob == [.blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat])
     }
 
+    /// Of the passed-through operations, a long poll and a bulk write over the item limit are
+    /// decoded by the gateway instead (the bulk is then refused there, never reaching storage).
+    @Test func longPollsAndOversizedBulksAreNotPassedOn() {
+        func passesOn(_ operation: Op, maxBulkItems: Int = 2) -> Bool {
+            let encoded = Request(id: 1, database: "app", operation: operation).encoded()
+            let peeked = encoded.withUnsafeBytes { bytes in
+                ForwardedRequest.peek(bytes, operations: GatewayService.passedThrough) { field, payload in
+                    GatewayService.passesOn(field, payload, maxBulkItems: maxBulkItems)
+                }
+            }
+            return peeked != nil
+        }
+        let item = BulkItem.put(id: "", rev: "", body: Array("{}".utf8), deleted: false)
+        #expect(passesOn(.bulkWrite([item, item])))
+        #expect(!passesOn(.bulkWrite([item, item, item])))
+        #expect(passesOn(.changes(ChangesQuery())))
+        #expect(!passesOn(.changes(ChangesQuery(waitMs: 100))))
+        #expect(passesOn(.getDocument(id: "a", rev: ""), maxBulkItems: 0))
+    }
+
     @Test func healthAndEchoGoToTheServiceTheyName() {
         #expect(Self.destination(.health(service: "")) == .gateway)
         #expect(Self.destination(.health(service: "gateway")) == .gateway)

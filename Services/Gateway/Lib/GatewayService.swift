@@ -47,9 +47,9 @@ public final class GatewayService: Sendable {
         // A client that goes away cancels its requests still running (queries stop on their worker).
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
+        let maxBulkItems = settings.maxBulkItems
         let forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
-            // A changes request that may wait (a long poll) is the gateway's own.
-            operation != Self.changesField || (ForwardedRequest.varint(field: Self.changesWaitField, in: payload) ?? 0) == 0
+            passesOn(operation, payload, maxBulkItems: maxBulkItems)
         }, limits: settings.forwardingLimits, direct: { request, reply in
             // From the server's socket thread to the service's and back: no task in between.
             gateway.forward(request, then: reply)
@@ -60,13 +60,26 @@ public final class GatewayService: Sendable {
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
                                               replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
                                                                        total: settings.totalReplyBytes),
-                                              forwarding: forwarding, logger: logger) { request in
+                                              forwarding: forwarding, maxBulkItems: maxBulkItems, logger: logger) { request in
             await gateway.handle(request)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
         // Stopped in reverse: the server first, the connections to the services last.
         return [storage.socketLoop, blob.socketLoop, replicator.socketLoop, broker.socketLoop, subscriber.socketLoop,
                 server.socketLoop].map(SocketLoopService.init)
+    }
+
+    /// Whether a request of `passedThrough` goes on undecoded, given its operation's payload; when
+    /// not, the gateway decodes it as any other:
+    /// * a changes request that may wait (a long poll) is the gateway's own;
+    /// * a bulk write over the item limit is refused as it is decoded, before its items are
+    ///   unpacked: storage spends nothing on it.
+    public static func passesOn(_ operation: UInt32, _ payload: UnsafeRawBufferPointer, maxBulkItems: Int) -> Bool {
+        switch operation {
+        case changesField: (ForwardedRequest.varint(field: changesWaitField, in: payload) ?? 0) == 0
+        case bulkWriteField: (BulkLimit.itemCount(bulkWrite: payload) ?? 0) <= maxBulkItems
+        default: true
+        }
     }
 
     /// The operations (by field number of `Request.op`) the gateway passes on undecoded: those
@@ -76,6 +89,8 @@ public final class GatewayService: Sendable {
     /// `Request.changes`, and `ChangesRequest.wait_ms`.
     static let changesField: UInt32 = OperationKind.changes.rawValue
     static let changesWaitField: UInt32 = 8
+    /// `Request.bulk_write`.
+    static let bulkWriteField: UInt32 = OperationKind.bulkWrite.rawValue
 
     /// A request of `passedThrough`: to its service and back, undecoded.
     public func forward(_ request: ForwardedRequest) async -> EncodedMessage {

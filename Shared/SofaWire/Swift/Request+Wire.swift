@@ -81,15 +81,21 @@ public enum BulkLimit {
         var count: Int?
         let walked = WireFields.walk(request) { field, _, span in
             guard field.number == OperationKind.bulkWrite.rawValue, field.wireType == 2 else { return true }
-            var items = 0
-            guard WireFields.walk(span.payload, { item, _, _ in
-                if item.number == 1 { items += 1 }
-                return true
-            }) else { return false }
-            count = items
-            return true
+            count = itemCount(bulkWrite: span.payload)
+            return count != nil
         }
         return walked ? count : nil
+    }
+
+    /// The items of an encoded `BulkWrite` (the operation's payload, as a router sees it); nil
+    /// when the bytes are not well formed.
+    public static func itemCount(bulkWrite payload: UnsafeRawBufferPointer) -> Int? {
+        var items = 0
+        let walked = WireFields.walk(payload) { item, _, _ in
+            if item.number == 1 { items += 1 }
+            return true
+        }
+        return walked ? items : nil
     }
 
     public static func refusal(count: Int, limit: Int) -> SofaError {
