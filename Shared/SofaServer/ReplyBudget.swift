@@ -12,14 +12,18 @@ internal import Synchronization
 /// * Past `total` across clients, a reply is kept only within the client's fair share of the
 ///   total (`total` / the clients holding bytes): clients that read keep being served.
 /// * A new request from a client over its budget (or over its fair share while the total is
-///   exceeded) is refused with that error before any work is done for it.
+///   exceeded) is refused with that error before any work is done for it; so is one whose reply
+///   would not fit, judged by the size of the last reply dropped for that client (a client that
+///   does not read large replies has them refused, not fetched and dropped one after another).
 /// * Errors are small and kept up to `errorSlack` bytes beyond the limits; past that a client,
 ///   which is evidently not reading, gets no answer at all.
 public final class ReplyBudget: Sendable {
     public let perClient: Int
     public let total: Int
     public static let errorSlack = 1 << 20
-    private let state = Mutex<(held: [[UInt8]: Int], total: Int)>(([:], 0))
+    /// Bytes held per client and in total; per client holding bytes, the size of its last reply
+    /// dropped for its own budget (the expected size of its next one).
+    private let state = Mutex<(held: [[UInt8]: Int], total: Int, dropped: [[UInt8]: Int])>(([:], 0, [:]))
 
     public init(perClient: Int, total: Int) {
         self.perClient = max(1, perClient)
@@ -34,7 +38,8 @@ public final class ReplyBudget: Sendable {
     public func refusal(for client: [UInt8]) -> SofaError? {
         state.withLock { state in
             let held = state.held[client] ?? 0
-            if held >= perClient { return overClient(held) }
+            guard held > 0 else { return nil }  // a client holding nothing always gets its reply
+            if held >= perClient || held + (state.dropped[client] ?? 0) > perClient { return overClient(held) }
             if state.total >= total, held >= fairShare(state.held.count) { return overTotal(state.total) }
             return nil
         }
@@ -44,7 +49,10 @@ public final class ReplyBudget: Sendable {
     public func reserve(_ bytes: Int, for client: [UInt8]) -> SofaError? {
         state.withLock { state in
             let held = state.held[client] ?? 0
-            if held > 0 && held + bytes > perClient { return overClient(held, dropping: bytes) }
+            if held > 0 && held + bytes > perClient {
+                state.dropped[client] = bytes
+                return overClient(held, dropping: bytes)
+            }
             if state.total > 0, state.total + bytes > total,
                held + bytes > fairShare(state.held.count + (held == 0 ? 1 : 0)) {
                 return overTotal(state.total, dropping: bytes)
@@ -71,6 +79,7 @@ public final class ReplyBudget: Sendable {
         state.withLock { state in
             let left = (state.held[client] ?? 0) - bytes
             state.held[client] = left > 0 ? left : nil
+            if left <= 0 { state.dropped[client] = nil }
             state.total -= bytes
         }
     }

@@ -48,6 +48,24 @@ import Testing
         #expect(budget.heldInTotal == 0)
     }
 
+    /// A client that dropped a reply for its budget is refused the next request whose reply, as
+    /// large as the one dropped, would not fit either: no work is done for a reply that would be
+    /// dropped. Small requests still go while they fit, and all once the client holds nothing.
+    @Test func aRequestWhoseReplyWouldNotFitIsRefusedBeforeAnyWork() {
+        let budget = ReplyBudget(perClient: 100, total: 1000)
+        #expect(budget.reserve(60, for: Self.hoarder) == nil)
+        #expect(budget.refusal(for: Self.hoarder) == nil, "nothing dropped yet: no expectation")
+        #expect(budget.reserve(50, for: Self.hoarder) != nil, "60 + 50 is over 100: dropped")
+        #expect(budget.refusal(for: Self.hoarder)?.message.contains("SOFA_CLIENT_REPLY_BYTES") == true)
+        budget.release(20, for: Self.hoarder)
+        #expect(budget.refusal(for: Self.hoarder) == nil, "40 held: a reply of 50 fits again")
+        #expect(budget.reserve(45, for: Self.hoarder) == nil)
+        #expect(budget.refusal(for: Self.hoarder) != nil, "85 held, 50 expected")
+        budget.release(85, for: Self.hoarder)
+        #expect(budget.refusal(for: Self.hoarder) == nil)
+        #expect(budget.reserve(500, for: Self.hoarder) == nil, "a client holding nothing gets any reply")
+    }
+
     /// Past the total, only clients within their fair share of it are served: a client that reads
     /// (holding little) still gets its replies, big ones too; the hoarders do not.
     @Test func pastTheTotalOnlyClientsWithinTheirShareAreServed() {
