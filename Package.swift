@@ -100,7 +100,7 @@ let package = Package(
         // Benchmarks: `sofa-bench`, beside the cluster (some figures measure SQLite or a service's
         // engine in-process as the baseline)
         .target(name: "SofaBench",
-                dependencies: ["SofaClient", "SofaCluster", "SofaStorage", "SofaBlob", "SofaFiles", "SofaQL", "CZeroMQ", "CSQLite",
+                dependencies: ["SofaClient", "SofaCluster", "SofaStorage", "SofaBlob", "SofaFiles", "SofaQL", "CZeroMQ", "CSQLite", "CPosix",
                                argumentParser],
                 path: "Benchmarks/SofaBench", swiftSettings: settings),
         .executableTarget(name: "SofaBenchMain", dependencies: ["SofaBench", "SofaCluster"], path: "Benchmarks/Main",

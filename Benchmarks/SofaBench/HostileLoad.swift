@@ -1,4 +1,5 @@
 internal import CZeroMQ
+internal import CPosix
 internal import Foundation
 public import SofaClient
 internal import SofaWire
@@ -213,10 +214,14 @@ public struct HostileLoad: Sendable {
     }
 }
 
-/// Runs `body` on a thread of its own (it blocks in ZeroMQ calls).
+/// Runs `body` on a thread of its own (it blocks in ZeroMQ calls), at the lowest priority, as
+/// are the ZeroMQ threads its sockets start: on a shared machine the cores spent making and
+/// sending the hostile requests stand for another machine's; what they cost the cluster (every
+/// byte received, every refusal) is still spent at the cluster's own priority.
 private func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         Thread {
+            _ = sofa_nice_this_thread(19)
             do {
                 try body()
                 continuation.resume()

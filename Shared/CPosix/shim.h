@@ -29,3 +29,13 @@ static inline int sofa_set_direct_io(int fd, int on) {
     flags = on ? (flags | SOFA_O_DIRECT) : (flags & ~SOFA_O_DIRECT);
     return fcntl(fd, F_SETFL, flags) == 0 ? 0 : errno;
 }
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// Lowers the calling thread's priority to `nice` (Linux keeps a nice value per thread; a thread
+/// it starts inherits it). Returns 0, or errno.
+static inline int sofa_nice_this_thread(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) == 0 ? 0 : errno;
+}

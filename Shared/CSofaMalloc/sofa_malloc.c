@@ -33,7 +33,9 @@ static int moves_blob_chunks(int argc, char **argv, const char *name) {
 /// A process that streams blob chunks also keeps 8 MiB at the top of a heap that shrinks
 /// (M_TOP_PAD): a window of megabyte chunks allocated and freed in turn otherwise trims and
 /// regrows the heap all the time, faulting in (and zeroing) nearly every byte transferred once
-/// more. And its threads share one arena (M_ARENA_MAX 1), so that the pad is kept once rather
+/// more; for the same reason up to 40 MiB free at its top stay (M_TRIM_THRESHOLD): a request up
+/// to twice the request limit, refused or passed on, reuses the last one's pages instead of
+/// faulting in fresh ones. And its threads share one arena (M_ARENA_MAX 1), so that the pad is kept once rather
 /// than by every thread's arena; processes whose many threads make small allocations (storage,
 /// query) keep one arena per thread.
 __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv, char **envp) {
@@ -54,6 +56,7 @@ __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv
     profile = SOFA_MALLOC_GENERAL;
     if (moves_blob_chunks(argc, argv, name)) {
         mallopt(M_TOP_PAD, 8 << 20);
+        mallopt(M_TRIM_THRESHOLD, 40 << 20);
         mallopt(M_ARENA_MAX, 1);
         profile = SOFA_MALLOC_LARGE_BUFFERS;
     }

@@ -427,4 +427,7 @@ extension BusClient {
 public enum BusLimits {
     /// The largest request a server takes (`SOFA_MAX_REQUEST_BYTES`), and a client sends.
     public static let defaultMaxRequestBytes = 16 << 20
+    /// How long a server waits before answering a request refused for a size limit (over the
+    /// request size, or a bulk over the item limit): see `BusServer`.
+    public static let refusalDelayMs = 100
 }

@@ -11,6 +11,10 @@ public enum ZMQContext {
     nonisolated(unsafe) static let shared: UnsafeMutableRawPointer = {
         let context = zmq_ctx_new()!
         zmq_ctx_set(context, ZMQ_BLOCKY, 0)  // closing a socket never waits on unsent messages
+        // Two I/O threads (ZeroMQ's default is one): connections are shared between them, so a
+        // client that sends or receives large messages (the I/O thread copies every byte between
+        // the kernel and ZeroMQ's buffers) holds up only the connections on its thread.
+        zmq_ctx_set(context, ZMQ_IO_THREADS, 2)
         return context
     }()
 }

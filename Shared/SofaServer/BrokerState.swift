@@ -9,10 +9,11 @@ public import SofaWire
 /// Rules:
 /// * A worker joins with READY, saying how many jobs it takes at once (its capacity, at least
 ///   1), so a worker always has its next job at hand instead of waiting a round trip for it.
-/// * A job goes to the worker with room that has the fewest jobs, among those the one that has
-///   waited longest; with no room anywhere it waits in a queue. A worker that already has a job
-///   gets another only while that job is younger than `prefetchMs`: one running longer is likely
-///   a long query, and what waits behind it should go to whichever worker frees first.
+/// * A job goes to a worker with no job, the one that has waited longest; with none free, to a
+///   worker with room whose jobs are all of the same client, if its oldest job is younger than
+///   `prefetchMs` (one running longer is likely a long query, and what waits behind it should go
+///   to whichever worker frees first); else it waits in a queue. A client's job never waits at a
+///   worker behind another client's: a client that sends long queries slows itself alone.
 /// * A reply completes the job whose id it carries; one naming a job its worker does not hold
 ///   (sent before the worker was declared dead and joined again) is dropped.
 /// * Any frame from a worker proves it alive. Every `heartbeatMs` the broker sends a HEARTBEAT to
@@ -264,13 +265,24 @@ public struct BrokerState: Sendable {
         }
         while !queues.isEmpty {
             idle.removeAll { workers[$0]?.hasRoom != true }
-            let eligible = idle.indices.filter { index in
-                guard let oldest = workers[idle[index]]?.jobs.first else { return true }
-                return now &- oldest.sentAt < Self.prefetchMs
+            // A worker with jobs takes one more only from the same client (a client waits behind
+            // its own queries, never another's), and only while its oldest is young.
+            let free = idle.indices.filter { workers[idle[$0]]?.jobs.isEmpty == true }
+            var prefetching: [[UInt8]: [Int]] = [:]
+            for index in idle.indices {
+                guard let jobs = workers[idle[index]]?.jobs, let oldest = jobs.first, now &- oldest.sentAt < Self.prefetchMs,
+                      jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
+                prefetching[oldest.client, default: []].append(index)
             }
-            guard let pick = eligible.min(by: { (workers[idle[$0]]?.jobs.count ?? 0) < (workers[idle[$1]]?.jobs.count ?? 0) })
-            else { break }
-            guard var job = queues.next(where: { limit == .max || atWorkers[$0, default: 0] < limit }) else { break }
+            guard var job = queues.next(where: { client in
+                (limit == .max || atWorkers[client, default: 0] < limit) && (!free.isEmpty || prefetching[client] != nil)
+            }) else { break }
+            let candidates = free.isEmpty ? prefetching[job.client] ?? [] : free
+            guard let pick = candidates.min(by: { (workers[idle[$0]]?.jobs.count ?? 0) < (workers[idle[$1]]?.jobs.count ?? 0) })
+            else {
+                queues.putBack([job])
+                break
+            }
             atWorkers[job.client, default: 0] += 1
             let identity = idle.remove(at: pick)
             guard var worker = workers[identity] else {

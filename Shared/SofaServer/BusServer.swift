@@ -226,6 +226,17 @@ public final class BusServer: Sendable {
         }
     }
 
+    /// Answers a request refused for a size limit after `BusLimits.refusalDelayMs`: each such
+    /// request is a flood of bytes to receive, and a client that sends them one after another
+    /// (a loop retrying what it should not) is slowed to a few a second instead of taking the
+    /// machine's cores from the other clients. Requests within the limits are never delayed.
+    fileprivate func refuseSlowly(_ identity: [UInt8], _ refusal: Response) {
+        let message = refusal.encodedMessage()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(BusLimits.refusalDelayMs)) {
+            self.queue(identity, message, counted: false)
+        }
+    }
+
     /// Sends the replies posted to the loop (on its thread).
     fileprivate func send(_ outgoing: [Outgoing], on socket: ZMQSocket) {
         for (identity, message, counted) in outgoing {
@@ -266,8 +277,8 @@ public final class BusServer: Sendable {
                 guard let identity = frames.first else { continue }
                 logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
                 let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
-                _ = try? socket.send([identity, Response.failure(id, SofaError(
-                    .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")).encoded()])
+                refuseSlowly(identity, Response.failure(id, SofaError(
+                    .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")))
             case .message(let head, let frame):
                 guard head.count == 1, let identity = head.first else {
                     if let identity = head.first {
@@ -301,7 +312,12 @@ public final class BusServer: Sendable {
                     continue
                 case .failure(let error):
                     logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
-                    _ = try? socket.send([identity, Response.failure(Request.peekID(frame.head) ?? 0, error).encoded()])
+                    let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
+                    if error.is(.messageTooLarge) {
+                        refuseSlowly(identity, refusal)  // a bulk over the item limit
+                    } else {
+                        _ = try? socket.send([identity, refusal.encoded()])
+                    }
                     continue
                 }
                 if let refusal = budget?.refusal(for: identity) {

@@ -91,6 +91,28 @@ import Testing
         #expect(try Self.dispatched(state.submit(Self.job(3))).map(\.1.id) == [3])
     }
 
+    /// A job waits at a worker only behind jobs of its own client: with every worker busy, a
+    /// young job of another client does not take a newcomer's job (it might be a long query); the
+    /// newcomer waits for the first worker to free. Its own client's next job may queue there.
+    @Test func aClientNeverWaitsAtAWorkerBehindAnotherClient() throws {
+        let hog: [UInt8] = [1], other: [UInt8] = [2]
+        var state = BrokerState(heartbeatMs: 100, liveness: 3)
+        _ = state.received(WorkerFrame(kind: .ready, instance: "A", pid: 1, service: "query", capacity: 4), from: Self.a, now: 0)
+        _ = state.received(WorkerFrame(kind: .ready, instance: "B", pid: 2, service: "query", capacity: 4), from: Self.b, now: 0)
+        #expect(try Self.dispatched(state.submit(Self.job(1, client: hog), now: 1)).map(\.0) == [Self.a])
+        #expect(try Self.dispatched(state.submit(Self.job(2, client: hog), now: 1)).map(\.0) == [Self.b])
+        // Both workers hold a young job of the hog: another client's job waits in the queue.
+        #expect(try Self.dispatched(state.submit(Self.job(3, client: other), now: 2)).isEmpty)
+        #expect(state.queuedCount == 1)
+        // The hog's own next job may queue behind its own.
+        #expect(try Self.dispatched(state.submit(Self.job(4, client: hog), now: 2)).count == 1)
+        // B frees: the other client's job goes there, not behind the hog's on A.
+        let freed = state.received(Self.reply(.ok(2, .none)), from: Self.b, now: 3)
+        let sent = try Self.dispatched(freed)
+        #expect(sent.map(\.0) == [Self.b])
+        #expect(sent.map(\.1.id) == [3])
+    }
+
     /// A worker announcing a capacity gets that many jobs at once, the least busy worker first;
     /// replies complete the job they name, in any order; a worker whose oldest job has run longer
     /// than the prefetch window gets no more until something frees.
