@@ -9,7 +9,7 @@ internal import Synchronization
 /// bytes of further requests waiting at the server (`SOFA_CLIENT_WAITING_BYTES`).
 public struct ForwardingLimits: Sendable, Equatable {
     public static let defaultPerClient = 32
-    public static let defaultBytesPerClient = 1 << 20
+    public static let defaultBytesPerClient = 8 << 20
     public static let defaultWaitingBytes = 32 << 20
     public var perClient: Int
     public var bytesPerClient: Int?

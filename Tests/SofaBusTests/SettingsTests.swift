@@ -26,7 +26,7 @@ import Testing
 
     /// Fair forwarding's limits: defaults, the environment, and 0 bytes for no bytes limit.
     static let forwardingLimits: [([String: String], ForwardingLimits)] = [
-        ([:], ForwardingLimits(perClient: 32, bytesPerClient: 1 << 20, waitingBytes: 32 << 20)),
+        ([:], ForwardingLimits(perClient: 32, bytesPerClient: 8 << 20, waitingBytes: 32 << 20)),
         (["SOFA_CLIENT_IN_FLIGHT": "4", "SOFA_CLIENT_IN_FLIGHT_BYTES": "65536", "SOFA_CLIENT_WAITING_BYTES": "1000"],
          ForwardingLimits(perClient: 4, bytesPerClient: 65536, waitingBytes: 1000)),
         (["SOFA_CLIENT_IN_FLIGHT": "0", "SOFA_CLIENT_IN_FLIGHT_BYTES": "0"],
