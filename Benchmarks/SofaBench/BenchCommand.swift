@@ -3,6 +3,9 @@ internal import CZeroMQ
 internal import Foundation
 internal import SofaClient
 internal import SofaCluster
+internal import SofaCore
+internal import SofaFiles
+internal import SofaQL
 
 /// `sofa-bench`: Sofa's performance figures, each printed as one JSON object.
 public struct Bench: AsyncParsableCommand {
@@ -31,7 +34,9 @@ public struct Bench: AsyncParsableCommand {
     struct RTT: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Round trip of a 300-byte get through the gateway vs. a bare ZeroMQ echo of the same size.",
-            discussion: "Uses the cluster at --gateway if one answers there; otherwise starts a temporary one.")
+            discussion: "Uses the cluster at --gateway if one answers there; otherwise starts a temporary one, and then "
+                + "also reads the same row in this process from the database file (SQLite point reads on a read-only "
+                + "connection, the storage's own statement): the baseline of the pipelined figure.")
         @OptionGroup var options: GatewayOptions
         @Option(help: "Round trips per measurement.") var count: Int = 5000
         @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
@@ -40,19 +45,21 @@ public struct Bench: AsyncParsableCommand {
             try await reporting {
                 var supervisor: Supervisor?
                 var temporary: URL?
+                var dataDirectory: URL?
                 let client: SofaClient
                 if let running = try? await SofaClient.connect(options.gateway, timeout: .seconds(1)) {
                     client = running
                 } else {
                     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-\(getpid())")
                     temporary = directory
+                    dataDirectory = directory
                     let started = try Supervisor(.init(dataDirectory: directory, gatewayPort: try freePort(),
                                                        queryWorkers: 1, logLevel: "warning")) { _ in }
                     try await started.start()
                     supervisor = started
                     client = try await SofaClient.connect(started.gatewayEndpoint)
                 }
-                let figures = try await measure(client)
+                let figures = try await measure(client, dataDirectory: dataDirectory)
                 client.close()
                 await supervisor?.stop()
                 if let temporary { try? FileManager.default.removeItem(at: temporary) }
@@ -60,7 +67,7 @@ public struct Bench: AsyncParsableCommand {
             }
         }
 
-        func measure(_ client: SofaClient) async throws -> JSON {
+        func measure(_ client: SofaClient, dataDirectory: URL?) async throws -> JSON {
             let name = "bench-rtt-\(getpid())"
             let db = try await client.createDatabase(name)
             defer { Task { try? await client.deleteDatabase(name) } }
@@ -88,7 +95,14 @@ public struct Bench: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - throughputStart) / 1e9
+            let pipelined = Double(total) / seconds
             let echo = try await bareEcho(size: 300, count: count)
+            var baseline: [(String, JSON)] = []
+            if let dataDirectory {
+                let sqlite = try pointReads(StorageLayout.databaseFile(of: name, in: dataDirectory), id: "doc", count: total)
+                baseline = [("sqlite_point_reads_per_s", .int(Int64(sqlite))),
+                            ("pipelined_ratio_to_sqlite", .double((pipelined / sqlite * 100).rounded() / 100))]
+            }
             let g50 = percentile(gateway, 0.50), g99 = percentile(gateway, 0.99)
             let e50 = percentile(echo, 0.50), e99 = percentile(echo, 0.99)
             return .object(JSONObject([
@@ -96,9 +110,33 @@ public struct Bench: AsyncParsableCommand {
                 ("gateway_get_p50_us", .double(g50)), ("gateway_get_p99_us", .double(g99)),
                 ("zmq_echo_p50_us", .double(e50)), ("zmq_echo_p99_us", .double(e99)),
                 ("ratio_p50", .double(round(g50 / e50 * 100) / 100)), ("ratio_p99", .double(round(g99 / e99 * 100) / 100)),
-                ("gateway_get_pipelined_per_s", .int(Int64(Double(total) / seconds))),
+                ("gateway_get_pipelined_per_s", .int(Int64(pipelined))),
                 ("in_flight", .int(Int64(inFlight))),
-            ]))
+            ] + baseline))
+        }
+
+        /// Point reads of document `id` in this process, `count` times, on a read-only connection to
+        /// the database file: storage's statement for a get (every column of the row, each read out).
+        func pointReads(_ file: URL, id: String, count: Int) throws -> Double {
+            let confined = try Confined.make(on: DispatchQueue(label: "sofa.bench.rtt")) { (queue) throws(SofaError) in
+                try SQLiteConnection(path: file.path, queue: queue, options: .queryWorker)
+            }
+            return try confined.sync { (connection) throws(SofaError) -> Double in
+                let sql = "SELECT key, sequence, flags, version, body, extra, expiration FROM kv_default WHERE key = ?"
+                var bytes = 0
+                let started = DispatchTime.now().uptimeNanoseconds
+                for _ in 0..<count {
+                    try connection.run("get", { sql }, [.text(id)]) { row in
+                        bytes += row.text(0).utf8.count + row.blob(3).count + row.blob(4).count + row.blob(5).count
+                        _ = (row.integer(1), row.integer(2), row.isNull(6))
+                    }
+                }
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                guard bytes >= count * 300 else {
+                    throw SofaError(.unexpectedError, "the direct reads found \(bytes) bytes for \(count) reads of a 300-byte document")
+                }
+                return Double(count) / elapsed
+            }
         }
     }
 }
