@@ -138,6 +138,39 @@ import Testing
 }
 
 extension QueryTests {
+    /// A query prepared once runs with each set of parameters, in N1QL and JSON, whole, in pages
+    /// and live; one that does not compile fails when it is prepared, naming the problem.
+    @Test func preparedQueriesRunWithParameters() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("prepared")
+            try await Self.seed(db)
+            let byAge = try await db.prepare(n1ql: "SELECT name FROM _ WHERE age < $max ORDER BY name")
+            #expect(byAge.explanation.contains("SELECT"), "\(byAge.explanation)")
+            #expect(try await byAge.run(["max": 30]).rows == [[.string("Bob")]])
+            #expect(try await byAge.run(["max": 35]).rows == [[.string("Ann")], [.string("Bob")]])
+            #expect(try await byAge.run(["max": 0]).rows.isEmpty)
+
+            let json = try await db.prepare(json: JSON.parse(#"{"WHAT":[[".name"]],"WHERE":["=",[".age"],["$age"]]}"#))
+            #expect(try await json.run(["age": 40]).rows == [[.string("Cy")]])
+
+            var paged: [String] = []
+            for try await page in byAge.pages(["max": 100], pageRows: 2) {
+                #expect(page.rows.count <= 2)
+                paged += page.rows.compactMap { $0[0]?.stringValue }
+            }
+            #expect(paged == ["Ann", "Bob", "Cy"])
+
+            let first = try await withDeadline(.seconds(30)) {
+                var iterator = byAge.live(["max": 30]).makeAsyncIterator()
+                return try await iterator.next()
+            }
+            #expect(first?.rows == [[.string("Bob")]])
+
+            let refused = await #expect(throws: SofaError.self) { _ = try await db.prepare(n1ql: "SELECT FROM WHERE") }
+            #expect(refused?.is(.invalidQuery) == true, "\(String(describing: refused))")
+        }
+    }
+
     /// BLOB(path) reads a referenced blob's bytes (base64, as JSON carries data).
     @Test func blobFunctionReturnsContents() async throws {
         try await Cluster.with { cluster in
