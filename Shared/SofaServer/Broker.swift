@@ -26,7 +26,8 @@ public final class Broker: Sendable {
         case job(BrokerState.Job)
         case cancel(UInt64)
     }
-    private let waiting = Mutex<[UInt64: CheckedContinuation<Response, Never>]>([:])
+    /// Who waits for each job's outcome.
+    private let waiting = Mutex<[UInt64: @Sendable (BrokerState.Outcome) -> Void]>([:])
     private let nextID = Mutex<UInt64>(1)
     private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], busyWorkers: [], queued: 0))
 
@@ -57,25 +58,31 @@ public final class Broker: Sendable {
     /// Runs a request on some worker and returns its response (or a timeout/unavailable error).
     /// `client` names who sent it (its share of the workers is counted by that name).
     public func submit(_ request: Request, client: [UInt8] = [], timeout: Duration = .seconds(30)) async -> Response {
-        let id = nextID.withLock { value in
-            defer { value += 1 }
-            return value
-        }
-        let budget = UInt64(timeout.components.seconds) * 1000
-            + UInt64(timeout.components.attoseconds / 1_000_000_000_000_000)
-        let remaining = request.deadline == 0 ? budget : min(budget, request.deadline &- min(request.deadline, wallClockMs()))
-        let job = BrokerState.Job(id: id, request: request, deadline: monotonicMs() + remaining, client: client)
+        let id = nextJobID()
+        let job = BrokerState.Job(id: id, request: request, deadline: Self.localDeadline(request.deadline, timeout), client: client)
         // A cancelled caller (its client went away) cancels the job, and the worker's run of it.
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                waiting.withLock { $0[id] = continuation }
-                if !loop.post(.job(job)) {
-                    complete(id, .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
-                }
+                enqueue(job) { outcome in continuation.resume(returning: outcome.response(id: id)) }
             }
         } onCancel: {
-            loop.post(.cancel(id))
+            cancel(id)
         }
+    }
+
+    /// Runs a request received encoded on some worker, without a task or a decoding: `then` gets
+    /// the outcome (the worker's response as it sent it, or the broker's error), on the broker's
+    /// thread, and must be quick. The worker's deadline is the request's own. `id` is the job's
+    /// (`nextJobID`), for `cancel`.
+    public func submit(_ request: ForwardedRequest, id: UInt64, timeout: Duration,
+                       then: @escaping @Sendable (BrokerState.Outcome) -> Void) {
+        enqueue(BrokerState.Job(id: id, request: request, wireDeadline: request.deadline,
+                                deadline: Self.localDeadline(request.deadline, timeout), client: request.client), then)
+    }
+
+    /// The job's caller went away: it completes with `.cancelled`, and its worker stops it.
+    public func cancel(_ id: UInt64) {
+        loop.post(.cancel(id))
     }
 
     /// Stops the broker (without waiting for its socket to close); jobs still waiting fail.
@@ -83,9 +90,32 @@ public final class Broker: Sendable {
         loop.requestClose()
     }
 
-    fileprivate func complete(_ id: UInt64, _ response: Response) {
-        let continuation = waiting.withLock { $0.removeValue(forKey: id) }
-        continuation?.resume(returning: response)
+    /// A fresh job id (for `submit(_:id:timeout:then:)`, whose caller keeps it to cancel the job).
+    public func nextJobID() -> UInt64 {
+        nextID.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+    }
+
+    /// The monotonic deadline of a job whose wire deadline is `deadline` (0: none), at most `timeout` away.
+    private static func localDeadline(_ deadline: UInt64, _ timeout: Duration) -> UInt64 {
+        let budget = UInt64(timeout.components.seconds) * 1000
+            + UInt64(timeout.components.attoseconds / 1_000_000_000_000_000)
+        let remaining = deadline == 0 ? budget : min(budget, deadline &- min(deadline, wallClockMs()))
+        return monotonicMs() + remaining
+    }
+
+    private func enqueue(_ job: BrokerState.Job, _ then: @escaping @Sendable (BrokerState.Outcome) -> Void) {
+        waiting.withLock { $0[job.id] = then }
+        if !loop.post(.job(job)) {
+            complete(job.id, .failed(SofaError(.shuttingDown, "the broker is shutting down")))
+        }
+    }
+
+    fileprivate func complete(_ id: UInt64, _ outcome: BrokerState.Outcome) {
+        let then = waiting.withLock { $0.removeValue(forKey: id) }
+        then?(outcome)
     }
 
     /// The loop ended: every job still waiting fails.
@@ -94,9 +124,7 @@ public final class Broker: Sendable {
             defer { waiting.removeAll() }
             return waiting
         }
-        for (id, continuation) in left {
-            continuation.resume(returning: .failure(id, SofaError(.shuttingDown, "the broker is shutting down")))
-        }
+        for then in left.values { then(.failed(SofaError(.shuttingDown, "the broker is shutting down"))) }
     }
 
     fileprivate func publish(_ snapshot: Snapshot) {
@@ -152,8 +180,8 @@ private final class BrokerDriver: SocketLoopDriver {
             switch action {
             case .send(let identity, let frame):
                 _ = try? socket.send([identity, frame.encoded()])
-            case .complete(let id, let response):
-                broker.complete(id, response)
+            case .complete(let id, let outcome):
+                broker.complete(id, outcome)
             }
         }
         let workers = state.workers.values.sorted { $0.instance < $1.instance }

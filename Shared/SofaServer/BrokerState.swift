@@ -1,5 +1,5 @@
 import SofaBus
-import SofaCore
+public import SofaCore
 public import SofaWire
 
 /// The broker's protocol logic, with no I/O: which worker has room, which job runs where, who is
@@ -41,7 +41,11 @@ public import SofaWire
 public struct BrokerState: Sendable {
     public struct Job: Sendable {
         public var id: UInt64
-        public var request: Request
+        /// The request, encoded as it came (a router passes queries on undecoded): the worker gets
+        /// it with the job's id and `wireDeadline`.
+        public var request: ForwardedRequest
+        /// The deadline the worker is given (wall-clock ms, the wire's unit; 0: none).
+        public var wireDeadline: UInt64
         public var deadline: UInt64  // monotonic ms
         /// Who sent it (the gateway's peer identity of the client's connection; empty: unknown).
         public var client: [UInt8]
@@ -52,11 +56,18 @@ public struct BrokerState: Sendable {
         /// When it was sent to its worker (monotonic ms).
         public var sentAt: UInt64 = 0
 
-        public init(id: UInt64, request: Request, deadline: UInt64, client: [UInt8] = []) {
+        public init(id: UInt64, request: ForwardedRequest, wireDeadline: UInt64, deadline: UInt64, client: [UInt8] = []) {
             self.id = id
             self.request = request
+            self.wireDeadline = wireDeadline
             self.deadline = deadline
             self.client = client
+        }
+
+        /// A job for a decoded request (its own deadline goes to the worker).
+        public init(id: UInt64, request: Request, deadline: UInt64, client: [UInt8] = []) {
+            self.init(id: id, request: ForwardedRequest(request), wireDeadline: request.deadline, deadline: deadline,
+                      client: client)
         }
     }
 
@@ -76,7 +87,27 @@ public struct BrokerState: Sendable {
 
     public enum Action: Sendable, Equatable {
         case send(identity: [UInt8], frame: WorkerFrame)
-        case complete(jobID: UInt64, response: Response)
+        case complete(jobID: UInt64, outcome: Outcome)
+    }
+
+    /// How a job ended: its worker's response, encoded as the worker sent it (its id is the
+    /// job's), or an error of the broker's own (deadline, cancel, a dead worker).
+    public enum Outcome: Sendable, Equatable {
+        case answered([UInt8])
+        case failed(SofaError)
+
+        /// As a decoded response with `id`.
+        public func response(id: UInt64) -> Response {
+            switch self {
+            case .answered(let bytes):
+                guard var response = try? Response.decode(bytes) else {
+                    return .failure(id, SofaError(.malformedMessage, "a query worker sent a malformed reply"))
+                }
+                response.id = id
+                return response
+            case .failed(let error): return .failure(id, error)
+            }
+        }
     }
 
     public let heartbeatMs: UInt64
@@ -151,14 +182,15 @@ public struct BrokerState: Sendable {
         workers[identity] = worker
         switch frame.kind {
         case .reply:
-            let decoded = try? Response.decode(frame.payload)
+            // Only the reply's id is read: the response goes back to the client as the worker sent it.
+            let repliedID = frame.payload.withUnsafeBytes { ForwardedResponse.peekID($0) }
             // The job the reply names. A reply that names no job (id 0: the worker could not read
             // the request) or that cannot be read can only be a lone job's. A reply naming a job
             // this worker no longer holds is stale (it was declared dead, its jobs went elsewhere,
             // and it joined again): it is dropped, never taken for the job the worker has now.
             let index: Int?
-            if let decoded, decoded.id != 0 {
-                index = worker.jobs.firstIndex { $0.id == decoded.id }
+            if let repliedID, repliedID != 0 {
+                index = worker.jobs.firstIndex { $0.id == repliedID }
             } else {
                 index = worker.jobs.count == 1 ? 0 : nil
             }
@@ -168,14 +200,17 @@ public struct BrokerState: Sendable {
             if !idle.contains(identity) { idle.append(identity) }
             var actions: [Action] = []
             if !job.abandoned {
-                let response: Response
-                if var decoded {
+                let outcome: Outcome
+                if let repliedID, repliedID == job.id {
+                    outcome = .answered(frame.payload)
+                } else if repliedID == 0, var decoded = try? Response.decode(frame.payload) {
+                    // A lone job's reply without its id (the worker could not read the request).
                     decoded.id = job.id
-                    response = decoded
+                    outcome = .answered(decoded.encoded())
                 } else {
-                    response = .failure(job.id, SofaError(.malformedMessage, "worker \(worker.instance) sent a malformed reply"))
+                    outcome = .failed(SofaError(.malformedMessage, "worker \(worker.instance) sent a malformed reply"))
                 }
-                actions.append(.complete(jobID: job.id, response: response))
+                actions.append(.complete(jobID: job.id, outcome: outcome))
             }
             return actions + dispatch()
         case .disconnect:
@@ -189,7 +224,7 @@ public struct BrokerState: Sendable {
     /// which is told to stop it (CANCEL) and frees its slot when it replies. Either way the job
     /// completes now with `.cancelled`.
     public mutating func cancel(_ jobID: UInt64) -> [Action] {
-        let cancelled = Action.complete(jobID: jobID, response: .failure(jobID, SofaError(.cancelled, "the request was cancelled")))
+        let cancelled = Action.complete(jobID: jobID, outcome: .failed(SofaError(.cancelled, "the request was cancelled")))
         if queues.remove(jobID) != nil { return [cancelled] }
         for (identity, var worker) in workers {
             guard let index = worker.jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
@@ -210,7 +245,7 @@ public struct BrokerState: Sendable {
         }
         // Jobs past their deadline, queued or running.
         for job in queues.removeExpired(now: now) {
-            actions.append(.complete(jobID: job.id, response: .failure(job.id, .timeout("no query worker finished the request before its deadline"))))
+            actions.append(.complete(jobID: job.id, outcome: .failed(.timeout("no query worker finished the request before its deadline"))))
         }
         for (identity, var worker) in workers {
             var changed = false
@@ -219,7 +254,7 @@ public struct BrokerState: Sendable {
                 worker.jobs[index].abandoned = true
                 changed = true
                 let id = worker.jobs[index].id
-                actions.append(.complete(jobID: id, response: .failure(id, .timeout("the query worker did not answer before the deadline"))))
+                actions.append(.complete(jobID: id, outcome: .failed(.timeout("the query worker did not answer before the deadline"))))
             }
             if changed { workers[identity] = worker }
         }
@@ -241,7 +276,7 @@ public struct BrokerState: Sendable {
         var retried: [Job] = []
         for (index, var job) in worker.jobs.enumerated() where !job.abandoned {
             if died && index == 0 {
-                actions.append(.complete(jobID: job.id, response: .failure(job.id, .unavailable(
+                actions.append(.complete(jobID: job.id, outcome: .failed(.unavailable(
                     "\(reason) while running this request, which may be what made it die: it was not retried"))))
             } else {
                 job.attempts += 1
@@ -293,9 +328,8 @@ public struct BrokerState: Sendable {
             worker.jobs.append(job)
             workers[identity] = worker
             if worker.hasRoom { idle.append(identity) }
-            var request = job.request
-            request.id = job.id
-            actions.append(.send(identity: identity, frame: WorkerFrame(kind: .request, payload: request.encoded())))
+            actions.append(.send(identity: identity, frame: WorkerFrame(
+                kind: .request, payload: job.request.bytes(id: job.id, deadline: job.wireDeadline))))
         }
         return actions
     }

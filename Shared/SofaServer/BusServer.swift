@@ -38,14 +38,22 @@ public final class BusServer: Sendable {
         /// further ones wait at the server, and go on, round-robin across clients, as answers
         /// come back (see `ClientInFlight`).
         public var limits: ForwardingLimits?
+        /// Called (on the socket thread) with the descriptors of client connections that closed
+        /// (with `cancelOnDisconnect`): work still running for their forwarded requests
+        /// (`ForwardedRequest.connection`) can be stopped.
+        public var disconnected: (@Sendable (Set<Int32>) -> Void)?
+        /// Operations that `limits` do not count: their destination shares itself fairly between
+        /// clients (queries: the broker's queue per client).
+        public var queuedElsewhere: Set<UInt32> = []
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
-                    limits: ForwardingLimits? = nil,
+                    limits: ForwardingLimits? = nil, disconnected: (@Sendable (Set<Int32>) -> Void)? = nil,
                     direct: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage) -> Void) -> Void)? = nil,
                     handler: @escaping @Sendable (ForwardedRequest) async -> EncodedMessage) {
             self.operations = operations
             self.accepts = accepts
             self.limits = limits
+            self.disconnected = disconnected
             self.direct = direct
             self.handler = handler
         }
@@ -149,7 +157,7 @@ public final class BusServer: Sendable {
     }
 
     /// Cancels the handler tasks of requests that came in on the connections that closed.
-    fileprivate func disconnected(_ monitor: ZMQSocket, logger: Logger) {
+    fileprivate func disconnected(_ monitor: ZMQSocket, forwarding: Forwarding?, logger: Logger) {
         var closed: [Int32] = []
         while case .message(let frames)? = try? monitor.receive() {
             // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
@@ -159,6 +167,7 @@ public final class BusServer: Sendable {
             closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
         }
         guard !closed.isEmpty else { return }
+        forwarding?.disconnected?(Set(closed))
         if let dropped = fair?.dropWaiting(connections: Set(closed)), dropped > 0 {
             logger.debug("client went away: dropping its waiting requests", metadata: ["requests": "\(dropped)"])
         }
@@ -291,14 +300,17 @@ public final class BusServer: Sendable {
                 switch frame.request {
                 case .success(.decoded(let decoded)):
                     request = decoded
-                case .success(.forwarded(let forwarded)):
+                case .success(.forwarded(var forwarded)):
+                    forwarded.client = identity
+                    forwarded.connection = socket.lastSourceFD
                     if let refusal = budget?.refusal(for: identity) {
                         refuse(identity, id: forwarded.id, refusal)
                     } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
                         _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                             "the request's deadline passed before \(name) could start it")).encoded()])
                     } else if let forwarding {
-                        switch fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
+                        let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
+                        switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
                         case .forward(let cost)?:
                             start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
                         case nil:
@@ -378,7 +390,7 @@ private final class ServerDriver: SocketLoopDriver {
     }
 
     func turn(posted: [BusServer.Outgoing], readable: [Bool]) {
-        if let monitor, readable[1] { server.disconnected(monitor, logger: logger) }
+        if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
         server.send(posted, on: socket)
         if monotonicMs() &- lastSweep >= 50 {
             lastSweep = monotonicMs()

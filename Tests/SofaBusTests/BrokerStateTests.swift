@@ -17,9 +17,13 @@ import Testing
 
     static func heartbeat() -> WorkerFrame { WorkerFrame(kind: .heartbeat) }
 
+    /// The request of job `id` (each job's is its own).
+    static func request(_ id: UInt64) -> Request {
+        Request(id: 999, database: "db", operation: .echo(payload: [UInt8(truncatingIfNeeded: id)], delayMs: 0, service: "query"))
+    }
+
     static func job(_ id: UInt64, deadline: UInt64 = 1_000_000, client: [UInt8] = []) -> BrokerState.Job {
-        BrokerState.Job(id: id, request: Request(id: 999, database: "db", operation: .echo(
-            payload: [UInt8(truncatingIfNeeded: id)], delayMs: 0, service: "query")), deadline: deadline, client: client)
+        BrokerState.Job(id: id, request: request(id), deadline: deadline, client: client)
     }
 
     static func reply(_ response: Response) -> WorkerFrame {
@@ -34,10 +38,11 @@ import Testing
         }
     }
 
+    /// The jobs completed, each with its outcome as a response with the job's id.
     static func completions(_ actions: [BrokerState.Action]) -> [(UInt64, Response)] {
-        actions.compactMap { action in
-            guard case .complete(let id, let response) = action else { return nil }
-            return (id, response)
+        actions.compactMap { action -> (UInt64, Response)? in
+            guard case .complete(let id, let outcome) = action else { return nil }
+            return (id, outcome.response(id: id))
         }
     }
 
@@ -50,7 +55,7 @@ import Testing
 
     /// The request a worker must receive for `job`: the job's request with the job's id.
     static func expectedRequest(_ job: BrokerState.Job) -> Request {
-        var request = job.request
+        var request = request(job.id)
         request.id = job.id
         return request
     }

@@ -21,14 +21,15 @@ import Testing
         #expect(peeked.operationField == request.operation.kind.rawValue, "\(request.operation.name)")
     }
 
-    /// Only operations that are about one database, and that storage or sofa-blob answer, pass
-    /// through undecoded: the gateway forwards them by the envelope's database alone.
+    /// Only operations that are about one database, and that storage, sofa-blob or the query
+    /// workers answer, pass through undecoded: the gateway forwards them by the envelope's
+    /// database alone (queries through the broker).
     @Test(arguments: OperationKind.allCases)
-    func passedThroughOperationsNameADatabaseAndGoToStorageOrBlob(_ kind: OperationKind) {
+    func passedThroughOperationsNameADatabaseAndGoToStorageBlobOrQuery(_ kind: OperationKind) {
         let route = kind.route
         guard route.passedThrough else { return }
         #expect(route.needsDatabase)
-        #expect(route.service == .storage || route.service == .blob)
+        #expect(route.service == .storage || route.service == .blob || route.service == .query)
     }
 
     @Test func namesAreTheCaseNames() {

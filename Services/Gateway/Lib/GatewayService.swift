@@ -3,6 +3,7 @@ public import SofaServer
 public import SofaCore
 public import SofaWire
 public import Logging
+internal import Synchronization
 
 /// `sofa-gateway`: the one endpoint clients use. It checks each request, routes it (documents and
 /// databases to storage, query work through the broker to an idle worker, health to whoever it
@@ -17,6 +18,9 @@ public final class GatewayService: Sendable {
     private let logger: Logger
     /// The longest a query may run (`SOFA_MAX_QUERY_MS`): a longer deadline is cut to it.
     public let maxQueryMs: UInt64
+    /// The broker's jobs of queries passed on and not yet answered, by the descriptor of the
+    /// client connection they came in on.
+    private let runningQueries = Mutex<[Int32: Set<UInt64>]>([:])
 
     public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String,
                 maxQueryMs: Int = 120_000, logger: Logger) {
@@ -48,14 +52,18 @@ public final class GatewayService: Sendable {
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
         let maxBulkItems = settings.maxBulkItems
-        let forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
+        var forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
             passesOn(operation, payload, maxBulkItems: maxBulkItems)
-        }, limits: settings.forwardingLimits, direct: { request, reply in
+        }, limits: settings.forwardingLimits, disconnected: { connections in
+            gateway.connectionsClosed(connections)
+        }, direct: { request, reply in
             // From the server's socket thread to the service's and back: no task in between.
             gateway.forward(request, then: reply)
         }) { request in
             await gateway.forward(request)
         }
+        // Queries wait their turn in the broker's queue per client, not in fair forwarding's.
+        forwarding.queuedElsewhere = [OperationKind.query.rawValue]
         let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
                                               replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
@@ -109,12 +117,51 @@ public final class GatewayService: Sendable {
         guard !route.needsDatabase || !request.database.isEmpty else {
             return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(kind.name) needs a database name")).encodedMessage())
         }
+        if route.service == .query { return forwardQuery(request, then: reply) }
         client(for: route.service).forward(request, timeout: route.timeout) { result in
             switch result {
             case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))  // copied here, once
             case .failure(let error): reply(Response.failure(request.id, error).encodedMessage())
             }
         }
+    }
+
+    /// A query, undecoded, to the broker and its answer back as the worker sent it: counted
+    /// against its client's share of the workers, its deadline cut to `maxQueryMs` (the worker
+    /// sees the cut one, so it stops a query the broker gave up on), and stopped on its worker
+    /// when its client's connection closes.
+    private func forwardQuery(_ request: ForwardedRequest, then reply: @escaping @Sendable (EncodedMessage) -> Void) {
+        let now = wallClockMs()
+        let cap = now + maxQueryMs
+        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Route.defaultTimeout.components.seconds) * 1000
+        var bounded = request
+        bounded.deadline = min(asked, cap)
+        let id = broker.nextJobID()
+        let connection = request.connection
+        runningQueries.withLock { _ = $0[connection, default: []].insert(id) }
+        let maxQueryMs = maxQueryMs
+        broker.submit(bounded, id: id, timeout: .milliseconds(Int(maxQueryMs))) { outcome in
+            self.runningQueries.withLock { running in
+                running[connection]?.remove(id)
+                if running[connection]?.isEmpty == true { running[connection] = nil }
+            }
+            switch outcome {
+            case .answered(let bytes):
+                reply(bytes.withUnsafeBytes { ForwardedResponse.encoded($0, id: request.id) })
+            case .failed(let error) where asked > cap && error.is(.timeout):
+                reply(Response.failure(request.id, .timeout("\(error.message): a query may run at most \(maxQueryMs) ms "
+                    + "(the server's limit, SOFA_MAX_QUERY_MS), and its longer deadline was cut to that")).encodedMessage())
+            case .failed(let error):
+                reply(Response.failure(request.id, error).encodedMessage())
+            }
+        }
+    }
+
+    /// The client connections that closed: their queries still running are stopped.
+    func connectionsClosed(_ connections: Set<Int32>) {
+        let ids = runningQueries.withLock { running in connections.flatMap { running.removeValue(forKey: $0) ?? [] } }
+        if !ids.isEmpty { logger.debug("client went away: cancelling its queries", metadata: ["queries": "\(ids.count)"]) }
+        for id in ids { broker.cancel(id) }
     }
 
     /// Where the gateway sends a decoded request: a function of the request and the routing

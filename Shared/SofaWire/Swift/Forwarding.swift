@@ -14,11 +14,16 @@ internal import Glibc
 public struct ForwardedRequest: Sendable, Equatable {
     public let id: UInt64
     public let database: String
-    public let deadline: UInt64
+    /// Wall-clock ms (0: none); a router may cut it before passing the request on.
+    public var deadline: UInt64
     /// The field number of the operation (e.g. 24 for `bulk_write`); 0 when there is none.
     public let operationField: UInt32
     /// Every top-level field but the id and the deadline, encoded as received.
     let rest: [UInt8]
+    /// Who sent it: the identity of the connection it came in on, and that connection's
+    /// descriptor (set by the server that received it; empty and -1 otherwise).
+    public var client: [UInt8] = []
+    public var connection: Int32 = -1
 
     /// The envelope of `bytes`, if they are a well-formed protobuf message whose operation is one
     /// of `operations`; nil otherwise (the caller then decodes the request as usual, which names
@@ -65,6 +70,16 @@ public struct ForwardedRequest: Sendable, Equatable {
         return walked ? found : nil
     }
 
+    /// The same as bytes (for a message that carries it inside another, as the broker's frames do).
+    public func bytes(id: UInt64, deadline: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24 + rest.count)
+        WireFields.appendVarintField(1, id, to: &bytes)
+        WireFields.appendVarintField(3, deadline, to: &bytes)
+        bytes.append(contentsOf: rest)
+        return bytes
+    }
+
     /// The request as received, with `id` and `deadline` in place of its own.
     public func encoded(id: UInt64, deadline: UInt64) -> EncodedMessage {
         var head: [UInt8] = []
@@ -72,6 +87,16 @@ public struct ForwardedRequest: Sendable, Equatable {
         WireFields.appendVarintField(1, id, to: &head)
         WireFields.appendVarintField(3, deadline, to: &head)
         return EncodedMessage.concatenating(head, rest)
+    }
+}
+
+extension ForwardedRequest {
+    /// `request` as a router would have received it (for code that starts from a decoded one).
+    public init(_ request: Request) {
+        let encoded = request.encoded()
+        let peeked = encoded.withUnsafeBytes { Self.peek($0, operations: [request.operation.kind.rawValue]) }
+        self = peeked ?? ForwardedRequest(id: request.id, database: request.database, deadline: request.deadline,
+                                          operationField: 0, rest: [])
     }
 }
 

@@ -78,7 +78,7 @@ extension OperationKind {
         // A database's blobs go with it: storage asks sofa-blob as it deletes the database.
         case .dropBlobs: Route(.blob, write: true, fromClients: false)
         // Cut to the server's longest query (SOFA_MAX_QUERY_MS) by the gateway.
-        case .query: Route(.query)
+        case .query: Route(.query, passedThrough: true)
         case .startReplication, .stopReplication: Route(.replicator, database: false, write: true)
         // A status wait is held by the replicator: the gateway adds it to this.
         case .listReplications: Route(.replicator, database: false)
