@@ -1,6 +1,6 @@
 public import SofaBus
 public import SofaCore
-import SofaWire
+public import SofaWire
 public import Logging
 internal import CZeroMQ
 internal import Foundation
@@ -18,15 +18,23 @@ public final class BrokerWorker: Sendable {
     private let connected = Mutex(false)
     /// The handler tasks running, by request id: CANCEL cancels one.
     private let running = Mutex<[UInt64: Task<Void, Never>]>([:])
+    /// The requests taken by the direct handler and not yet answered: how to cancel each.
+    private let runningDirect = Mutex<[UInt64: DirectRun]>([:])
+    /// Takes a request without a task, on the socket thread (it must not block): answers it
+    /// through the function given (from any thread, once) and returns how to cancel it; or
+    /// returns nil, leaving the request to the handler.
+    public typealias DirectHandler = @Sendable (Request, @escaping @Sendable (Response) -> Void) -> (@Sendable () -> Void)?
+    private let direct: DirectHandler?
 
     /// Jobs the broker may hand this worker at once (READY says so): with more than one, the next
     /// job is already here when one ends.
     public let capacity: Int
 
-    private init(instance: String, loop: SocketLoop<WorkerFrame>, capacity: Int) {
+    private init(instance: String, loop: SocketLoop<WorkerFrame>, capacity: Int, direct: DirectHandler?) {
         self.instance = instance
         self.loop = loop
         self.capacity = max(1, capacity)
+        self.direct = direct
     }
 
     /// Whether the broker has been heard from recently.
@@ -37,10 +45,11 @@ public final class BrokerWorker: Sendable {
 
     public static func start(
         broker endpoint: String, service: String, instance: String, heartbeatMs: UInt64 = 500,
-        liveness: UInt64 = 3, capacity: Int = 1, logger: Logger, handler: @escaping BusServer.Handler
+        liveness: UInt64 = 3, capacity: Int = 1, logger: Logger, direct: DirectHandler? = nil,
+        handler: @escaping BusServer.Handler
     ) async throws(SofaError) -> BrokerWorker {
         try await SocketLoop.start(name: "worker-\(instance)") { loop in
-            let worker = BrokerWorker(instance: instance, loop: loop, capacity: capacity)
+            let worker = BrokerWorker(instance: instance, loop: loop, capacity: capacity, direct: direct)
             return (worker, WorkerDriver(worker: worker, endpoint: endpoint, service: service, heartbeatMs: heartbeatMs,
                                          liveness: liveness, logger: logger, handler: handler))
         }
@@ -55,8 +64,29 @@ public final class BrokerWorker: Sendable {
         connected.withLock { $0 = value }
     }
 
-    /// Runs `request` in a task of its own; its reply goes back through the loop.
+    /// Runs `request`: by the direct handler if it takes it, else in a task of its own; its reply
+    /// goes back through the loop.
     fileprivate func run(_ request: Request, handler: @escaping BusServer.Handler) {
+        if let direct {
+            let run = DirectRun()
+            // Registered before it can finish (and unregister itself).
+            runningDirect.withLock { $0[request.id] = run }
+            let cancel = direct(request) { response in
+                var response = response
+                response.id = request.id
+                self.runningDirect.withLock { _ = $0.removeValue(forKey: request.id) }
+                self.loop.post(WorkerFrame(kind: .reply, payload: response.encoded()))
+            }
+            if let cancel {
+                run.set(cancel)
+                return
+            }
+            runningDirect.withLock { _ = $0.removeValue(forKey: request.id) }
+        }
+        runInTask(request, handler: handler)
+    }
+
+    private func runInTask(_ request: Request, handler: @escaping BusServer.Handler) {
         // The task is registered before it can finish (and unregister itself).
         running.withLock { running in
             running[request.id] = Task {
@@ -74,6 +104,29 @@ public final class BrokerWorker: Sendable {
 
     fileprivate func cancel(_ id: UInt64) {
         running.withLock { $0[id] }?.cancel()
+        runningDirect.withLock { $0[id] }?.cancel()
+    }
+}
+
+/// How to cancel a request the direct handler took; a cancel that comes before the handler has
+/// returned its canceller is applied as soon as it has.
+private final class DirectRun: Sendable {
+    private let state = Mutex<(cancel: (@Sendable () -> Void)?, cancelled: Bool)>((nil, false))
+
+    func set(_ cancel: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            state.cancel = cancel
+            return state.cancelled
+        }
+        if now { cancel() }
+    }
+
+    func cancel() {
+        let cancel = state.withLock { state in
+            state.cancelled = true
+            return state.cancel
+        }
+        cancel?()
     }
 }
 

@@ -131,6 +131,46 @@ import Testing
         #expect(emptied == true)
     }
 
+    /// A worker's direct handler takes requests without a task and answers from its own thread;
+    /// a request whose caller went away is cancelled through the function the handler returned;
+    /// requests it declines go to the task handler.
+    @Test func directHandlerAnswersAndIsCancelled() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let held = Mutex<[UInt64: @Sendable (Response) -> Void]>([:])
+        let cancelled = Mutex<[UInt64]>([])
+        let worker = try await BrokerWorker.start(broker: broker.endpoint, service: "query", instance: "D", heartbeatMs: 100,
+                                                  liveness: Self.liveness, logger: .init(label: "sofa-bus-tests"), direct: { request, reply in
+            guard case .echo(let payload, _, _) = request.operation, payload != [0] else { return nil }
+            if payload == [1] {
+                DispatchQueue.global().async { reply(.ok(request.id, .echo(payload: [1, 1], instance: "direct"))) }
+            } else {
+                held.withLock { $0[request.id] = reply }
+            }
+            return { cancelled.withLock { $0.append(request.id) } }
+        }) { request in
+            .ok(request.id, .echo(payload: [0, 0], instance: "task"))
+        }
+        defer { Task { await worker.close() } }
+
+        let direct = await broker.submit(Request(operation: echo([1])), timeout: .seconds(10))
+        #expect(Self.echoReply(direct)?.payload == [1, 1])
+        let declined = await broker.submit(Request(operation: echo([0])), timeout: .seconds(10))
+        #expect(Self.echoReply(declined)?.instance == "task")
+
+        let waiting = Task { await broker.submit(Request(operation: echo([2])), timeout: .seconds(30)) }
+        let heldID = await eventually("the request held") { held.withLock { $0.keys.first } }
+        waiting.cancel()
+        let answer = await waiting.value
+        guard case .failure(let error) = answer.outcome else {
+            Issue.record("a cancelled request was answered \(answer)")
+            return
+        }
+        #expect(error.is(.cancelled), "\(error)")
+        let stopped = await eventually("the worker told to stop it") { cancelled.withLock { $0.isEmpty ? nil : $0 } }
+        #expect(stopped == [try #require(heldID)])
+    }
+
     @Test func closedBrokerAnswersShuttingDown() async throws {
         let broker = try await Self.bindBroker()
         broker.close()

@@ -51,6 +51,25 @@ public final class QueryEngine: Sendable {
         }
     }
 
+    /// The same without a task: the query runs on the engine's queue, which calls `reply`. The
+    /// function returned cancels it: one that has not started answers `.cancelled` without
+    /// running, one that runs stops at SQLite's next progress check.
+    public func handle(_ request: Request, _ spec: QuerySpec,
+                       reply: @escaping @Sendable (Response) -> Void) -> @Sendable () -> Void {
+        let interrupt = QueryInterrupt()
+        state.async { state in
+            guard !interrupt.isInterrupted else {
+                return reply(.failure(request.id, SofaError(.cancelled, "the query was cancelled")))
+            }
+            do throws(SofaError) {
+                reply(.ok(request.id, .query(try self.run(&state, request, spec, interrupt))))
+            } catch {
+                reply(.failure(request.id, error))
+            }
+        }
+        return { interrupt.interrupt() }
+    }
+
     /// The tree a query's text stands for.
     public static func tree(_ spec: QuerySpec) throws(SofaError) -> JSON {
         if spec.isN1QL { return try N1QL.parse(spec.text) }

@@ -20,7 +20,11 @@ public enum QueryService {
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
         let worker = try await BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
-                                            logger: logger) { request in
+                                            logger: logger, direct: { request, reply in
+            // Queries go from the worker's socket thread to the engine's queue and back, with no task.
+            guard case .query(let spec) = request.operation else { return nil }
+            return engine.handle(request, spec, reply: reply)
+        }) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             return await handler.handle(request)
         }
