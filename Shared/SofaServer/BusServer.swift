@@ -21,6 +21,10 @@ internal import Synchronization
 /// `ClientInFlight`): a client that asks for much at once cannot queue the others behind it.
 public final class BusServer: Sendable {
     public typealias Handler = @Sendable (Request) async -> Response
+    /// Takes a decoded request without a task, on the socket thread (it must not block): answers
+    /// it through the function given (from any thread, once) and returns true; or returns false,
+    /// leaving it to the handler.
+    public typealias DirectHandler = @Sendable (Request, @escaping @Sendable (Response) -> Void) -> Bool
 
     /// Requests a server passes on without decoding them: those whose operation field is one of
     /// `operations` go to `handler` as `ForwardedRequest`s, which returns the encoded response
@@ -97,7 +101,7 @@ public final class BusServer: Sendable {
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
         replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max, logger: Logger,
-        handler: @escaping Handler
+        direct: DirectHandler? = nil, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         try await SocketLoop.start(name: "bus-server-\(name)") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_ROUTER)
@@ -110,7 +114,7 @@ public final class BusServer: Sendable {
                                    limits: forwarding?.limits)
             return (server, ServerDriver(server: server, socket: socket, maxRequestBytes: maxRequestBytes,
                                          maxBulkItems: maxBulkItems, cancelOnDisconnect: cancelOnDisconnect,
-                                         forwarding: forwarding, logger: logger, handler: handler))
+                                         forwarding: forwarding, logger: logger, direct: direct, handler: handler))
         }
     }
 
@@ -270,7 +274,7 @@ public final class BusServer: Sendable {
     /// Takes up every message waiting on the socket (on the loop's thread).
     fileprivate func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
         let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
-        let logger = driver.logger, handler = driver.handler
+        let logger = driver.logger, handler = driver.handler, direct = driver.direct
         // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
         let decode = { (bytes: UnsafeRawBufferPointer) in
             if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
@@ -344,6 +348,13 @@ public final class BusServer: Sendable {
                 logger.trace("request", metadata: [
                     "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
                 ])
+                if let direct, direct(request, { response in
+                    var response = response
+                    response.id = request.id
+                    self.reply(identity, response)
+                }) {
+                    continue
+                }
                 track(fd: socket.lastSourceFD, client: identity) {
                     var response = await handler(request)
                     if case .failure(let error) = response.outcome {
@@ -372,11 +383,12 @@ private final class ServerDriver: SocketLoopDriver {
     let maxBulkItems: Int
     let forwarding: BusServer.Forwarding?
     let logger: Logger
+    let direct: BusServer.DirectHandler?
     let handler: BusServer.Handler
     private var lastSweep = monotonicMs()
 
     init(server: BusServer, socket: ZMQSocket, maxRequestBytes: Int, maxBulkItems: Int, cancelOnDisconnect: Bool,
-         forwarding: BusServer.Forwarding?, logger: Logger, handler: @escaping BusServer.Handler) {
+         forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?, handler: @escaping BusServer.Handler) {
         self.server = server
         self.socket = socket
         let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
@@ -386,6 +398,7 @@ private final class ServerDriver: SocketLoopDriver {
         self.maxBulkItems = maxBulkItems
         self.forwarding = forwarding
         self.logger = logger
+        self.direct = direct
         self.handler = handler
     }
 

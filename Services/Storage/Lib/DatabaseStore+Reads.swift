@@ -15,6 +15,21 @@ extension DatabaseStore {
         }
     }
 
+    /// The same without a task (see `read(_:then:)`): `then` gets the record on a reader's queue.
+    func read(id: String, rev: DocumentVersion?, history: Bool, in collection: CollectionName,
+              then: @escaping @Sendable (Result<DocumentRecord, SofaError>) -> Void) {
+        do throws(SofaError) {
+            try LocalDocuments.refuse(id)
+            try check(collection)
+        } catch {
+            return then(.failure(error))
+        }
+        read({ (reader) throws(SofaError) -> DocumentRecord in
+            let (row, content) = try self.loadForRead(reader, id, collection)
+            return try Self.record(id: id, row: row, content: content, rev: rev, history: history)
+        }, then: then)
+    }
+
     /// Every leaf revision (live or deleted, current first) with its body.
     /// Every open leaf, the current one first; with `history`, each with its ancestry.
     public func openLeaves(id: String, history: Bool = false,

@@ -164,6 +164,11 @@ public final class StorageEngine: Sendable {
     }
 
     /// The open database called `name`, opening it on first use.
+    /// The database if it is open now (nil: not open, or no such database).
+    public func openDatabase(_ name: String) -> DatabaseStore? {
+        open.withLock { $0[name] }
+    }
+
     public func database(_ name: String) async throws(SofaError) -> DatabaseStore {
         if let store = open.withLock({ $0[name] }) { return store }
         try Self.validate(databaseName: name)

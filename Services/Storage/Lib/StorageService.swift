@@ -45,7 +45,10 @@ public final class StorageService: Sendable {
                                      logger: logger, limits: limits)
         let server = try await BusServer.bind(settings.storageEndpoint, name: "storage",
                                               maxRequestBytes: settings.maxRequestBytes, maxBulkItems: settings.maxBulkItems,
-                                              logger: logger) { request in
+                                              logger: logger, direct: { request, reply in
+            // A document get goes from the socket thread to a reader's queue and back, with no task.
+            service.handleDirectly(request, reply: reply)
+        }) { request in
             await service.handle(request)
         }
         logger.info("storage serving", metadata: ["endpoint": "\(server.endpoint)", "data": "\(settings.dataDirectory)"])
@@ -102,6 +105,30 @@ public final class StorageService: Sendable {
             }
             return .failure(request.id, error)
         }
+    }
+
+    /// Answers a plain document get of an open database without a task, from the server's socket
+    /// thread to a reader's queue and back through `reply`; false (nothing done) for any other
+    /// request, which `handle` then takes.
+    public func handleDirectly(_ request: Request, reply: @escaping @Sendable (Response) -> Void) -> Bool {
+        guard case .getDocument(let id, let rev, let history, false) = request.operation, !LocalDocuments.isLocal(id),
+              let db = engine.openDatabase(request.database),
+              let collection = try? CollectionName(parsing: request.collection) else { return false }
+        let version: DocumentVersion?
+        do throws(SofaError) {
+            try DocumentID.validate(id)
+            version = rev.isEmpty ? nil : try DocumentVersion.parse(ascii: rev)
+        } catch {
+            reply(.failure(request.id, error))
+            return true
+        }
+        db.read(id: id, rev: version, history: history, in: collection) { result in
+            switch result {
+            case .success(let record): reply(.ok(request.id, .document(record.stored)))
+            case .failure(let error): reply(.failure(request.id, error))
+            }
+        }
+        return true
     }
 
     /// The instant by which the request's writes must have committed: its deadline (wall-clock
