@@ -73,20 +73,26 @@ public final class BusClient: Sendable {
     }
 
     fileprivate let state = Mutex(State())
-    /// The socket's thread; posted: requests to send, by id.
-    private let loop: SocketLoop<(UInt64, EncodedMessage)>
+    /// Hands a request (by id) to the socket's thread; false once that loop is closed.
+    private let post: @Sendable ((UInt64, EncodedMessage)) -> Bool
+    /// The socket's thread: this client's own, or the loop that hosts it (`HostedBusClient`).
+    private let loop: any SocketLoopControl
+    /// Whether another loop runs this client's socket (closing the client then leaves it running).
+    private let hosted: Bool
     private let maxResponseBytes: Int
     /// Requests larger than this are refused here, as the server would refuse them; past four
     /// times the server's limit ZeroMQ drops the connection, and the caller would learn only that.
     private let maxRequestBytes: Int
 
-    private init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int,
-                 loop: SocketLoop<(UInt64, EncodedMessage)>) {
+    fileprivate init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int,
+                     loop: any SocketLoopControl, hosted: Bool, post: @escaping @Sendable ((UInt64, EncodedMessage)) -> Bool) {
         self.endpoint = endpoint
         self.peerName = peerName
         self.maxResponseBytes = maxResponseBytes
         self.maxRequestBytes = maxRequestBytes
         self.loop = loop
+        self.hosted = hosted
+        self.post = post
     }
 
     /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
@@ -96,7 +102,7 @@ public final class BusClient: Sendable {
     ) async throws(SofaError) -> BusClient {
         try await SocketLoop.start(name: "bus-client-\(peerName)") { loop throws(SofaError) in
             let client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
-                                   maxRequestBytes: maxRequestBytes, loop: loop)
+                                   maxRequestBytes: maxRequestBytes, loop: loop, hosted: false, post: { loop.post($0) })
             return (client, try ClientDriver(client))
         }
     }
@@ -144,7 +150,7 @@ public final class BusClient: Sendable {
                 idBox.withLock { $0 = id }
                 state.withLock { $0.pending[id] = Pending(delivery: .decoded(continuation), deadline: localDeadline,
                                                           startedMs: localDeadline - budget) }
-                if !loop.post((id, encoded)) {
+                if !post((id, encoded)) {
                     resolve(id, with: SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
                 }
             }
@@ -196,7 +202,7 @@ public final class BusClient: Sendable {
             delivery.deliver(.failure(SofaError(.shuttingDown, "the connection to \(peerName) is closed")))
             return nil
         }
-        if !loop.post((id, request.encoded(id: id, deadline: now + budget))) {
+        if !post((id, request.encoded(id: id, deadline: now + budget))) {
             resolve(id, with: SofaError(.shuttingDown, "the connection to \(peerName) is closed"))
         }
         return id
@@ -226,7 +232,7 @@ public final class BusClient: Sendable {
     /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
     public func close() {
         state.withLock { $0.closed = true }
-        loop.requestClose()
+        if !hosted { loop.requestClose() }
     }
 
     deinit { close() }
@@ -255,6 +261,36 @@ public final class BusClient: Sendable {
                 .malformedMessage, "\(peerName) at \(endpoint) sent a malformed response")))
         case nil: break
         }
+    }
+}
+
+/// A `BusClient` whose socket another socket loop runs, beside its own sockets (a server that
+/// passes requests on to a service, so that they cross no other thread): made on that loop's
+/// thread, and driven by its driver there — `sockets` polled with its own, `turn` with what
+/// was posted for this client and which of `sockets` are readable, `finish` as the loop ends.
+public final class HostedBusClient {
+    public let client: BusClient
+    private let driver: ClientDriver
+
+    /// `post` hands a request to the hosting loop (for this client's `turn`); false once closed.
+    public init(_ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
+                maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, loop: any SocketLoopControl,
+                post: @escaping @Sendable ((UInt64, EncodedMessage)) -> Bool) throws(SofaError) {
+        client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
+                           maxRequestBytes: maxRequestBytes, loop: loop, hosted: true, post: post)
+        driver = try ClientDriver(client)
+    }
+
+    public var sockets: [ZMQSocket] { driver.sockets }
+    /// How often `turn` must come at the least (the client's deadline checks).
+    public var pollTimeoutMs: Int { driver.pollTimeoutMs }
+
+    public func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
+        driver.turn(posted: posted, readable: readable)
+    }
+
+    public func finish() {
+        driver.finish(posted: [])
     }
 }
 

@@ -70,7 +70,9 @@ public final class BusServer: Sendable {
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
     /// The socket's thread; posted: replies to send, as (client, reply, whether `budget` counts it).
-    private let loop: SocketLoop<Outgoing>
+    private let loop: SocketLoop<Posted>
+    /// The clients of services this server's own loop runs (`upstreams` of `bind`), in order.
+    public let upstreamClients: [BusClient]
     /// Bounds the bytes of replies held for each client and for all of them; nil: no bound.
     public let budget: ReplyBudget?
     /// Handler tasks running, by the descriptor of the connection their request came in on.
@@ -80,11 +82,28 @@ public final class BusServer: Sendable {
     private let name: String
 
     fileprivate typealias Outgoing = (identity: [UInt8], message: EncodedMessage, counted: Bool)
+    /// What the loop is handed: a reply to send, or a request for the `index`th upstream client.
+    fileprivate enum Posted: Sendable {
+        case reply(Outgoing)
+        case upstream(Int, (UInt64, EncodedMessage))
+    }
 
-    private init(endpoint: String, name: String, loop: SocketLoop<Outgoing>, budget: ReplyBudget?, limits: ForwardingLimits?) {
+    /// A service this server passes requests on to from its own thread (see `bind`).
+    public struct Upstream: Sendable {
+        public var endpoint: String
+        public var peerName: String
+        public init(_ endpoint: String, peerName: String) {
+            self.endpoint = endpoint
+            self.peerName = peerName
+        }
+    }
+
+    private init(endpoint: String, name: String, loop: SocketLoop<Posted>, upstreamClients: [BusClient], budget: ReplyBudget?,
+                 limits: ForwardingLimits?) {
         self.endpoint = endpoint
         self.name = name
         self.loop = loop
+        self.upstreamClients = upstreamClients
         self.budget = budget
         self.fair = limits.map(FairForwarder.init)
     }
@@ -100,8 +119,8 @@ public final class BusServer: Sendable {
 
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
-        replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max, logger: Logger,
-        direct: DirectHandler? = nil, handler: @escaping Handler
+        replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max,
+        upstreams: [Upstream] = [], logger: Logger, direct: DirectHandler? = nil, handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         try await SocketLoop.start(name: "bus-server-\(name)") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_ROUTER)
@@ -110,9 +129,16 @@ public final class BusServer: Sendable {
             // A hard cap far above the answered limit: beyond it ZeroMQ drops the peer.
             try socket.set64(ZMQ_MAXMSGSIZE, Int64(maxRequestBytes) * 4 + 4096)
             try socket.bind(endpoint)
-            let server = BusServer(endpoint: socket.lastEndpoint(), name: name, loop: loop, budget: replyBudget,
-                                   limits: forwarding?.limits)
-            return (server, ServerDriver(server: server, socket: socket, maxRequestBytes: maxRequestBytes,
+            // The services' clients run on this loop: a request passed on from here, and its
+            // answer passed back, cross no other thread of this process.
+            var hosted: [HostedBusClient] = []
+            for (index, upstream) in upstreams.enumerated() {
+                hosted.append(try HostedBusClient(upstream.endpoint, peerName: upstream.peerName, loop: loop,
+                                                  post: { loop.post(Posted.upstream(index, $0)) }))
+            }
+            let server = BusServer(endpoint: socket.lastEndpoint(), name: name, loop: loop, upstreamClients: hosted.map(\.client),
+                                   budget: replyBudget, limits: forwarding?.limits)
+            return (server, ServerDriver(server: server, socket: socket, upstreams: hosted, maxRequestBytes: maxRequestBytes,
                                          maxBulkItems: maxBulkItems, cancelOnDisconnect: cancelOnDisconnect,
                                          forwarding: forwarding, logger: logger, direct: direct, handler: handler))
         }
@@ -146,7 +172,7 @@ public final class BusServer: Sendable {
     }
 
     private func queue(_ identity: [UInt8], _ message: EncodedMessage, counted: Bool) {
-        guard !loop.post((identity, message, counted)) else { return }
+        guard !loop.post(.reply((identity, message, counted))) else { return }
         // Closed: the reply is dropped with its client's connection; its bytes are counted out.
         if counted { budget?.release(message.count, for: identity) }
     }
@@ -371,14 +397,18 @@ public final class BusServer: Sendable {
 }
 
 /// The socket side of a `BusServer`, on its loop's thread: takes requests up, hands them to the
-/// handler or passes them on, sends the replies posted back.
+/// handler or passes them on, sends the replies posted back, and runs the hosted clients of its
+/// upstream services beside its own sockets.
 private final class ServerDriver: SocketLoopDriver {
     let server: BusServer
     let socket: ZMQSocket
     /// Receives the socket's DISCONNECTED events (with `cancelOnDisconnect`).
     let monitor: ZMQSocket?
+    let upstreams: [HostedBusClient]
+    /// The server's own sockets, then each upstream client's.
     let sockets: [ZMQSocket]
-    var pollTimeoutMs: Int { 500 }
+    let ownSockets: Int
+    let pollTimeoutMs: Int
     let maxRequestBytes: Int
     let maxBulkItems: Int
     let forwarding: BusServer.Forwarding?
@@ -387,13 +417,18 @@ private final class ServerDriver: SocketLoopDriver {
     let handler: BusServer.Handler
     private var lastSweep = monotonicMs()
 
-    init(server: BusServer, socket: ZMQSocket, maxRequestBytes: Int, maxBulkItems: Int, cancelOnDisconnect: Bool,
-         forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?, handler: @escaping BusServer.Handler) {
+    init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], maxRequestBytes: Int, maxBulkItems: Int,
+         cancelOnDisconnect: Bool, forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?,
+         handler: @escaping BusServer.Handler) {
         self.server = server
         self.socket = socket
         let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
         self.monitor = monitor
-        self.sockets = monitor.map { [socket, $0] } ?? [socket]
+        let own = monitor.map { [socket, $0] } ?? [socket]
+        self.ownSockets = own.count
+        self.upstreams = upstreams
+        self.sockets = own + upstreams.flatMap(\.sockets)
+        self.pollTimeoutMs = upstreams.map(\.pollTimeoutMs).min() ?? 500
         self.maxRequestBytes = maxRequestBytes
         self.maxBulkItems = maxBulkItems
         self.forwarding = forwarding
@@ -402,9 +437,25 @@ private final class ServerDriver: SocketLoopDriver {
         self.handler = handler
     }
 
-    func turn(posted: [BusServer.Outgoing], readable: [Bool]) {
+    func turn(posted: [BusServer.Posted], readable: [Bool]) {
+        var replies: [BusServer.Outgoing] = []
+        var requests = [[(UInt64, EncodedMessage)]](repeating: [], count: upstreams.count)
+        for item in posted {
+            switch item {
+            case .reply(let outgoing): replies.append(outgoing)
+            case .upstream(let index, let request): requests[index].append(request)
+            }
+        }
+        // The upstream services first: requests passed on go out, and answers that came back are
+        // posted as replies (sent at the next turn, which comes at once).
+        var offset = ownSockets
+        for (index, upstream) in upstreams.enumerated() {
+            let count = upstream.sockets.count
+            upstream.turn(posted: requests[index], readable: Array(readable[offset..<offset + count]))
+            offset += count
+        }
         if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
-        server.send(posted, on: socket)
+        server.send(replies, on: socket)
         if monotonicMs() &- lastSweep >= 50 {
             lastSweep = monotonicMs()
             server.sweepWaiting()
@@ -412,8 +463,9 @@ private final class ServerDriver: SocketLoopDriver {
         if readable[0] { server.receiveAll(socket, self) }
     }
 
-    func finish(posted: [BusServer.Outgoing]) {
-        server.send(posted, on: socket)
+    func finish(posted: [BusServer.Posted]) {
+        server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket)
+        for upstream in upstreams { upstream.finish() }
         if monitor != nil {
             // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
             zmq_socket_monitor(socket.handle, nil, 0)

@@ -35,19 +35,14 @@ public final class GatewayService: Sendable {
 
     /// Brings the gateway up; its parts, for the process's service group.
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
-        let storage = try await BusClient.connect(settings.storageURL, peerName: "storage")
-        let blob = try await BusClient.connect(settings.blobURL, peerName: "blob")
         let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")
         let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs,
                                            clientShare: settings.queryClientShare, logger: logger)
-        let gateway = GatewayService(storage: storage, blob: blob, replicator: replicator, broker: broker,
-                                     instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
-                                     maxQueryMs: settings.maxQueryMs, logger: logger)
-        let waiters = gateway.changeWaiters
-        let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
-            guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
-            waiters.notify(notice)
-        }
+        // The server's loop runs the clients of storage and sofa-blob too (see `upstreams` below),
+        // so the gateway is made once they exist; until then (the first instants after the bind)
+        // a request is answered `unavailable`.
+        let ready = Mutex<GatewayService?>(nil)
+        let starting = SofaError(.unavailable, "the gateway is starting: ask again")
         // A client that goes away cancels its requests still running (queries stop on their worker).
         // Document reads and writes go on to storage as they came: neither they nor their
         // answers are decoded here (for a bulk write, that is most of the gateway's work).
@@ -55,12 +50,16 @@ public final class GatewayService: Sendable {
         var forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
             passesOn(operation, payload, maxBulkItems: maxBulkItems)
         }, limits: settings.forwardingLimits, disconnected: { connections in
-            gateway.connectionsClosed(connections)
+            ready.withLock { $0 }?.connectionsClosed(connections)
         }, direct: { request, reply in
-            // From the server's socket thread to the service's and back: no task in between.
+            // From the server's socket thread to the service's socket, on the same thread, and back.
+            guard let gateway = ready.withLock({ $0 }) else {
+                return reply(Response.failure(request.id, starting).encodedMessage())
+            }
             gateway.forward(request, then: reply)
         }) { request in
-            await gateway.forward(request)
+            guard let gateway = ready.withLock({ $0 }) else { return Response.failure(request.id, starting).encodedMessage() }
+            return await gateway.forward(request)
         }
         // Queries wait their turn in the broker's queue per client, not in fair forwarding's.
         forwarding.queuedElsewhere = [OperationKind.query.rawValue]
@@ -68,13 +67,26 @@ public final class GatewayService: Sendable {
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
                                               replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
                                                                        total: settings.totalReplyBytes),
-                                              forwarding: forwarding, maxBulkItems: maxBulkItems, logger: logger) { request in
-            await gateway.handle(request)
+                                              forwarding: forwarding, maxBulkItems: maxBulkItems,
+                                              upstreams: [.init(settings.storageURL, peerName: "storage"),
+                                                          .init(settings.blobURL, peerName: "blob")],
+                                              logger: logger) { request in
+            guard let gateway = ready.withLock({ $0 }) else { return .failure(request.id, starting) }
+            return await gateway.handle(request)
+        }
+        let gateway = GatewayService(storage: server.upstreamClients[0], blob: server.upstreamClients[1], replicator: replicator,
+                                     broker: broker, instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
+                                     maxQueryMs: settings.maxQueryMs, logger: logger)
+        ready.withLock { $0 = gateway }
+        let waiters = gateway.changeWaiters
+        let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
+            guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
+            waiters.notify(notice)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
-        // Stopped in reverse: the server first, the connections to the services last.
-        return [storage.socketLoop, blob.socketLoop, replicator.socketLoop, broker.socketLoop, subscriber.socketLoop,
-                server.socketLoop].map(SocketLoopService.init)
+        // Stopped in reverse: the server first (with the clients of storage and sofa-blob it
+        // runs), the other connections last.
+        return [replicator.socketLoop, broker.socketLoop, subscriber.socketLoop, server.socketLoop].map(SocketLoopService.init)
     }
 
     /// Whether a request of `passedThrough` goes on undecoded, given its operation's payload; when
