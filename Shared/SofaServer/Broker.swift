@@ -20,9 +20,14 @@ public final class Broker: Sendable {
     }
 
     public let endpoint: String
-    /// The socket's thread; posted: jobs submitted, and jobs whose caller went away.
-    private let loop: SocketLoop<Posted>
-    fileprivate enum Posted: Sendable {
+    /// Hands work to the socket's thread (jobs submitted, jobs whose caller went away); false once
+    /// its loop is closed.
+    private let post: @Sendable (Posted) -> Bool
+    /// The socket's thread: the broker's own, or the server's that hosts it (`BusServer.bind`).
+    private let loop: any SocketLoopControl
+    /// Whether another loop runs the broker's socket (closing the broker then leaves it running).
+    private let hosted: Bool
+    enum Posted: Sendable {
         case job(BrokerState.Job)
         case cancel(UInt64)
     }
@@ -31,9 +36,35 @@ public final class Broker: Sendable {
     private let nextID = Mutex<UInt64>(1)
     private let snapshotBox = Mutex(Snapshot(workers: [], pids: [], busy: 0, busyPids: [], busyWorkers: [], queued: 0))
 
-    private init(endpoint: String, loop: SocketLoop<Posted>) {
+    private init(endpoint: String, loop: any SocketLoopControl, hosted: Bool, post: @escaping @Sendable (Posted) -> Bool) {
         self.endpoint = endpoint
         self.loop = loop
+        self.hosted = hosted
+        self.post = post
+    }
+
+    /// What the broker needs to bind, for a server that runs it on its own loop (`BusServer.bind`).
+    public struct Options: Sendable {
+        public var endpoint: String
+        public var heartbeatMs: UInt64
+        public var liveness: UInt64
+        public var clientShare: Int
+        public init(_ endpoint: String, heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, clientShare: Int = 100) {
+            self.endpoint = endpoint
+            self.heartbeatMs = heartbeatMs
+            self.liveness = liveness
+            self.clientShare = clientShare
+        }
+    }
+
+    /// A broker whose socket `loop` runs (made on its thread; `post` hands work to it), and its driver.
+    static func hosted(_ options: Options, loop: any SocketLoopControl, logger: Logger,
+                       post: @escaping @Sendable (Posted) -> Bool) throws(SofaError) -> (Broker, BrokerDriver) {
+        let socket = try ZMQSocket(type: ZMQ_ROUTER)
+        try socket.bind(options.endpoint)
+        let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop, hosted: true, post: post)
+        return (broker, BrokerDriver(broker: broker, socket: socket, logger: logger, state: BrokerState(
+            heartbeatMs: options.heartbeatMs, liveness: options.liveness, clientShare: options.clientShare)))
     }
 
     /// `clientShare`: the percent of the workers one client's queries may occupy (see `BrokerState`).
@@ -43,7 +74,7 @@ public final class Broker: Sendable {
         try await SocketLoop.start(name: "broker") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_ROUTER)
             try socket.bind(endpoint)
-            let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop)
+            let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop, hosted: false, post: { loop.post($0) })
             return (broker, BrokerDriver(broker: broker, socket: socket, logger: logger,
                                          state: BrokerState(heartbeatMs: heartbeatMs, liveness: liveness, clientShare: clientShare)))
         }
@@ -82,12 +113,12 @@ public final class Broker: Sendable {
 
     /// The job's caller went away: it completes with `.cancelled`, and its worker stops it.
     public func cancel(_ id: UInt64) {
-        loop.post(.cancel(id))
+        _ = post(.cancel(id))
     }
 
     /// Stops the broker (without waiting for its socket to close); jobs still waiting fail.
     public func close() {
-        loop.requestClose()
+        if !hosted { loop.requestClose() }
     }
 
     /// A fresh job id (for `submit(_:id:timeout:then:)`, whose caller keeps it to cancel the job).
@@ -108,7 +139,7 @@ public final class Broker: Sendable {
 
     private func enqueue(_ job: BrokerState.Job, _ then: @escaping @Sendable (BrokerState.Outcome) -> Void) {
         waiting.withLock { $0[job.id] = then }
-        if !loop.post(.job(job)) {
+        if !post(.job(job)) {
             complete(job.id, .failed(SofaError(.shuttingDown, "the broker is shutting down")))
         }
     }
@@ -134,7 +165,7 @@ public final class Broker: Sendable {
 
 /// The broker's socket side, on its loop's thread: drives `BrokerState` with the jobs posted, the
 /// workers' frames and the clock, and carries out what it decides.
-private final class BrokerDriver: SocketLoopDriver {
+final class BrokerDriver: SocketLoopDriver {
     let broker: Broker
     let socket: ZMQSocket
     let sockets: [ZMQSocket]

@@ -73,6 +73,8 @@ public final class BusServer: Sendable {
     private let loop: SocketLoop<Posted>
     /// The clients of services this server's own loop runs (`upstreams` of `bind`), in order.
     public let upstreamClients: [BusClient]
+    /// The broker this server's own loop runs (`broker` of `bind`).
+    public let broker: Broker?
     /// Bounds the bytes of replies held for each client and for all of them; nil: no bound.
     public let budget: ReplyBudget?
     /// Handler tasks running, by the descriptor of the connection their request came in on.
@@ -86,6 +88,7 @@ public final class BusServer: Sendable {
     fileprivate enum Posted: Sendable {
         case reply(Outgoing)
         case upstream(Int, (UInt64, EncodedMessage))
+        case broker(Broker.Posted)
     }
 
     /// A service this server passes requests on to from its own thread (see `bind`).
@@ -98,12 +101,13 @@ public final class BusServer: Sendable {
         }
     }
 
-    private init(endpoint: String, name: String, loop: SocketLoop<Posted>, upstreamClients: [BusClient], budget: ReplyBudget?,
-                 limits: ForwardingLimits?) {
+    private init(endpoint: String, name: String, loop: SocketLoop<Posted>, upstreamClients: [BusClient], broker: Broker?,
+                 budget: ReplyBudget?, limits: ForwardingLimits?) {
         self.endpoint = endpoint
         self.name = name
         self.loop = loop
         self.upstreamClients = upstreamClients
+        self.broker = broker
         self.budget = budget
         self.fair = limits.map(FairForwarder.init)
     }
@@ -120,7 +124,8 @@ public final class BusServer: Sendable {
     public static func bind(
         _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
         replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max,
-        upstreams: [Upstream] = [], logger: Logger, direct: DirectHandler? = nil, handler: @escaping Handler
+        upstreams: [Upstream] = [], broker brokerOptions: Broker.Options? = nil, logger: Logger, direct: DirectHandler? = nil,
+        handler: @escaping Handler
     ) async throws(SofaError) -> BusServer {
         try await SocketLoop.start(name: "bus-server-\(name)") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_ROUTER)
@@ -136,9 +141,14 @@ public final class BusServer: Sendable {
                 hosted.append(try HostedBusClient(upstream.endpoint, peerName: upstream.peerName, loop: loop,
                                                   post: { loop.post(Posted.upstream(index, $0)) }))
             }
+            // And the broker, when asked: a query and its answer cross no other thread either.
+            let broker = try brokerOptions.map { (options) throws(SofaError) in
+                try Broker.hosted(options, loop: loop, logger: logger, post: { loop.post(Posted.broker($0)) })
+            }
             let server = BusServer(endpoint: socket.lastEndpoint(), name: name, loop: loop, upstreamClients: hosted.map(\.client),
-                                   budget: replyBudget, limits: forwarding?.limits)
-            return (server, ServerDriver(server: server, socket: socket, upstreams: hosted, maxRequestBytes: maxRequestBytes,
+                                   broker: broker?.0, budget: replyBudget, limits: forwarding?.limits)
+            return (server, ServerDriver(server: server, socket: socket, upstreams: hosted, broker: broker?.1,
+                                         maxRequestBytes: maxRequestBytes,
                                          maxBulkItems: maxBulkItems, cancelOnDisconnect: cancelOnDisconnect,
                                          forwarding: forwarding, logger: logger, direct: direct, handler: handler))
         }
@@ -405,7 +415,8 @@ private final class ServerDriver: SocketLoopDriver {
     /// Receives the socket's DISCONNECTED events (with `cancelOnDisconnect`).
     let monitor: ZMQSocket?
     let upstreams: [HostedBusClient]
-    /// The server's own sockets, then each upstream client's.
+    let broker: BrokerDriver?
+    /// The server's own sockets, then each upstream client's, then the broker's.
     let sockets: [ZMQSocket]
     let ownSockets: Int
     let pollTimeoutMs: Int
@@ -417,7 +428,8 @@ private final class ServerDriver: SocketLoopDriver {
     let handler: BusServer.Handler
     private var lastSweep = monotonicMs()
 
-    init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], maxRequestBytes: Int, maxBulkItems: Int,
+    init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
+         maxBulkItems: Int,
          cancelOnDisconnect: Bool, forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?,
          handler: @escaping BusServer.Handler) {
         self.server = server
@@ -427,8 +439,9 @@ private final class ServerDriver: SocketLoopDriver {
         let own = monitor.map { [socket, $0] } ?? [socket]
         self.ownSockets = own.count
         self.upstreams = upstreams
-        self.sockets = own + upstreams.flatMap(\.sockets)
-        self.pollTimeoutMs = upstreams.map(\.pollTimeoutMs).min() ?? 500
+        self.broker = broker
+        self.sockets = own + upstreams.flatMap(\.sockets) + (broker?.sockets ?? [])
+        self.pollTimeoutMs = (upstreams.map(\.pollTimeoutMs) + [broker?.pollTimeoutMs ?? 500, 500]).min() ?? 500
         self.maxRequestBytes = maxRequestBytes
         self.maxBulkItems = maxBulkItems
         self.forwarding = forwarding
@@ -440,10 +453,12 @@ private final class ServerDriver: SocketLoopDriver {
     func turn(posted: [BusServer.Posted], readable: [Bool]) {
         var replies: [BusServer.Outgoing] = []
         var requests = [[(UInt64, EncodedMessage)]](repeating: [], count: upstreams.count)
+        var brokerWork: [Broker.Posted] = []
         for item in posted {
             switch item {
             case .reply(let outgoing): replies.append(outgoing)
             case .upstream(let index, let request): requests[index].append(request)
+            case .broker(let work): brokerWork.append(work)
             }
         }
         // The upstream services first: requests passed on go out, and answers that came back are
@@ -454,6 +469,7 @@ private final class ServerDriver: SocketLoopDriver {
             upstream.turn(posted: requests[index], readable: Array(readable[offset..<offset + count]))
             offset += count
         }
+        if let broker { broker.turn(posted: brokerWork, readable: Array(readable[offset..<offset + broker.sockets.count])) }
         if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
         server.send(replies, on: socket)
         if monotonicMs() &- lastSweep >= 50 {
@@ -466,6 +482,7 @@ private final class ServerDriver: SocketLoopDriver {
     func finish(posted: [BusServer.Posted]) {
         server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket)
         for upstream in upstreams { upstream.finish() }
+        broker?.finish(posted: [])
         if monitor != nil {
             // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
             zmq_socket_monitor(socket.handle, nil, 0)

@@ -36,11 +36,9 @@ public final class GatewayService: Sendable {
     /// Brings the gateway up; its parts, for the process's service group.
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")
-        let broker = try await Broker.bind(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs,
-                                           clientShare: settings.queryClientShare, logger: logger)
-        // The server's loop runs the clients of storage and sofa-blob too (see `upstreams` below),
-        // so the gateway is made once they exist; until then (the first instants after the bind)
-        // a request is answered `unavailable`.
+        // The server's loop runs the clients of storage and sofa-blob and the query workers' broker
+        // too (see `upstreams` and `broker` below), so the gateway is made once they exist; until
+        // then (the first instants after the bind) a request is answered `unavailable`.
         let ready = Mutex<GatewayService?>(nil)
         let starting = SofaError(.unavailable, "the gateway is starting: ask again")
         // A client that goes away cancels its requests still running (queries stop on their worker).
@@ -70,10 +68,13 @@ public final class GatewayService: Sendable {
                                               forwarding: forwarding, maxBulkItems: maxBulkItems,
                                               upstreams: [.init(settings.storageURL, peerName: "storage"),
                                                           .init(settings.blobURL, peerName: "blob")],
+                                              broker: .init(settings.brokerEndpoint, heartbeatMs: settings.heartbeatMs,
+                                                            clientShare: settings.queryClientShare),
                                               logger: logger) { request in
             guard let gateway = ready.withLock({ $0 }) else { return .failure(request.id, starting) }
             return await gateway.handle(request)
         }
+        guard let broker = server.broker else { throw SofaError(.unexpectedError, "the gateway's server runs no broker") }
         let gateway = GatewayService(storage: server.upstreamClients[0], blob: server.upstreamClients[1], replicator: replicator,
                                      broker: broker, instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
                                      maxQueryMs: settings.maxQueryMs, logger: logger)
@@ -84,9 +85,9 @@ public final class GatewayService: Sendable {
             waiters.notify(notice)
         }
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
-        // Stopped in reverse: the server first (with the clients of storage and sofa-blob it
-        // runs), the other connections last.
-        return [replicator.socketLoop, broker.socketLoop, subscriber.socketLoop, server.socketLoop].map(SocketLoopService.init)
+        // Stopped in reverse: the server first (with the clients of storage and sofa-blob and the
+        // broker it runs), the other connections last.
+        return [replicator.socketLoop, subscriber.socketLoop, server.socketLoop].map(SocketLoopService.init)
     }
 
     /// Whether a request of `passedThrough` goes on undecoded, given its operation's payload; when
