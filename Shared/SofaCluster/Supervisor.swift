@@ -86,9 +86,14 @@ public final class Supervisor: Sendable {
         } catch {
             throw SofaError(.cantOpenFile, "cannot create \(run.path): \(error.localizedDescription)")
         }
+        // The data and its ipc sockets are the service user's alone (the services create what
+        // they write there readable by that user only, too).
+        for folder in [options.dataDirectory, run] where chmod(folder.path, 0o700) != 0 {
+            throw SofaError(.posix, errno, "cannot make \(folder.path) private: \(String(cString: strerror(errno)))")
+        }
         // One cluster per data directory: a second one would unlink this one's ipc sockets.
         let lockPath = run.appendingPathComponent("supervisor.lock").path
-        lockDescriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        lockDescriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockDescriptor >= 0 else { throw SofaError(.posix, errno, "cannot open \(lockPath)") }
         guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(lockDescriptor)

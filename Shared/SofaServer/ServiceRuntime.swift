@@ -19,6 +19,9 @@ public enum ServiceRuntime {
         service: String,
         start: @escaping @Sendable (Settings, Logger) async throws -> [any ProcessPart]
     ) async {
+        // Every file and folder a service creates (databases, their WAL, blobs, keys, sockets) is
+        // readable and writable by the service's user alone.
+        umask(0o077)
         let settings = Settings(role: ServiceRole(rawValue: service))
         let level = Logger.Level(rawValue: settings.logLevel.lowercased()) ?? .info
         LoggingSystem.bootstrap { label in
