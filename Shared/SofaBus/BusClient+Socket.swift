@@ -1,0 +1,203 @@
+public import SofaCore
+public import SofaWire
+internal import CZeroMQ
+internal import Foundation
+internal import Synchronization
+
+// A `BusClient`'s socket side: the driver its loop (or a hosting loop) runs, and what it does
+// with answers, connection events and deadlines.
+
+/// A `BusClient` whose socket another socket loop runs, beside its own sockets (a server that
+/// passes requests on to a service, so that they cross no other thread): made on that loop's
+/// thread, and driven by its driver there — `sockets` polled with its own, `turn` with what
+/// was posted for this client and which of `sockets` are readable, `finish` as the loop ends.
+public final class HostedBusClient {
+    public let client: BusClient
+    private let driver: ClientDriver
+
+    /// `post` hands a request to the hosting loop (for this client's `turn`); false once closed.
+    public init(_ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
+                maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, loop: any SocketLoopControl,
+                post: @escaping @Sendable ((UInt64, EncodedMessage)) -> Bool) throws(SofaError) {
+        client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
+                           maxRequestBytes: maxRequestBytes, loop: loop, hosted: true, post: post)
+        driver = try ClientDriver(client)
+    }
+
+    public var sockets: [ZMQSocket] { driver.sockets }
+    /// How often `turn` must come at the least (the client's deadline checks).
+    public var pollTimeoutMs: Int { driver.pollTimeoutMs }
+
+    public func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
+        driver.turn(posted: posted, readable: readable)
+    }
+
+    public func finish() {
+        driver.finish(posted: [])
+    }
+}
+
+/// The socket side of a `BusClient`, on its loop's thread: sends what callers posted, matches
+/// answers to calls, follows the connection through the socket monitor, expires calls.
+final class ClientDriver: SocketLoopDriver {
+    let client: BusClient
+    let socket: ZMQSocket
+    let monitor: ZMQSocket
+    let sockets: [ZMQSocket]
+    var pollTimeoutMs: Int { 20 }
+    private var lastScan = monotonicMs()
+
+    init(_ client: BusClient) throws(SofaError) {
+        self.client = client
+        socket = try ZMQSocket(type: ZMQ_DEALER)
+        try socket.set(ZMQ_IMMEDIATE, 1)  // never queue a request for a peer that is not connected
+        try socket.set(ZMQ_SNDHWM, 100_000)
+        try socket.set(ZMQ_RCVHWM, 100_000)
+        try socket.set(ZMQ_RECONNECT_IVL, 50)
+        try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
+        let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
+        guard zmq_socket_monitor(socket.handle, monitorEndpoint,
+                                 ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0 else {
+            throw zmqError("zmq_socket_monitor")
+        }
+        monitor = try ZMQSocket(type: ZMQ_PAIR)
+        try monitor.connect(monitorEndpoint)
+        try socket.connect(client.endpoint)
+        sockets = [socket, monitor]
+    }
+
+    func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
+        for (id, message) in posted { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
+        if readable[0] { client.receiveAll(socket) }
+        if readable[1] { client.monitorEvents(monitor) }
+        let now = monotonicMs()
+        if now &- lastScan >= 10 {
+            lastScan = now
+            client.expire(now: now)
+        }
+    }
+
+    func finish(posted: [(UInt64, EncodedMessage)]) {
+        // Stop the monitor before closing its sockets: ZeroMQ's I/O thread would otherwise block
+        // for good delivering a disconnect event to a PAIR socket that nobody reads any more.
+        zmq_socket_monitor(socket.handle, nil, 0)
+        client.closed()
+    }
+}
+
+extension BusClient {
+    /// A request went to the socket (`accepted`) or could not.
+    func sent(_ id: UInt64, accepted: Bool) {
+        if accepted {
+            state.withLock { $0.pending[id]?.sent = true }
+        } else {
+            resolve(id, with: .unavailable("\(peerName) at \(endpoint) is not reachable"))
+        }
+    }
+
+    /// The socket loop ended: every call still waiting fails.
+    func closed() {
+        let (remaining, waiters) = state.withLock { state in
+            defer {
+                state.pending.removeAll()
+                state.connectionWaiters.removeAll()
+            }
+            return (state.pending, Array(state.connectionWaiters.values))
+        }
+        for waiter in waiters { waiter.resume(returning: false) }
+        for (id, pending) in remaining {
+            pending.fail(id, SofaError(.shuttingDown, "the connection to \(peerName) was closed"))
+        }
+    }
+
+    func receiveAll(_ socket: ZMQSocket) {
+        // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
+        // The answer to a `forward` is not decoded at all: its bytes go back as they came.
+        let decode = { (bytes: UnsafeRawBufferPointer) -> Result<Incoming, SofaError> in
+            if let id = ForwardedResponse.peekID(bytes), id != 0 {
+                let wanted = self.state.withLock { state -> (bytes: Bool, handler: Pending.Delivery?) in
+                    guard let pending = state.pending[id], pending.wantsBytes else { return (false, nil) }
+                    guard case .handler = pending.delivery else { return (true, nil) }
+                    return (true, state.pending.removeValue(forKey: id)?.delivery)
+                }
+                if case .handler(let handler)? = wanted.handler {
+                    handler(.success(bytes))
+                    return .success(.delivered)
+                }
+                if wanted.bytes { return .success(.encoded(id, Array(bytes.bindMemory(to: UInt8.self)))) }
+            }
+            return Result { () throws(SofaError) in .decoded(try Response.decode(bytes)) }
+        }
+        while let received = try? socket.receive(limit: maxResponseBytes, last: decode) {
+            guard case .message(_, let decoded) = received else { continue }
+            switch decoded {
+            case .success(.decoded(let response)):
+                resolve(response)
+            case .success(.encoded(let id, let bytes)):
+                resolve(id, bytes: bytes)
+            case .success(.delivered):
+                break
+            case .failure(let error):
+                let now = monotonicMs()
+                state.withLock { $0.lastMalformed = (now, error.message) }
+            }
+        }
+    }
+
+    /// Connection events. A monitor message's first frame starts with the event as a 16-bit
+    /// little-endian number. After a disconnect, calls already sent will get no answer on this
+    /// connection; after a handshake, waiters for the connection are let go.
+    func monitorEvents(_ monitor: ZMQSocket) {
+        var dropped = false
+        var last: Int32?
+        while case .message(let frames)? = try? monitor.receive() {
+            guard let head = frames.first, head.count >= 2 else { continue }
+            let event = Int32(head[0]) | Int32(head[1]) << 8
+            if event == ZMQ_EVENT_DISCONNECTED { dropped = true }
+            last = event
+        }
+        if let last {
+            let connected = last == ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+            let waiters = state.withLock { state in
+                state.connected = connected
+                guard connected else { return [CheckedContinuation<Bool, Never>]() }
+                defer { state.connectionWaiters.removeAll() }
+                return Array(state.connectionWaiters.values)
+            }
+            for waiter in waiters { waiter.resume(returning: true) }
+        }
+        guard dropped else { return }
+        let lost = state.withLock { state in
+            let ids = state.pending.filter { $0.value.sent }.map(\.key)
+            return ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+        }
+        for (id, pending) in lost {
+            pending.fail(id, .unavailable(
+                "lost the connection to \(peerName) at \(endpoint) with the call in flight; it may or may not have been applied"))
+        }
+    }
+
+    func expire(now: UInt64) {
+        let (expired, malformed) = state.withLock { state in
+            let ids = state.pending.filter { $0.value.deadline <= now }.map(\.key)
+            return (ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }, state.lastMalformed)
+        }
+        for (id, pending) in expired {
+            let error: SofaError
+            if let malformed, malformed.atMs >= pending.startedMs {
+                error = SofaError(.malformedMessage, "\(peerName) at \(endpoint) did not answer before the deadline; "
+                                  + "it sent a malformed message meanwhile: \(malformed.message)")
+            } else {
+                error = .timeout("\(peerName) did not answer before the deadline")
+            }
+            pending.fail(id, error)
+        }
+    }
+
+    private enum Incoming {
+        case decoded(Response)
+        case encoded(UInt64, [UInt8])
+        /// Handed to a `forward` handler where it was received.
+        case delivered
+    }
+}
