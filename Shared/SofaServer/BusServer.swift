@@ -70,7 +70,7 @@ public final class BusServer: Sendable {
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
     /// The socket's thread; posted: replies to send, as (client, reply, whether `budget` counts it).
-    private let loop: SocketLoop<Posted>
+    let loop: SocketLoop<Posted>
     /// The clients of services this server's own loop runs (`upstreams` of `bind`), in order.
     public let upstreamClients: [BusClient]
     /// The broker this server's own loop runs (`broker` of `bind`).
@@ -78,14 +78,14 @@ public final class BusServer: Sendable {
     /// Bounds the bytes of replies held for each client and for all of them; nil: no bound.
     public let budget: ReplyBudget?
     /// Handler tasks running, by the descriptor of the connection their request came in on.
-    private let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
+    let running = Mutex<(tasks: [Int32: [UInt64: Task<Void, Never>]], next: UInt64)>(([:], 0))
     /// Forwarded requests in flight and waiting, per client; nil: no limit.
-    private let fair: FairForwarder?
-    private let name: String
+    let fair: FairForwarder?
+    let name: String
 
-    fileprivate typealias Outgoing = (identity: [UInt8], message: EncodedMessage, counted: Bool)
+    typealias Outgoing = (identity: [UInt8], message: EncodedMessage, counted: Bool)
     /// What the loop is handed: a reply to send, or a request for the `index`th upstream client.
-    fileprivate enum Posted: Sendable {
+    enum Posted: Sendable {
         case reply(Outgoing)
         case upstream(Int, (UInt64, EncodedMessage))
         case broker(Broker.Posted)
@@ -163,62 +163,33 @@ public final class BusServer: Sendable {
         await loop.close()
     }
 
-    private func reply(_ identity: [UInt8], _ response: Response) {
+    func reply(_ identity: [UInt8], _ response: Response) {
         reply(identity, response.encodedMessage(), id: response.id)
     }
 
     /// Queues a reply to request `id` of client `identity`; one over the client's budget is
     /// dropped and an error sent instead (or nothing, past the slack for errors).
-    private func reply(_ identity: [UInt8], _ message: EncodedMessage, id: UInt64) {
+    func reply(_ identity: [UInt8], _ message: EncodedMessage, id: UInt64) {
         guard let budget else { return queue(identity, message, counted: false) }
         guard let error = budget.reserve(message.count, for: identity) else { return queue(identity, message, counted: true) }
         refuse(identity, id: id, error)
     }
 
     /// Answers request `id` of `identity` with `error`, counted as an error reply.
-    private func refuse(_ identity: [UInt8], id: UInt64, _ error: SofaError) {
+    func refuse(_ identity: [UInt8], id: UInt64, _ error: SofaError) {
         let answer = Response.failure(id, error).encodedMessage()
         if budget?.reserveError(answer.count, for: identity) ?? true { queue(identity, answer, counted: budget != nil) }
     }
 
-    private func queue(_ identity: [UInt8], _ message: EncodedMessage, counted: Bool) {
+    func queue(_ identity: [UInt8], _ message: EncodedMessage, counted: Bool) {
         guard !loop.post(.reply((identity, message, counted))) else { return }
         // Closed: the reply is dropped with its client's connection; its bytes are counted out.
         if counted { budget?.release(message.count, for: identity) }
     }
 
-    /// A PAIR socket receiving `socket`'s DISCONNECTED events; nil when the monitor cannot start
-    /// (requests of a client that went away then run to their end).
-    fileprivate static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
-        let endpoint = "inproc://bus-server-monitor-\(UUID().uuidString)"
-        guard zmq_socket_monitor(socket.handle, endpoint, ZMQ_EVENT_DISCONNECTED) == 0,
-              let monitor = try? ZMQSocket(type: ZMQ_PAIR), (try? monitor.connect(endpoint)) != nil else { return nil }
-        return monitor
-    }
-
-    /// Cancels the handler tasks of requests that came in on the connections that closed.
-    fileprivate func disconnected(_ monitor: ZMQSocket, forwarding: Forwarding?, logger: Logger) {
-        var closed: [Int32] = []
-        while case .message(let frames)? = try? monitor.receive() {
-            // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
-            guard let head = frames.first, head.count >= 6 else { continue }
-            let event = Int32(head[0]) | Int32(head[1]) << 8
-            guard event == ZMQ_EVENT_DISCONNECTED else { continue }
-            closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
-        }
-        guard !closed.isEmpty else { return }
-        forwarding?.disconnected?(Set(closed))
-        if let dropped = fair?.dropWaiting(connections: Set(closed)), dropped > 0 {
-            logger.debug("client went away: dropping its waiting requests", metadata: ["requests": "\(dropped)"])
-        }
-        let tasks = running.withLock { running in closed.flatMap { running.tasks.removeValue(forKey: $0)?.values ?? [:].values } }
-        if !tasks.isEmpty { logger.debug("client went away: cancelling its requests", metadata: ["requests": "\(tasks.count)"]) }
-        for task in tasks { task.cancel() }
-    }
-
     /// Runs `work` as a task tracked under the connection `fd` until it ends, with `client` set
     /// to the connection's identity.
-    private func track(fd: Int32, client: [UInt8], _ work: @escaping @Sendable () async -> Void) {
+    func track(fd: Int32, client: [UInt8], _ work: @escaping @Sendable () async -> Void) {
         running.withLock { running in
             let key = running.next
             running.next += 1
@@ -234,7 +205,7 @@ public final class BusServer: Sendable {
 
     /// Forwards `request` of `client`; when `counted` in flight (for that cost), counts it out
     /// once answered and starts the waiting requests that may go then.
-    private func start(_ request: ForwardedRequest, of client: [UInt8], fd: Int32, _ forwarding: Forwarding, counted cost: Int?) {
+    func start(_ request: ForwardedRequest, of client: [UInt8], fd: Int32, _ forwarding: Forwarding, counted cost: Int?) {
         let answer: @Sendable (EncodedMessage) -> Void
         if let cost, let fair {
             // Exactly once, whatever the path: answer, error, timeout (a client gone still gets its
@@ -259,7 +230,7 @@ public final class BusServer: Sendable {
     /// Starts the waiting requests that may go now, until none may (on whichever thread counted
     /// out the request that made room; one thread at a time). A request whose deadline passed, or
     /// whose client is over its reply budget, is answered instead, without going on.
-    private func drainWaiting(_ forwarding: Forwarding) {
+    func drainWaiting(_ forwarding: Forwarding) {
         guard let fair else { return }
         while let (client, request, connection, cost) = fair.next() {
             if let refusal = budget?.refusal(for: client) {
@@ -275,222 +246,4 @@ public final class BusServer: Sendable {
         }
     }
 
-    /// Answers a request refused for a size limit after `BusLimits.refusalDelayMs`: each such
-    /// request is a flood of bytes to receive, and a client that sends them one after another
-    /// (a loop retrying what it should not) is slowed to a few a second instead of taking the
-    /// machine's cores from the other clients. Requests within the limits are never delayed.
-    fileprivate func refuseSlowly(_ identity: [UInt8], _ refusal: Response) {
-        let message = refusal.encodedMessage()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(BusLimits.refusalDelayMs)) {
-            self.queue(identity, message, counted: false)
-        }
-    }
-
-    /// Sends the replies posted to the loop (on its thread).
-    fileprivate func send(_ outgoing: [Outgoing], on socket: ZMQSocket) {
-        for (identity, message, counted) in outgoing {
-            var released: (@Sendable () -> Void)?
-            if counted, let budget {
-                let count = message.count
-                released = { budget.release(count, for: identity) }
-            }
-            _ = try? socket.send([identity], message, released: released)
-        }
-    }
-
-    /// Refuses the waiting forwarded requests whose deadline passed (on the loop's thread, now and then).
-    fileprivate func sweepWaiting() {
-        guard let fair else { return }
-        for (identity, request) in fair.removeExpired(now: wallClockMs()) {
-            refuse(identity, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
-                + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
-        }
-    }
-
-    /// Takes up every message waiting on the socket (on the loop's thread).
-    fileprivate func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
-        let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
-        let logger = driver.logger, handler = driver.handler, direct = driver.direct
-        // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
-        let decode = { (bytes: UnsafeRawBufferPointer) in
-            if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
-                                                                                  accepts: forwarding.accepts) {
-                return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
-            }
-            return (count: bytes.count, head: Array(bytes.prefix(16)),
-                    request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
-        }
-        while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
-            switch received {
-            case .tooLarge(let frames, let size):
-                guard let identity = frames.first else { continue }
-                logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
-                let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
-                refuseSlowly(identity, Response.failure(id, SofaError(
-                    .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")))
-            case .message(let head, let frame):
-                guard head.count == 1, let identity = head.first else {
-                    if let identity = head.first {
-                        _ = try? socket.send([identity, Response.failure(0, SofaError(
-                            .malformedMessage, "malformed message: expected one frame, got \(head.count)")).encoded()])
-                    }
-                    continue
-                }
-                let request: Request
-                switch frame.request {
-                case .success(.decoded(let decoded)):
-                    request = decoded
-                case .success(.forwarded(var forwarded)):
-                    forwarded.client = identity
-                    forwarded.connection = socket.lastSourceFD
-                    if let refusal = budget?.refusal(for: identity) {
-                        refuse(identity, id: forwarded.id, refusal)
-                    } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
-                        _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
-                            "the request's deadline passed before \(name) could start it")).encoded()])
-                    } else if let forwarding {
-                        let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
-                        switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
-                        case .forward(let cost)?:
-                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
-                        case nil:
-                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
-                        case .wait?:
-                            break
-                        case .refuse(let waiting)?:
-                            refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
-                        }
-                    }
-                    continue
-                case .failure(let error):
-                    logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
-                    let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
-                    if error.is(.messageTooLarge) {
-                        refuseSlowly(identity, refusal)  // a bulk over the item limit
-                    } else {
-                        _ = try? socket.send([identity, refusal.encoded()])
-                    }
-                    continue
-                }
-                if let refusal = budget?.refusal(for: identity) {
-                    refuse(identity, id: request.id, refusal)
-                    continue
-                }
-                if request.deadline != 0 && request.deadline < wallClockMs() {
-                    _ = try? socket.send([identity, Response.failure(request.id, .timeout(
-                        "the request's deadline passed before \(name) could start it")).encoded()])
-                    continue
-                }
-                logger.trace("request", metadata: [
-                    "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
-                ])
-                if let direct, direct(request, { response in
-                    var response = response
-                    response.id = request.id
-                    self.reply(identity, response)
-                }) {
-                    continue
-                }
-                track(fd: socket.lastSourceFD, client: identity) {
-                    var response = await handler(request)
-                    if case .failure(let error) = response.outcome {
-                        logger.debug("request failed", metadata: [
-                            "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
-                        ])
-                    }
-                    response.id = request.id
-                    self.reply(identity, response)
-                }
-            }
-        }
-    }
-}
-
-/// The socket side of a `BusServer`, on its loop's thread: takes requests up, hands them to the
-/// handler or passes them on, sends the replies posted back, and runs the hosted clients of its
-/// upstream services beside its own sockets.
-private final class ServerDriver: SocketLoopDriver {
-    let server: BusServer
-    let socket: ZMQSocket
-    /// Receives the socket's DISCONNECTED events (with `cancelOnDisconnect`).
-    let monitor: ZMQSocket?
-    let upstreams: [HostedBusClient]
-    let broker: BrokerDriver?
-    /// The server's own sockets, then each upstream client's, then the broker's.
-    let sockets: [ZMQSocket]
-    let ownSockets: Int
-    let pollTimeoutMs: Int
-    let maxRequestBytes: Int
-    let maxBulkItems: Int
-    let forwarding: BusServer.Forwarding?
-    let logger: Logger
-    let direct: BusServer.DirectHandler?
-    let handler: BusServer.Handler
-    private var lastSweep = monotonicMs()
-
-    init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
-         maxBulkItems: Int,
-         cancelOnDisconnect: Bool, forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?,
-         handler: @escaping BusServer.Handler) {
-        self.server = server
-        self.socket = socket
-        let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
-        self.monitor = monitor
-        let own = monitor.map { [socket, $0] } ?? [socket]
-        self.ownSockets = own.count
-        self.upstreams = upstreams
-        self.broker = broker
-        self.sockets = own + upstreams.flatMap(\.sockets) + (broker?.sockets ?? [])
-        self.pollTimeoutMs = (upstreams.map(\.pollTimeoutMs) + [broker?.pollTimeoutMs ?? 500, 500]).min() ?? 500
-        self.maxRequestBytes = maxRequestBytes
-        self.maxBulkItems = maxBulkItems
-        self.forwarding = forwarding
-        self.logger = logger
-        self.direct = direct
-        self.handler = handler
-    }
-
-    func turn(posted: [BusServer.Posted], readable: [Bool]) {
-        var replies: [BusServer.Outgoing] = []
-        var requests = [[(UInt64, EncodedMessage)]](repeating: [], count: upstreams.count)
-        var brokerWork: [Broker.Posted] = []
-        for item in posted {
-            switch item {
-            case .reply(let outgoing): replies.append(outgoing)
-            case .upstream(let index, let request): requests[index].append(request)
-            case .broker(let work): brokerWork.append(work)
-            }
-        }
-        // The upstream services first: requests passed on go out, and answers that came back are
-        // posted as replies (sent at the next turn, which comes at once).
-        var offset = ownSockets
-        for (index, upstream) in upstreams.enumerated() {
-            let count = upstream.sockets.count
-            upstream.turn(posted: requests[index], readable: Array(readable[offset..<offset + count]))
-            offset += count
-        }
-        if let broker { broker.turn(posted: brokerWork, readable: Array(readable[offset..<offset + broker.sockets.count])) }
-        if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
-        server.send(replies, on: socket)
-        if monotonicMs() &- lastSweep >= 50 {
-            lastSweep = monotonicMs()
-            server.sweepWaiting()
-        }
-        if readable[0] { server.receiveAll(socket, self) }
-    }
-
-    func finish(posted: [BusServer.Posted]) {
-        server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket)
-        for upstream in upstreams { upstream.finish() }
-        broker?.finish(posted: [])
-        if monitor != nil {
-            // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
-            zmq_socket_monitor(socket.handle, nil, 0)
-        }
-    }
-}
-
-private enum Incoming {
-    case decoded(Request)
-    case forwarded(ForwardedRequest)
 }

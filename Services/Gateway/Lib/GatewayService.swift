@@ -144,15 +144,12 @@ public final class GatewayService: Sendable {
     /// sees the cut one, so it stops a query the broker gave up on), and stopped on its worker
     /// when its client's connection closes.
     private func forwardQuery(_ request: ForwardedRequest, then reply: @escaping @Sendable (EncodedMessage) -> Void) {
-        let now = wallClockMs()
-        let cap = now + maxQueryMs
-        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Route.defaultTimeout.components.seconds) * 1000
         var bounded = request
-        bounded.deadline = min(asked, cap)
+        let (deadline, cut) = queryDeadline(request.deadline)
+        bounded.deadline = deadline
         let id = broker.nextJobID()
         let connection = request.connection
         runningQueries.withLock { _ = $0[connection, default: []].insert(id) }
-        let maxQueryMs = maxQueryMs
         broker.submit(bounded, id: id, timeout: .milliseconds(Int(maxQueryMs))) { outcome in
             self.runningQueries.withLock { running in
                 running[connection]?.remove(id)
@@ -161,13 +158,26 @@ public final class GatewayService: Sendable {
             switch outcome {
             case .answered(let bytes):
                 reply(bytes.withUnsafeBytes { ForwardedResponse.encoded($0, id: request.id) })
-            case .failed(let error) where asked > cap && error.is(.timeout):
-                reply(Response.failure(request.id, .timeout("\(error.message): a query may run at most \(maxQueryMs) ms "
-                    + "(the server's limit, SOFA_MAX_QUERY_MS), and its longer deadline was cut to that")).encodedMessage())
             case .failed(let error):
-                reply(Response.failure(request.id, error).encodedMessage())
+                reply(Response.failure(request.id, cut ? self.cutDeadline(error) : error).encodedMessage())
             }
         }
+    }
+
+    /// A query's deadline (wall-clock ms; 0: none, which gets the forwarding default) cut to
+    /// `maxQueryMs` from now, and whether it was cut.
+    private func queryDeadline(_ asked: UInt64) -> (deadline: UInt64, cut: Bool) {
+        let now = wallClockMs()
+        let cap = now + maxQueryMs
+        let asked = asked != 0 ? asked : now + UInt64(Route.defaultTimeout.components.seconds) * 1000
+        return (min(asked, cap), asked > cap)
+    }
+
+    /// A query whose deadline was cut: a timeout says why.
+    private func cutDeadline(_ error: SofaError) -> SofaError {
+        guard error.is(.timeout) else { return error }
+        return .timeout("\(error.message): a query may run at most \(maxQueryMs) ms "
+            + "(the server's limit, SOFA_MAX_QUERY_MS), and its longer deadline was cut to that")
     }
 
     /// The client connections that closed: their queries still running are stopped.
@@ -266,16 +276,11 @@ public final class GatewayService: Sendable {
     /// deadline governs up to `maxQueryMs`; one without a deadline gets the forwarding default.
     /// The deadline the worker sees is cut too, so a worker stops a query the broker gave up on.
     private func query(_ request: Request) async -> Response {
-        let now = wallClockMs()
-        let cap = now + maxQueryMs
-        let asked = request.deadline != 0 ? request.deadline : now + UInt64(Route.defaultTimeout.components.seconds) * 1000
         var bounded = request
-        bounded.deadline = min(asked, cap)
-        var response = await broker.submit(bounded, client: BusServer.client, timeout: .milliseconds(Int(maxQueryMs)))
-        if asked > cap, case .failure(let error) = response.outcome, error.is(.timeout) {
-            response = .failure(request.id, .timeout("\(error.message): a query may run at most \(maxQueryMs) ms "
-                + "(the server's limit, SOFA_MAX_QUERY_MS), and its longer deadline was cut to that"))
-        }
+        let (deadline, cut) = queryDeadline(request.deadline)
+        bounded.deadline = deadline
+        let response = await broker.submit(bounded, client: BusServer.client, timeout: .milliseconds(Int(maxQueryMs)))
+        if cut, case .failure(let error) = response.outcome { return .failure(request.id, cutDeadline(error)) }
         return response
     }
 

@@ -9,7 +9,13 @@ extension DatabaseStore {
                      in collection: CollectionName = .default) async throws(SofaError) -> DocumentRecord {
         try LocalDocuments.refuse(id)
         try check(collection)
-        return try await read { (reader) throws(SofaError) -> DocumentRecord in
+        return try await read(loadRecord(id: id, rev: rev, history: history, in: collection))
+    }
+
+    /// Reads the document's record on a reader (see `read(id:rev:history:in:)`).
+    private func loadRecord(id: String, rev: DocumentVersion?, history: Bool,
+                            in collection: CollectionName) -> @Sendable (SQLiteConnection) throws(SofaError) -> DocumentRecord {
+        { (reader) throws(SofaError) -> DocumentRecord in
             let (row, content) = try self.loadForRead(reader, id, collection)
             return try Self.record(id: id, row: row, content: content, rev: rev, history: history)
         }
@@ -24,10 +30,7 @@ extension DatabaseStore {
         } catch {
             return then(.failure(error))
         }
-        read({ (reader) throws(SofaError) -> DocumentRecord in
-            let (row, content) = try self.loadForRead(reader, id, collection)
-            return try Self.record(id: id, row: row, content: content, rev: rev, history: history)
-        }, then: then)
+        read(loadRecord(id: id, rev: rev, history: history, in: collection), then: then)
     }
 
     /// Every leaf revision (live or deleted, current first) with its body.

@@ -165,15 +165,20 @@ public final class DatabaseStore: Sendable {
         }.sorted { $0.description < $1.description }
     }
 
-    /// The same without a task: `body` runs on the least busy reader's queue, which calls `then`
-    /// with its result (for a caller on a thread of its own that must not wait, as a socket loop).
-    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(SofaError) -> T,
-                           then: @escaping @Sendable (Result<T, SofaError>) -> Void) {
-        let chosen = readerLoad.withLock { load in
+    /// The least busy reader, counted busy once more (until the read's end).
+    private func chooseReader() -> Int {
+        readerLoad.withLock { load in
             let index = load.indices.min { load[$0] < load[$1] } ?? 0
             load[index] += 1
             return index
         }
+    }
+
+    /// The same without a task: `body` runs on the least busy reader's queue, which calls `then`
+    /// with its result (for a caller on a thread of its own that must not wait, as a socket loop).
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(SofaError) -> T,
+                           then: @escaping @Sendable (Result<T, SofaError>) -> Void) {
+        let chosen = chooseReader()
         readers[chosen].async { reader in
             let result = Result { () throws(SofaError) -> T in
                 try reader.execute("BEGIN")
@@ -187,11 +192,7 @@ public final class DatabaseStore: Sendable {
 
     /// Runs `body` on the reader connection, inside one read transaction (a consistent snapshot).
     func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(SofaError) -> T) async throws(SofaError) -> T {
-        let chosen = readerLoad.withLock { load in
-            let index = load.indices.min { load[$0] < load[$1] } ?? 0
-            load[index] += 1
-            return index
-        }
+        let chosen = chooseReader()
         defer { readerLoad.withLock { $0[chosen] -= 1 } }
         return try await readers[chosen].run { (reader) throws(SofaError) -> T in
             try reader.execute("BEGIN")

@@ -1,0 +1,269 @@
+internal import SofaBus
+internal import SofaCore
+internal import SofaWire
+internal import Logging
+internal import CZeroMQ
+internal import Foundation
+
+// A `BusServer`'s socket side: the driver its loop runs, and what it does with what arrives —
+// requests taken up, replies sent, connections that close, requests refused or waiting too long.
+
+extension BusServer {
+    /// A PAIR socket receiving `socket`'s DISCONNECTED events; nil when the monitor cannot start
+    /// (requests of a client that went away then run to their end).
+    static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
+        let endpoint = "inproc://bus-server-monitor-\(UUID().uuidString)"
+        guard zmq_socket_monitor(socket.handle, endpoint, ZMQ_EVENT_DISCONNECTED) == 0,
+              let monitor = try? ZMQSocket(type: ZMQ_PAIR), (try? monitor.connect(endpoint)) != nil else { return nil }
+        return monitor
+    }
+
+    /// Cancels the handler tasks of requests that came in on the connections that closed.
+    func disconnected(_ monitor: ZMQSocket, forwarding: Forwarding?, logger: Logger) {
+        var closed: [Int32] = []
+        while case .message(let frames)? = try? monitor.receive() {
+            // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
+            guard let head = frames.first, head.count >= 6 else { continue }
+            let event = Int32(head[0]) | Int32(head[1]) << 8
+            guard event == ZMQ_EVENT_DISCONNECTED else { continue }
+            closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
+        }
+        guard !closed.isEmpty else { return }
+        forwarding?.disconnected?(Set(closed))
+        if let dropped = fair?.dropWaiting(connections: Set(closed)), dropped > 0 {
+            logger.debug("client went away: dropping its waiting requests", metadata: ["requests": "\(dropped)"])
+        }
+        let tasks = running.withLock { running in closed.flatMap { running.tasks.removeValue(forKey: $0)?.values ?? [:].values } }
+        if !tasks.isEmpty { logger.debug("client went away: cancelling its requests", metadata: ["requests": "\(tasks.count)"]) }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Answers a request refused for a size limit after `BusLimits.refusalDelayMs`: each such
+    /// request is a flood of bytes to receive, and a client that sends them one after another
+    /// (a loop retrying what it should not) is slowed to a few a second instead of taking the
+    /// machine's cores from the other clients. Requests within the limits are never delayed.
+    func refuseSlowly(_ identity: [UInt8], _ refusal: Response) {
+        let message = refusal.encodedMessage()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(BusLimits.refusalDelayMs)) {
+            self.queue(identity, message, counted: false)
+        }
+    }
+
+    /// Sends the replies posted to the loop (on its thread).
+    func send(_ outgoing: [Outgoing], on socket: ZMQSocket) {
+        for (identity, message, counted) in outgoing {
+            var released: (@Sendable () -> Void)?
+            if counted, let budget {
+                let count = message.count
+                released = { budget.release(count, for: identity) }
+            }
+            _ = try? socket.send([identity], message, released: released)
+        }
+    }
+
+    /// Refuses the waiting forwarded requests whose deadline passed (on the loop's thread, now and then).
+    func sweepWaiting() {
+        guard let fair else { return }
+        for (identity, request) in fair.removeExpired(now: wallClockMs()) {
+            refuse(identity, id: request.id, .timeout("the request's deadline passed while it waited its turn at \(name) "
+                + "(this client had \(fair.limits.perClient) requests in flight, SOFA_CLIENT_IN_FLIGHT)"))
+        }
+    }
+
+    /// Takes up every message waiting on the socket (on the loop's thread).
+    func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
+        let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
+        let logger = driver.logger, handler = driver.handler, direct = driver.direct
+        // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
+        let decode = { (bytes: UnsafeRawBufferPointer) in
+            if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
+                                                                                  accepts: forwarding.accepts) {
+                return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
+            }
+            return (count: bytes.count, head: Array(bytes.prefix(16)),
+                    request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
+        }
+        while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
+            switch received {
+            case .tooLarge(let frames, let size):
+                guard let identity = frames.first else { continue }
+                logger.warning("rejected an oversized message", metadata: ["bytes": "\(size)"])
+                let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
+                refuseSlowly(identity, Response.failure(id, SofaError(
+                    .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")))
+            case .message(let head, let frame):
+                guard head.count == 1, let identity = head.first else {
+                    if let identity = head.first {
+                        _ = try? socket.send([identity, Response.failure(0, SofaError(
+                            .malformedMessage, "malformed message: expected one frame, got \(head.count)")).encoded()])
+                    }
+                    continue
+                }
+                let request: Request
+                switch frame.request {
+                case .success(.decoded(let decoded)):
+                    request = decoded
+                case .success(.forwarded(var forwarded)):
+                    forwarded.client = identity
+                    forwarded.connection = socket.lastSourceFD
+                    if let refusal = budget?.refusal(for: identity) {
+                        refuse(identity, id: forwarded.id, refusal)
+                    } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
+                        _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
+                            "the request's deadline passed before \(name) could start it")).encoded()])
+                    } else if let forwarding {
+                        let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
+                        switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
+                        case .forward(let cost)?:
+                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
+                        case nil:
+                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
+                        case .wait?:
+                            break
+                        case .refuse(let waiting)?:
+                            refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
+                        }
+                    }
+                    continue
+                case .failure(let error):
+                    logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
+                    let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
+                    if error.is(.messageTooLarge) {
+                        refuseSlowly(identity, refusal)  // a bulk over the item limit
+                    } else {
+                        _ = try? socket.send([identity, refusal.encoded()])
+                    }
+                    continue
+                }
+                if let refusal = budget?.refusal(for: identity) {
+                    refuse(identity, id: request.id, refusal)
+                    continue
+                }
+                if request.deadline != 0 && request.deadline < wallClockMs() {
+                    _ = try? socket.send([identity, Response.failure(request.id, .timeout(
+                        "the request's deadline passed before \(name) could start it")).encoded()])
+                    continue
+                }
+                logger.trace("request", metadata: [
+                    "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
+                ])
+                if let direct, direct(request, { response in
+                    var response = response
+                    response.id = request.id
+                    self.reply(identity, response)
+                }) {
+                    continue
+                }
+                track(fd: socket.lastSourceFD, client: identity) {
+                    var response = await handler(request)
+                    if case .failure(let error) = response.outcome {
+                        logger.debug("request failed", metadata: [
+                            "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
+                        ])
+                    }
+                    response.id = request.id
+                    self.reply(identity, response)
+                }
+            }
+        }
+    }
+}
+
+/// The socket side of a `BusServer`, on its loop's thread: takes requests up, hands them to the
+/// handler or passes them on, sends the replies posted back, and runs the hosted clients of its
+/// upstream services beside its own sockets.
+final class ServerDriver: SocketLoopDriver {
+    let server: BusServer
+    let socket: ZMQSocket
+    /// Receives the socket's DISCONNECTED events (with `cancelOnDisconnect`).
+    let monitor: ZMQSocket?
+    let upstreams: [HostedBusClient]
+    let broker: BrokerDriver?
+    /// The server's own sockets, then each upstream client's, then the broker's.
+    let sockets: [ZMQSocket]
+    let ownSockets: Int
+    let pollTimeoutMs: Int
+    let maxRequestBytes: Int
+    let maxBulkItems: Int
+    let forwarding: BusServer.Forwarding?
+    let logger: Logger
+    let direct: BusServer.DirectHandler?
+    let handler: BusServer.Handler
+    private var lastSweep = monotonicMs()
+    private var lastBrokerTurn: UInt64 = 0
+
+    init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
+         maxBulkItems: Int,
+         cancelOnDisconnect: Bool, forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?,
+         handler: @escaping BusServer.Handler) {
+        self.server = server
+        self.socket = socket
+        let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
+        self.monitor = monitor
+        let own = monitor.map { [socket, $0] } ?? [socket]
+        self.ownSockets = own.count
+        self.upstreams = upstreams
+        self.broker = broker
+        self.sockets = own + upstreams.flatMap(\.sockets) + (broker?.sockets ?? [])
+        self.pollTimeoutMs = (upstreams.map(\.pollTimeoutMs) + [broker?.pollTimeoutMs ?? 500, 500]).min() ?? 500
+        self.maxRequestBytes = maxRequestBytes
+        self.maxBulkItems = maxBulkItems
+        self.forwarding = forwarding
+        self.logger = logger
+        self.direct = direct
+        self.handler = handler
+    }
+
+    func turn(posted: [BusServer.Posted], readable: [Bool]) {
+        var replies: [BusServer.Outgoing] = []
+        var requests = [[(UInt64, EncodedMessage)]](repeating: [], count: upstreams.count)
+        var brokerWork: [Broker.Posted] = []
+        for item in posted {
+            switch item {
+            case .reply(let outgoing): replies.append(outgoing)
+            case .upstream(let index, let request): requests[index].append(request)
+            case .broker(let work): brokerWork.append(work)
+            }
+        }
+        // The upstream services first: requests passed on go out, and answers that came back are
+        // posted as replies (sent at the next turn, which comes at once).
+        var offset = ownSockets
+        for (index, upstream) in upstreams.enumerated() {
+            let count = upstream.sockets.count
+            upstream.turn(posted: requests[index], readable: Array(readable[offset..<offset + count]))
+            offset += count
+        }
+        // The broker's turn (its state machine, its clock, its snapshot) only when it has work, a
+        // worker spoke, or its clock is due: not on every document request this loop carries.
+        if let broker {
+            let brokerReadable = Array(readable[offset..<offset + broker.sockets.count])
+            let now = monotonicMs()
+            if !brokerWork.isEmpty || brokerReadable.contains(true) || now &- lastBrokerTurn >= UInt64(broker.pollTimeoutMs) {
+                lastBrokerTurn = now
+                broker.turn(posted: brokerWork, readable: brokerReadable)
+            }
+        }
+        if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
+        server.send(replies, on: socket)
+        if monotonicMs() &- lastSweep >= 50 {
+            lastSweep = monotonicMs()
+            server.sweepWaiting()
+        }
+        if readable[0] { server.receiveAll(socket, self) }
+    }
+
+    func finish(posted: [BusServer.Posted]) {
+        server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket)
+        for upstream in upstreams { upstream.finish() }
+        broker?.finish(posted: [])
+        if monitor != nil {
+            // Stop the monitor before its sockets close (ZeroMQ would block delivering to a PAIR nobody reads).
+            zmq_socket_monitor(socket.handle, nil, 0)
+        }
+    }
+}
+
+private enum Incoming {
+    case decoded(Request)
+    case forwarded(ForwardedRequest)
+}
