@@ -68,7 +68,7 @@ let package = Package(
                 path: "Shared/SofaBus", swiftSettings: settings),
         // The service runtime: servers, broker and workers, pub/sub, reply budgets, settings,
         // lifecycle, logging, allocator profiles (only the services link it)
-        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "CZeroMQ", "CPosix", "CSofaMalloc", log, lifecycle],
+        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", log, lifecycle],
                 path: "Shared/SofaServer", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),
@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
         // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
-        .target(name: "SofaCluster", dependencies: ["SofaCore", "SofaClient", "CSofaSpawn", argumentParser],
+        .target(name: "SofaCluster", dependencies: ["SofaCore", "SofaClient", "SofaFiles", "SofaBus", "CSofaSpawn", argumentParser],
                 path: "Shared/SofaCluster", swiftSettings: settings),
 
         // Services
@@ -91,7 +91,7 @@ let package = Package(
                 path: "Services/Blob/Lib", swiftSettings: settings),
         .target(name: "SofaReplicator", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", log],
                 path: "Services/Replicator/Lib", swiftSettings: settings),
-        .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", log],
+        .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
         // The CLI stands on the SDK, the cluster library and SofaQL (N1QL → JSON) alone
         .target(name: "SofaCLI", dependencies: ["SofaClient", "SofaCluster", "SofaQL", argumentParser],

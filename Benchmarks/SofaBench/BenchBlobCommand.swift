@@ -55,7 +55,7 @@ extension Bench {
             // (otherwise the kernel's write-back of the last gigabyte throttles the next one).
             try await onThread { sync() }
             let runs = max(1, trials)
-            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
+            let client = try await supervisor.connect(timeout: .seconds(120))
             defer { client.close() }
             let databases = [try await client.createDatabase("bench-blob-plain"),
                              try await client.createDatabase("bench-blob-encrypted", password: "sofa bench blob")]

@@ -47,7 +47,7 @@ public struct Bench: AsyncParsableCommand {
                 var temporary: URL?
                 var dataDirectory: URL?
                 let client: SofaClient
-                if let running = try? await SofaClient.connect(options.gateway, timeout: .seconds(1)) {
+                if let running = try? await options.access.connect(timeout: .seconds(1)) {
                     client = running
                 } else {
                     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-\(getpid())")
@@ -57,7 +57,7 @@ public struct Bench: AsyncParsableCommand {
                                                        queryWorkers: 1, logLevel: "warning")) { _ in }
                     try await started.start()
                     supervisor = started
-                    client = try await SofaClient.connect(started.gatewayEndpoint)
+                    client = try await started.connect()
                 }
                 let figures = try await measure(client, dataDirectory: dataDirectory)
                 client.close()

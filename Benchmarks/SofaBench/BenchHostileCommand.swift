@@ -30,7 +30,7 @@ extension Bench {
                 options.actors = Set(actors.split(separator: ",").map(String.init))
                 let figures: HostileLoad.Figures
                 do {
-                    figures = try await HostileLoad(gateway: supervisor.gatewayEndpoint, options: options).run()
+                    figures = try await HostileLoad(gateway: supervisor.access, options: options).run()
                 } catch {
                     await supervisor.stop()
                     try? FileManager.default.removeItem(at: directory)

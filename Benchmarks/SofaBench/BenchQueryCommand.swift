@@ -88,7 +88,7 @@ extension Bench {
                                                   settings: ["SOFA_QUERY_CLIENT_SHARE": "100"])) { _ in }
             try await supervisor.start()
             do {
-                let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: .seconds(120))
+                let client = try await supervisor.connect(timeout: .seconds(120))
                 defer { client.close() }
                 let result = try await body(client)
                 await supervisor.stop()

@@ -22,9 +22,13 @@ struct BenchReplicate: AsyncParsableCommand {
             var clusters: [Supervisor] = []
             defer { try? FileManager.default.removeItem(at: root) }
             do {
+                // The two clusters share one key (as a deployment of several clusters may): each one's
+                // replicator is the other's own service.
+                let keys = root.appendingPathComponent("keys").path
                 for name in ["a", "b"] {
                     let supervisor = try Supervisor(.init(dataDirectory: root.appendingPathComponent(name),
-                                                          gatewayPort: try freePort(), queryWorkers: 1, logLevel: "warning")) { _ in }
+                                                          gatewayPort: try freePort(), queryWorkers: 1, logLevel: "warning",
+                                                          settings: [Setting.keysDir.variable: keys])) { _ in }
                     try await supervisor.start()
                     clusters.append(supervisor)
                 }
@@ -39,8 +43,8 @@ struct BenchReplicate: AsyncParsableCommand {
     }
 
     func measure(_ a: Supervisor, _ b: Supervisor) async throws -> JSON {
-        let clientA = try await SofaClient.connect(a.gatewayEndpoint, timeout: .seconds(120))
-        let clientB = try await SofaClient.connect(b.gatewayEndpoint, timeout: .seconds(120))
+        let clientA = try await a.connect(timeout: .seconds(120))
+        let clientB = try await b.connect(timeout: .seconds(120))
         defer { clientA.close(); clientB.close() }
         let dbA = try await clientA.createDatabase("bench")
         let dbB = try await clientB.createDatabase("bench")

@@ -36,17 +36,17 @@ extension Bench {
                 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-write-\(getpid())")
                 try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: scratch) }
-                let endpoint: String
-                if let running = try? await SofaClient.connect(options.gateway, timeout: .seconds(1)) {
+                let endpoint: ClusterAccess
+                if let running = try? await options.access.connect(timeout: .seconds(1)) {
                     running.close()
-                    endpoint = options.gateway
+                    endpoint = options.access
                 } else {
                     let started = try Supervisor(.init(dataDirectory: scratch.appendingPathComponent("cluster"),
                                                        gatewayPort: try freePort(), queryWorkers: 1,
                                                        logLevel: "warning")) { _ in }
                     try await started.start()
                     supervisor = started
-                    endpoint = started.gatewayEndpoint
+                    endpoint = started.access
                 }
                 do {
                     let figures = try await measure(endpoint, scratch: scratch)
@@ -59,8 +59,8 @@ extension Bench {
             }
         }
 
-        func measure(_ endpoint: String, scratch: URL) async throws -> JSON {
-            let client = try await SofaClient.connect(endpoint, timeout: .seconds(60))
+        func measure(_ endpoint: ClusterAccess, scratch: URL) async throws -> JSON {
+            let client = try await endpoint.connect(timeout: .seconds(60))
             defer { client.close() }
             let name = "bench-write-\(getpid())"
             let db = try await client.createDatabase(name)
@@ -108,7 +108,7 @@ extension Bench {
             return Double(documents.count) / seconds(ContinuousClock.now - started)
         }
 
-        private func measure(_ client: SofaClient, _ db: Database, endpoint: String, scratch: URL) async throws -> JSON {
+        private func measure(_ client: SofaClient, _ db: Database, endpoint: ClusterAccess, scratch: URL) async throws -> JSON {
             let documents = BenchDocuments.make(count: docs)
             let path = scratch.appendingPathComponent("direct.sqlite3").path
             let batchSize = batch
@@ -164,10 +164,10 @@ extension Bench {
         }
 
         /// `puts` single-document creates spread over `clients` connections, each one at a time.
-        private func putLatencies(endpoint: String, database: String, clients: Int, prefix: String) async throws -> [UInt64] {
+        private func putLatencies(endpoint: ClusterAccess, database: String, clients: Int, prefix: String) async throws -> [UInt64] {
             var connections: [SofaClient] = []
             defer { connections.forEach { $0.close() } }
-            for _ in 0..<clients { connections.append(try await SofaClient.connect(endpoint)) }
+            for _ in 0..<clients { connections.append(try await endpoint.connect()) }
             let body = BenchDocuments.body(0)
             let perClient = max(1, puts / clients)
             return try await withThrowingTaskGroup(of: [UInt64].self) { group in

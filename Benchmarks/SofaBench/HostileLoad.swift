@@ -2,6 +2,7 @@ internal import CZeroMQ
 internal import CPosix
 internal import Foundation
 public import SofaClient
+public import SofaCluster
 internal import SofaWire
 internal import Synchronization
 
@@ -50,16 +51,17 @@ public struct HostileLoad: Sendable {
         public var p99Ratio: Double { percentile(loaded, 0.99) / max(percentile(unloaded, 0.99), 1) }
     }
 
-    let gateway: String
+    let access: ClusterAccess
+    var gateway: String { access.endpoint }
     let options: Options
 
-    public init(gateway: String, options: Options) {
-        self.gateway = gateway
+    public init(gateway: ClusterAccess, options: Options) {
+        self.access = gateway
         self.options = options
     }
 
     public func run() async throws -> Figures {
-        let client = try await SofaClient.connect(gateway, timeout: .seconds(30))
+        let client = try await access.connect(timeout: .seconds(30))
         defer { client.close() }
         let name = "hostile-\(getpid())"
         let db = try await client.createDatabase(name)
@@ -71,7 +73,7 @@ public struct HostileLoad: Sendable {
         // Each hostile client has a connection of its own, as separate programs would; those that
         // compute or block (building huge requests) do it on threads of their own, so that the
         // well-behaved client's tasks in this process are not held up by them.
-        let other = try await SofaClient.connect(gateway, timeout: .seconds(30))
+        let other = try await access.connect(timeout: .seconds(30))
         defer { other.close() }
         let hostileDB = other.database(name)
         let actors = options.actors
@@ -148,7 +150,7 @@ public struct HostileLoad: Sendable {
     /// Raw requests just over the gateway's limit: refused by the gateway with an error.
     private func huge(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
         try await onThread {
-            let socket = RawSocket(gateway)
+            let socket = RawSocket(access)
             let body = Array(#"{"pad":""#.utf8) + [UInt8](repeating: 0x78, count: 16 << 20) + Array(#""}"#.utf8)
             let request = Request(database: name, operation: .putDocument(id: "huge", rev: "", body: body, deleted: false)).encoded()
             while ContinuousClock.now < end {
@@ -163,7 +165,7 @@ public struct HostileLoad: Sendable {
     /// the gateway (a client that reads them into a queue of its own is reading).
     private func nonReader(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
         try await onThread {
-            let socket = RawSocket(gateway, reading: false)
+            let socket = RawSocket(access, reading: false)
             let request = Request(database: name, operation: .getDocument(id: "large", rev: "")).encoded()
             for _ in 0..<options.nonReaderRequests where ContinuousClock.now < end {
                 socket.send(request)
@@ -175,7 +177,7 @@ public struct HostileLoad: Sendable {
 
     /// Keeps `hogs` cross joins running, each with a one-hour deadline.
     private func hog(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
-        let hogClient = try await SofaClient.connect(gateway, timeout: .seconds(3_600))
+        let hogClient = try await access.connect(timeout: .seconds(3_600))
         defer { hogClient.close() }
         let db = hogClient.database(name)
         let join = "SELECT COUNT(*) FROM _ a JOIN _ b ON a.n != b.n WHERE a.name || b.name != ''"
@@ -203,7 +205,7 @@ public struct HostileLoad: Sendable {
     /// Bulk writes of 200,000 items (over the per-request item limit), one after another.
     private func bulk(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
         try await onThread {
-            let socket = RawSocket(gateway)
+            let socket = RawSocket(access)
             let items = (0..<200_000).map { _ in BulkItem.put(id: "", rev: "", body: Array("{}".utf8), deleted: false) }
             let request = Request(database: name, operation: .bulkWrite(items)).encoded()
             while ContinuousClock.now < end {
@@ -239,17 +241,25 @@ private final class RawSocket {
 
     /// `reading` false: ZeroMQ takes one message off the connection, into a small kernel buffer,
     /// before the socket is read (a client that truly does not read).
-    init(_ endpoint: String, reading: Bool = true) {
+    /// It speaks as the cluster (its secret key) on a CURVE gateway: a hostile client that got in.
+    init(_ access: ClusterAccess, reading: Bool = true) {
         socket = zmq_socket(context, ZMQ_DEALER)
         var linger: Int32 = 0
         zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        if let server = access.serverKey, let secret = access.clusterSecretKey, access.endpoint.hasPrefix("tcp://") {
+            var publicKey = [CChar](repeating: 0, count: 41)
+            zmq_curve_public(&publicKey, secret)
+            zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server, 40)
+            zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, publicKey, 40)
+            zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, secret, 40)
+        }
         if !reading {
             var queue: Int32 = 1
             zmq_setsockopt(socket, ZMQ_RCVHWM, &queue, 4)
             var buffer: Int32 = 64 << 10
             zmq_setsockopt(socket, ZMQ_RCVBUF, &buffer, 4)
         }
-        zmq_connect(socket, endpoint)
+        zmq_connect(socket, access.endpoint)
     }
 
     deinit {

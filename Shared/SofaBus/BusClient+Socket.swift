@@ -17,11 +17,12 @@ public final class HostedBusClient {
 
     /// `post` hands a request to the hosting loop (for this client's `turn`); false once closed.
     public init(_ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
-                maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, loop: any SocketLoopControl,
+                maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, curve: ClientKeys? = Curve.internalClient,
+                loop: any SocketLoopControl,
                 post: @escaping @Sendable ((UInt64, EncodedMessage)) -> Bool) throws(SofaError) {
         client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
                            maxRequestBytes: maxRequestBytes, loop: loop, hosted: true, post: post)
-        driver = try ClientDriver(client)
+        driver = try ClientDriver(client, curve: curve)
     }
 
     public var sockets: [ZMQSocket] { driver.sockets }
@@ -47,7 +48,7 @@ final class ClientDriver: SocketLoopDriver {
     var pollTimeoutMs: Int { 20 }
     private var lastScan = monotonicMs()
 
-    init(_ client: BusClient) throws(SofaError) {
+    init(_ client: BusClient, curve: ClientKeys?) throws(SofaError) {
         self.client = client
         socket = try ZMQSocket(type: ZMQ_DEALER)
         try socket.set(ZMQ_IMMEDIATE, 1)  // never queue a request for a peer that is not connected
@@ -57,14 +58,19 @@ final class ClientDriver: SocketLoopDriver {
         try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
         let monitorEndpoint = "inproc://monitor-\(UUID().uuidString)"
         guard zmq_socket_monitor(socket.handle, monitorEndpoint,
-                                 ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0 else {
+                                 ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | Self.handshakeFailures) == 0 else {
             throw zmqError("zmq_socket_monitor")
         }
         monitor = try ZMQSocket(type: ZMQ_PAIR)
         try monitor.connect(monitorEndpoint)
-        try socket.connect(client.endpoint)
+        try socket.connectSecured(client.endpoint, curve)
         sockets = [socket, monitor]
     }
+
+    /// The monitor's events of a handshake that failed (a CURVE server that does not hold the
+    /// pinned key, or that refused this client's).
+    static let handshakeFailures = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+        | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
 
     func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
         for (id, message) in posted { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
@@ -154,12 +160,17 @@ extension BusClient {
             guard let head = frames.first, head.count >= 2 else { continue }
             let event = Int32(head[0]) | Int32(head[1]) << 8
             if event == ZMQ_EVENT_DISCONNECTED { dropped = true }
+            if event & ClientDriver.handshakeFailures != 0 {
+                state.withLock { $0.handshakeFailed = true }
+                continue
+            }
             last = event
         }
         if let last {
             let connected = last == ZMQ_EVENT_HANDSHAKE_SUCCEEDED
             let waiters = state.withLock { state in
                 state.connected = connected
+                if connected { state.handshakeFailed = false }
                 guard connected else { return [CheckedContinuation<Bool, Never>]() }
                 defer { state.connectionWaiters.removeAll() }
                 return Array(state.connectionWaiters.values)

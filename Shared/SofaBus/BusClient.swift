@@ -69,6 +69,8 @@ public final class BusClient: Sendable {
         /// The last answer that was no `Response` at all (it names no call): calls that time
         /// out after it say so instead of a bare timeout.
         var lastMalformed: (atMs: UInt64, message: String)?
+        /// A secure handshake failed since the last one that succeeded.
+        var handshakeFailed = false
     }
 
     let state = Mutex(State())
@@ -97,12 +99,12 @@ public final class BusClient: Sendable {
     /// Connects to `endpoint` (ZeroMQ connects lazily; a peer that is down is not an error here).
     public static func connect(
         _ endpoint: String, peerName: String, maxResponseBytes: Int = 256 << 20,
-        maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes
+        maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, curve: ClientKeys? = Curve.internalClient
     ) async throws(SofaError) -> BusClient {
         try await SocketLoop.start(name: "bus-client-\(peerName)") { loop throws(SofaError) in
             let client = BusClient(endpoint: endpoint, peerName: peerName, maxResponseBytes: maxResponseBytes,
                                    maxRequestBytes: maxRequestBytes, loop: loop, hosted: false, post: { loop.post($0) })
-            return (client, try ClientDriver(client))
+            return (client, try ClientDriver(client, curve: curve))
         }
     }
 
@@ -227,6 +229,10 @@ public final class BusClient: Sendable {
             }
         }
     }
+
+    /// Whether a secure handshake with the peer failed since the last one that succeeded: the
+    /// peer does not hold the key this client pinned, or refused this client's key.
+    public var handshakeFailed: Bool { state.withLock { $0.handshakeFailed } }
 
     /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
     public func close() {

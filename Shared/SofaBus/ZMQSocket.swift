@@ -32,6 +32,14 @@ public final class ZMQSocket {
     /// The file descriptor of the connection the last received message came in on (-1 = not
     /// known): a ROUTER matches it with the monitor's DISCONNECTED events.
     public private(set) var lastSourceFD: Int32 = -1
+    /// Whether received messages carry a peer key (a CURVE server: the ZAP handler names each
+    /// connection's client key as its user id).
+    var readsPeerKey = false
+    /// The Z85 public key of the client the last received message came from ("" when not
+    /// known: not a CURVE server).
+    public private(set) var lastPeerKey = ""
+    /// The address of that peer (an IP address; "" for ipc:// and inproc://).
+    public private(set) var lastPeerAddress = ""
 
     public init(type: Int32) throws(SofaError) {
         guard let handle = zmq_socket(ZMQContext.shared, type) else { throw zmqError("zmq_socket") }
@@ -178,6 +186,7 @@ public final class ZMQSocket {
             let more = zmq_msg_more(&message) != 0
             if !more {
                 lastSourceFD = zmq_msg_get(&message, ZMQ_SRCFD)
+                if readsPeerKey { readPeer(&message) }
                 if total <= limit { return .message(frames, last(data)) }
             }
             if total <= limit {
@@ -188,6 +197,21 @@ public final class ZMQSocket {
             if !more { return .tooLarge(frames, total) }
         }
     }
+
+    /// The peer's key and address from a message's metadata (the same for every message of a
+    /// connection: the text is made again only when the connection changes).
+    private func readPeer(_ message: inout zmq_msg_t) {
+        guard let key = zmq_msg_gets(&message, "User-Id") else {
+            lastPeerKey = ""
+            lastPeerAddress = ""
+            return
+        }
+        guard lastSourceFD != peerFD || strcmp(key, lastPeerKey) != 0 else { return }
+        peerFD = lastSourceFD
+        lastPeerKey = String(cString: key)
+        lastPeerAddress = zmq_msg_gets(&message, "Peer-Address").map { String(cString: $0) } ?? ""
+    }
+    private var peerFD: Int32 = -1
 
     public enum Parts<Last> {
         /// The frames before the last one, and what `last` made of the last one.

@@ -33,7 +33,7 @@ public struct LiveChanges: AsyncSequence, Sendable {
                 var query = source.query
                 query.since = since
                 let request = Request(database: source.database, collection: source.collection, operation: .changes(query))
-                let response = await source.client.bus.send(request, timeout: .milliseconds(Int(query.waitMs) + 10_000))
+                let response = await source.client.send(request, timeout: .milliseconds(Int(query.waitMs) + 10_000))
                 switch response.outcome {
                 case .success(.changes(let batch)):
                     guard let newest = batch.changes.map(\.sequence).max() else { continue }

@@ -241,7 +241,7 @@ public struct LiveQuery: AsyncSequence, Sendable {
         static func poll(_ source: LiveQuery, _ collection: String, since: UInt64) async throws -> UInt64? {
             let query = ChangesQuery(since: since, limit: 10_000, includeDeleted: true, waitMs: source.pollMs)
             let request = Request(database: source.store.database, collection: collection, operation: .changes(query))
-            let response = await source.store.client.bus.send(request, timeout: .milliseconds(Int(source.pollMs) + 10_000))
+            let response = await source.store.client.send(request, timeout: .milliseconds(Int(source.pollMs) + 10_000))
             switch response.outcome {
             case .success(.changes(let batch)):
                 return batch.changes.map(\.sequence).max()

@@ -17,11 +17,25 @@ public final class SofaClient: Sendable {
     public let endpoint: String
     let bus: BusClient
     public let timeout: Duration
+    /// Whom the connection signs in as (again, when it was made anew); nil: nobody.
+    public let credentials: Credentials?
 
-    private init(endpoint: String, bus: BusClient, timeout: Duration) {
+    /// A user's name and password (or a server admin's).
+    public struct Credentials: Sendable, Equatable {
+        public var name: String
+        public var password: String
+
+        public init(name: String, password: String) {
+            self.name = name
+            self.password = password
+        }
+    }
+
+    private init(endpoint: String, bus: BusClient, timeout: Duration, credentials: Credentials?) {
         self.endpoint = endpoint
         self.bus = bus
         self.timeout = timeout
+        self.credentials = credentials
     }
 
     /// Connects to a gateway and checks that it answers. `timeout` is every call's default;
@@ -29,10 +43,24 @@ public final class SofaClient: Sendable {
     /// `handshakeTimeout` (default: the same) the wait for the connection itself: a gateway that
     /// runs completes it in milliseconds even when busy, so a short one fails fast when none
     /// runs without shortening the wait for a busy gateway's answer.
-    public static func connect(_ endpoint: String, timeout: Duration = .seconds(10),
+    ///
+    /// `serverKey` pins the cluster's public CURVE key (`sofa up` and `sofa status` print it):
+    /// the connection is encrypted, and a server that does not hold that key is refused. Without
+    /// it the connection is plain, which only a cluster run with CURVE off accepts on TCP.
+    /// `credentials` sign the connection in (a wrong name or password is `unauthorized`, the
+    /// same for both); without them it may only reach what is open to everyone.
+    /// `clientSecretKey` makes the client speak as that CURVE key instead of a fresh one (a
+    /// service of a cluster holding the cluster's key is one of its own, a server admin).
+    public static func connect(_ endpoint: String, serverKey: String? = nil, credentials: Credentials? = nil,
+                               clientSecretKey: String? = nil, timeout: Duration = .seconds(10),
                                connectTimeout: Duration? = nil, handshakeTimeout: Duration? = nil) async throws(SofaError) -> SofaClient {
-        let bus = try await BusClient.connect(endpoint, peerName: "gateway")
-        let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout)
+        var curve = try serverKey.map { (key) throws(SofaError) in try ClientKeys.pinning(key) }
+        if let clientSecretKey, curve != nil {
+            guard let keys = CurveKeyPair(secretKey: clientSecretKey) else { throw Curve.badKey("the client's secret key") }
+            curve?.keys = keys
+        }
+        let bus = try await BusClient.connect(endpoint, peerName: "gateway", curve: curve)
+        let client = SofaClient(endpoint: endpoint, bus: bus, timeout: timeout, credentials: credentials)
         // ZeroMQ connects in the background: wait (within the timeout) for the handshake, then
         // for the first answer.
         let answerLimit = connectTimeout ?? timeout
@@ -41,12 +69,20 @@ public final class SofaClient: Sendable {
         while true {
             guard await bus.waitUntilConnected(timeout: started + handshakeLimit - ContinuousClock.now) else {
                 bus.close()
+                if bus.handshakeFailed {
+                    throw SofaError.unauthorized(serverKey == nil
+                        ? "the server at \(endpoint) speaks CURVE: give its public key (`sofa status` on its host prints it; "
+                            + "SOFA_SERVER_KEY or --server-key)"
+                        : "the server at \(endpoint) did not complete a secure handshake: it does not hold the server key "
+                            + "you pinned (\(serverKey!)), or it refused this client")
+                }
                 throw SofaError.unavailable("no gateway answered at \(endpoint) within \(handshakeLimit)")
             }
             handshakeLimit = answerLimit  // connected once: a dropped connection may take the rest of the time
             let deadline = started + answerLimit
             do {
                 _ = try await client.call(.health(service: ""), timeout: max(.milliseconds(1), deadline - ContinuousClock.now))
+                if credentials != nil { _ = try await client.signIn() }
                 return client
             } catch where error.is(.unavailable) && ContinuousClock.now < deadline {
                 await Task.yield()  // connected but the pipe was not attached yet, or it dropped: wait again
@@ -63,7 +99,41 @@ public final class SofaClient: Sendable {
     /// scope `_default`) or "" (the default collection).
     func call(_ operation: Op, database: String = "", collection: String = "", timeout: Duration? = nil) async throws(SofaError) -> Reply {
         let request = Request(database: database, collection: collection, operation: operation)
-        return try await bus.send(request, timeout: timeout ?? self.timeout).outcome.get()
+        return try await send(request, timeout: timeout ?? self.timeout).outcome.get()
+    }
+
+    /// Sends a request; when the gateway answers that the connection is not signed in (it was
+    /// made anew: the gateway or the network restarted) and this client has credentials, signs
+    /// in again and sends it once more (a refused request changed nothing).
+    func send(_ request: Request, timeout: Duration) async -> Response {
+        let response = await bus.send(request, timeout: timeout)
+        guard credentials != nil, case .failure(let error) = response.outcome, error.is(.unauthorized),
+              error.message.hasPrefix(SessionWords.notSignedIn), (try? await signIn()) != nil else { return response }
+        return await bus.send(request, timeout: timeout)
+    }
+
+    /// Signs the connection in with `credentials`; the name and roles the gateway knows it by.
+    @discardableResult
+    func signIn() async throws(SofaError) -> Session {
+        guard let credentials else { return try await session() }
+        let request = Request(operation: .authenticate(name: credentials.name, password: credentials.password))
+        guard case .session(let name, let roles) = try await bus.send(request, timeout: max(timeout, .seconds(10))).outcome.get() else {
+            throw unexpected("authenticate")
+        }
+        return Session(name: name, roles: roles)
+    }
+
+    /// Who this connection is signed in as (`whoami`): name ("" for nobody) and roles (`_admin`
+    /// for a server admin).
+    public func session() async throws(SofaError) -> Session {
+        guard case .session(let name, let roles) = try await call(.session) else { throw unexpected("session") }
+        return Session(name: name, roles: roles)
+    }
+
+    public struct Session: Sendable, Equatable {
+        public var name: String
+        public var roles: [String]
+        public var isServerAdmin: Bool { roles.contains("_admin") }
     }
 
     /// Health of the gateway, or of the service named ("storage", "query", "blob", "replicator").

@@ -1,6 +1,6 @@
 internal import Foundation
 public import SofaCore
-internal import SofaClient
+public import SofaClient
 
 // Starting a cluster honestly: nothing is launched when an address it would bind is taken, and
 // the cluster is reported healthy only when the processes that answer are the ones it started.
@@ -25,7 +25,7 @@ extension Supervisor {
         var lastProblem = "the gateway did not answer"
         while ContinuousClock.now < deadline {
             try checkStillStarting()
-            if let client = try? await SofaClient.connect(gatewayEndpoint, timeout: .seconds(2)) {
+            if let client = try? await connect(timeout: .seconds(2)) {
                 defer { client.close() }
                 while ContinuousClock.now < deadline {
                     try checkStillStarting()
@@ -46,6 +46,17 @@ extension Supervisor {
             try? await Task.sleep(for: .milliseconds(50))  // between attempts to reach the gateway
         }
         throw SofaError(.timeout, "the cluster did not become healthy in time: \(lastProblem)")
+    }
+
+    /// A client of this cluster's gateway, pinning its key and signed in as its first admin.
+    public func connect(timeout: Duration = .seconds(10), handshakeTimeout: Duration? = nil) async throws(SofaError) -> SofaClient {
+        try await SofaClient.connect(gatewayEndpoint, serverKey: serverKey, credentials: adminCredentials, timeout: timeout,
+                                     handshakeTimeout: handshakeTimeout)
+    }
+
+    /// The first admin's name and password (from `local-admin.json`).
+    public var adminCredentials: SofaClient.Credentials? {
+        localAdmin.map { SofaClient.Credentials(name: $0.user, password: $0.password) }
     }
 
     /// Throws when the start-up is to end early: `stop` has begun, or the task is cancelled.

@@ -1,6 +1,8 @@
 public import Foundation
 public import SofaCore
-internal import SofaClient
+public import SofaClient
+internal import SofaBus
+public import SofaFiles
 internal import Synchronization
 
 /// Runs a whole Sofa cluster as child processes of this one, as `sofa up` does (and the
@@ -53,6 +55,16 @@ public final class Supervisor: Sendable {
     public let gatewayEndpoint: String
     /// Where each service is reached: storage, blob, replicator, broker, changes, gateway.
     public let endpoints: [String: String]
+    /// The cluster's secrets folder (`<data>/keys` unless the settings name another).
+    public let keys: SecretsFolder
+    /// The cluster's public CURVE key, which clients pin; nil when CURVE is off.
+    public let serverKey: String?
+    /// The first server admin as stored for the local CLI (`local-admin.json`), and whether
+    /// this start created it.
+    public let localAdmin: LocalAdminFile?
+    public let createdAdmin: Bool
+    /// Where the first admin's password is kept for the local CLI.
+    public var localAdminPath: String { keys.path + "/" + SecretsFolder.localAdminFile }
     private let log: @Sendable (String) -> Void
     /// The children, and whether `stop` has begun (from then on nothing is launched): one lock,
     /// so a child launched concurrently with `stop` is either stopped by it or never started.
@@ -117,6 +129,28 @@ public final class Supervisor: Sendable {
             settings[url.variable] = Self.reachable(address)
         }
         settings[Setting.dataDir.variable] = options.dataDirectory.path
+        // The secrets: the cluster's key pair and its first admin, made before any child starts.
+        keys = SecretsFolder(settings[Setting.keysDir.variable] ?? SecretsFolder.inDataDirectory(options.dataDirectory.path).path)
+        settings[Setting.keysDir.variable] = keys.path
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            if settings[Setting.curve.variable]?.lowercased() == "off" {
+                serverKey = nil
+            } else {
+                let file = try ClusterKeyFile.load(in: keys) {
+                    let pair = try CurveKeyPair.generate()
+                    return (pair.publicKey, pair.secretKey)
+                }
+                serverKey = file.public
+            }
+            (_, createdAdmin) = try LocalAdminFile.ensureAdmin(
+                in: keys, user: settings[Setting.adminUser.variable] ?? environment[Setting.adminUser.variable],
+                password: settings[Setting.adminPassword.variable] ?? environment[Setting.adminPassword.variable])
+            localAdmin = try LocalAdminFile.read(in: keys)
+        } catch {
+            close(lockDescriptor)
+            throw error as? SofaError ?? SofaError(.cantOpenFile, "cannot set up the secrets in \(keys.path): \(error)")
+        }
         settings[Setting.heartbeatMs.variable] = "\(options.heartbeatMs)"
         settings[Setting.logLevel.variable] = options.logLevel
         settings[Setting.supervisorPID.variable] = "\(getpid())"

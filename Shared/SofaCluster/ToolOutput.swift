@@ -2,6 +2,7 @@ public import ArgumentParser
 public import SofaClient
 internal import Foundation
 internal import SofaCore
+internal import SofaFiles
 
 // What Sofa's command-line tools (`sofa`, `sofa-bench`) share: the gateway they talk to, and how
 // they print results and errors.
@@ -21,6 +22,15 @@ public struct GatewayOptions: ParsableArguments {
     @Flag(help: "Print an error as one line of JSON on stderr (query, index create: the query is JSON too).")
     public var json = false
 
+    @Option(help: "The cluster's public CURVE key to pin (or SOFA_SERVER_KEY; default: the local cluster's, from its secrets folder).")
+    public var serverKey: String?
+
+    @Option(help: "The user to sign in as (or SOFA_USER; default: the local cluster's first admin).")
+    public var user: String?
+
+    @Option(help: "The user's password (or SOFA_PASSWORD).")
+    public var password: String?
+
     /// `SOFA_CONNECT_TIMEOUT_MS`, else 1 s: a gateway that runs completes the connection in
     /// milliseconds even when busy, so with no cluster a command fails at once.
     static var defaultConnectTimeout: Double {
@@ -32,12 +42,46 @@ public struct GatewayOptions: ParsableArguments {
     public func connect(to endpoint: String? = nil) async throws(SofaError) -> SofaClient {
         let callTimeout = Duration.milliseconds(Int(timeout * 1000))
         let handshakeTimeout = min(callTimeout, .milliseconds(Int(connectTimeout * 1000)))
+        let (key, credentials) = identity
         do {
-            return try await SofaClient.connect(endpoint ?? gateway, timeout: callTimeout, handshakeTimeout: handshakeTimeout)
+            return try await SofaClient.connect(endpoint ?? gateway, serverKey: key, credentials: credentials, timeout: callTimeout,
+                                                handshakeTimeout: handshakeTimeout)
         } catch {
             guard error.is(.unavailable) else { throw error }
             throw SofaError(.unavailable, "\(error.message): is sofa up running?")
         }
+    }
+}
+
+extension GatewayOptions {
+    /// The server key to pin and whom to sign in as: given (`--server-key`, `--user`,
+    /// `--password` or their variables), else the local cluster's from its secrets folder
+    /// (`SOFA_KEYS_DIR`, else `<SOFA_DATA_DIR or ./.sofa-data>/keys`), which only its owner reads.
+    var identity: (serverKey: String?, credentials: SofaClient.Credentials?) {
+        let environment = ProcessInfo.processInfo.environment
+        let folder = Self.localSecrets
+        let key = serverKey ?? environment[Setting.serverKey.variable] ?? Self.localClusterKeys?.public
+        let name = user ?? environment[Setting.user.variable]
+        let secret = password ?? environment[Setting.password.variable]
+        if let name {
+            return (key, SofaClient.Credentials(name: name, password: secret ?? ""))
+        }
+        let local = (try? LocalAdminFile.read(in: folder)).flatMap { $0 }
+        return (key, local.map { SofaClient.Credentials(name: $0.user, password: $0.password) })
+    }
+
+    /// The local cluster's key pair, when this user can read its secrets folder.
+    public static var localClusterKeys: (public: String, secret: String)? {
+        guard let bytes = (try? localSecrets.read(SecretsFolder.clusterKeyFile)).flatMap({ $0 }),
+              let file = try? JSONDecoder().decode(ClusterKeyFile.self, from: Data(bytes)) else { return nil }
+        return (file.public, file.secret)
+    }
+
+    /// The local cluster's secrets folder.
+    static var localSecrets: SecretsFolder {
+        let environment = ProcessInfo.processInfo.environment
+        if let keys = environment[Setting.keysDir.variable] { return SecretsFolder(keys) }
+        return SecretsFolder.inDataDirectory(environment[Setting.dataDir.variable] ?? "./.sofa-data")
     }
 }
 

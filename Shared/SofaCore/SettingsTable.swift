@@ -43,15 +43,28 @@ public enum Setting: String, CaseIterable, Sendable {
     case clientInFlightBytes = "CLIENT_IN_FLIGHT_BYTES"
     case clientWaitingBytes = "CLIENT_WAITING_BYTES"
     case blobIdleMs = "BLOB_IDLE_MS"
+    /// The cluster's secrets folder (its CURVE key pair, the server admins): every service reads
+    /// it; `sofa up` uses `<data>/keys`.
+    case keysDir = "KEYS_DIR"
+    /// `off` turns CURVE off on every TCP socket: for a benchmark's comparison only.
+    case curve = "CURVE"
+    /// The first server admin of a new secrets folder (else `admin` with a random password).
+    case adminUser = "ADMIN_USER"
+    case adminPassword = "ADMIN_PASSWORD"
     /// Read by the command-line tools, not by a service: how long a connection to the gateway
     /// may take before a command fails ("is sofa up running?").
     case connectTimeoutMs = "CONNECT_TIMEOUT_MS"
+    /// Read by the command-line tools: the cluster's public key they pin (else their own
+    /// cluster's, from the secrets folder), and the user they sign in as (else the local admin).
+    case serverKey = "SERVER_KEY"
+    case user = "USER"
+    case password = "PASSWORD"
 
     /// The environment variable: `SOFA_` and the raw value.
     public var variable: String { "SOFA_\(rawValue)" }
 
     /// The settings only the command-line tools (`sofa`, `sofa-bench`) read; a service reads none.
-    public static let toolSettings: [Setting] = [.connectTimeoutMs]
+    public static let toolSettings: [Setting] = [.connectTimeoutMs, .serverKey, .user, .password]
 
     /// For a `…_URL` setting, the `…_ENDPOINT` it reaches; nil for any other setting.
     public var reaches: Setting? {
@@ -78,18 +91,18 @@ public enum ServiceRole: String, CaseIterable, Sendable {
     /// its data and its log level. docker-compose.yml gives exactly these.
     public var deployed: [Setting] {
         switch self {
-        case .storage: [.dataDir, .storageEndpoint, .changesEndpoint, .blobURL, .logLevel]
-        case .blob: [.dataDir, .blobEndpoint, .logLevel]
-        case .replicator: [.replicatorEndpoint, .gatewayURL, .logLevel]
-        case .gateway: [.gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,
+        case .storage: [.dataDir, .keysDir, .storageEndpoint, .changesEndpoint, .blobURL, .logLevel]
+        case .blob: [.dataDir, .keysDir, .blobEndpoint, .logLevel]
+        case .replicator: [.keysDir, .replicatorEndpoint, .gatewayURL, .logLevel]
+        case .gateway: [.keysDir, .gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,
                         .logLevel]
-        case .query: [.dataDir, .brokerURL, .logLevel]
+        case .query: [.dataDir, .keysDir, .brokerURL, .logLevel]
         }
     }
 
     /// What it also reads, each with a default that suits any deployment (limits, timings, names).
     public var tuning: [Setting] {
-        let common: [Setting] = [.instance, .supervisorPID]
+        let common: [Setting] = [.instance, .supervisorPID, .curve]
         switch self {
         case .storage: return common + [.maxRequestBytes, .maxBulkItems, .maxTransactionItems, .commitMarginMs,
                                         .maxRevTreeDepth]
@@ -97,7 +110,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .replicator: return common + [.maxRequestBytes]
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
-                                        .clientWaitingBytes]
+                                        .clientWaitingBytes, .adminUser, .adminPassword]
         case .query: return common + [.heartbeatMs]
         }
     }

@@ -75,6 +75,11 @@ extension SofaError {
         case badJSON = 107
         /// The request was stopped because its client went away (or gave up on it).
         case cancelled = 108
+        /// No user is signed in on the connection, or the name and password do not match (the
+        /// message never says which).
+        case unauthorized = 109
+        /// The user is known but may not do this (a database's security object, an admin's task).
+        case forbidden = 110
 
         /// The case's name in snake_case, as CouchDB names its errors: `not_found`, `bad_json`
         /// (an acronym is one word: `badRevisionID` is `bad_revision_id`).
@@ -96,4 +101,6 @@ extension SofaError {
     public static func invalid(_ message: String) -> SofaError { SofaError(.invalidParameter, message) }
     public static func timeout(_ message: String) -> SofaError { SofaError(.timeout, message) }
     public static func unavailable(_ message: String) -> SofaError { SofaError(.unavailable, message) }
+    public static func unauthorized(_ message: String) -> SofaError { SofaError(.unauthorized, message) }
+    public static func forbidden(_ message: String) -> SofaError { SofaError(.forbidden, message) }
 }

@@ -6,8 +6,8 @@ public import Foundation
 /// `<data>/<db>.sofa/db.sqlite3` and `<data>/<db>.sofa/Attachments/`.
 public enum StorageLayout {
     /// The system databases, named outside the rule as in CouchDB: `_replicator` holds the
-    /// persistent replications (see sofa-replicator).
-    public static let systemDatabases: Set<String> = ["_replicator"]
+    /// persistent replications (see sofa-replicator), `_users` the users (see the gateway).
+    public static let systemDatabases: Set<String> = ["_replicator", "_users"]
 
     /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
     /// letters, digits and `_$()+-`, at most 238 characters.

@@ -61,7 +61,7 @@ public final class Broker: Sendable {
     static func hosted(_ options: Options, loop: any SocketLoopControl, logger: Logger,
                        post: @escaping @Sendable (Posted) -> Bool) throws(SofaError) -> (Broker, BrokerDriver) {
         let socket = try ZMQSocket(type: ZMQ_ROUTER)
-        try socket.bind(options.endpoint)
+        try socket.bindSecured(options.endpoint)
         let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop, hosted: true, post: post)
         return (broker, BrokerDriver(broker: broker, socket: socket, logger: logger, state: BrokerState(
             heartbeatMs: options.heartbeatMs, liveness: options.liveness, clientShare: options.clientShare)))
@@ -73,7 +73,7 @@ public final class Broker: Sendable {
     ) async throws(SofaError) -> Broker {
         try await SocketLoop.start(name: "broker") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_ROUTER)
-            try socket.bind(endpoint)
+            try socket.bindSecured(endpoint)
             let broker = Broker(endpoint: socket.lastEndpoint(), loop: loop, hosted: false, post: { loop.post($0) })
             return (broker, BrokerDriver(broker: broker, socket: socket, logger: logger,
                                          state: BrokerState(heartbeatMs: heartbeatMs, liveness: liveness, clientShare: clientShare)))

@@ -170,7 +170,7 @@ private final class WorkerDriver: SocketLoopDriver {
             let socket = try ZMQSocket(type: ZMQ_DEALER)
             try socket.set(ZMQ_RECONNECT_IVL, 50)
             try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
-            try socket.connect(endpoint)
+            try socket.connectSecured(endpoint, Curve.internalClient)
             _ = try socket.send([ready.encoded()])
             return socket
         } catch {

@@ -70,6 +70,50 @@ extension BusServer {
         }
     }
 
+    /// Takes up a request that may go on undecoded: passes it on (or lets it wait its turn), or
+    /// refuses it; returns it decoded when the gate says it must be handled as any other.
+    private func take(_ forwarded: ForwardedRequest, bytes: Int, peer: Peer, _ socket: ZMQSocket,
+                      _ driver: ServerDriver) -> Request? {
+        guard let forwarding = driver.forwarding else { return nil }
+        let identity = peer.identity
+        switch forwarding.gate?(forwarded, peer) ?? .pass {
+        case .pass:
+            break
+        case .refuse(let error):
+            refuse(identity, id: forwarded.id, error)
+            return nil
+        case .decode:
+            let bytes = forwarded.bytes(id: forwarded.id, deadline: forwarded.deadline)
+            // (Its bulk size was checked as it was peeked.)
+            let decoded = Result { () throws(SofaError) in try Request.decode(bytes) }
+            switch decoded {
+            case .success(let request): return request
+            case .failure(let error):
+                refuse(identity, id: forwarded.id, error)
+                return nil
+            }
+        }
+        if let refusal = budget?.refusal(for: identity) {
+            refuse(identity, id: forwarded.id, refusal)
+        } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
+            _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
+                "the request's deadline passed before \(name) could start it")).encoded()])
+        } else {
+            let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
+            switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: bytes, connection: peer.connection) {
+            case .forward(let cost)?:
+                start(forwarded, of: identity, fd: peer.connection, forwarding, counted: cost)
+            case nil:
+                start(forwarded, of: identity, fd: peer.connection, forwarding, counted: nil)
+            case .wait?:
+                break
+            case .refuse(let waiting)?:
+                refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
+            }
+        }
+        return nil
+    }
+
     /// Takes up every message waiting on the socket (on the loop's thread).
     func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
         let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
@@ -99,6 +143,8 @@ extension BusServer {
                     }
                     continue
                 }
+                let peer = Peer(identity: identity, connection: socket.lastSourceFD, key: socket.lastPeerKey,
+                                address: socket.lastPeerAddress)
                 let request: Request
                 switch frame.request {
                 case .success(.decoded(let decoded)):
@@ -106,25 +152,8 @@ extension BusServer {
                 case .success(.forwarded(var forwarded)):
                     forwarded.client = identity
                     forwarded.connection = socket.lastSourceFD
-                    if let refusal = budget?.refusal(for: identity) {
-                        refuse(identity, id: forwarded.id, refusal)
-                    } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
-                        _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
-                            "the request's deadline passed before \(name) could start it")).encoded()])
-                    } else if let forwarding {
-                        let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
-                        switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: frame.count, connection: socket.lastSourceFD) {
-                        case .forward(let cost)?:
-                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: cost)
-                        case nil:
-                            start(forwarded, of: identity, fd: socket.lastSourceFD, forwarding, counted: nil)
-                        case .wait?:
-                            break
-                        case .refuse(let waiting)?:
-                            refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
-                        }
-                    }
-                    continue
+                    guard let decoded = take(forwarded, bytes: frame.count, peer: peer, socket, driver) else { continue }
+                    request = decoded
                 case .failure(let error):
                     logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
                     let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
@@ -154,7 +183,7 @@ extension BusServer {
                 }) {
                     continue
                 }
-                track(fd: socket.lastSourceFD, client: identity) {
+                track(peer) {
                     var response = await handler(request)
                     if case .failure(let error) = response.outcome {
                         logger.debug("request failed", metadata: [

@@ -49,6 +49,10 @@ public final class BusServer: Sendable {
         /// Operations that `limits` do not count: their destination shares itself fairly between
         /// clients (queries: the broker's queue per client).
         public var queuedElsewhere: Set<UInt32> = []
+        /// Decides, on the socket thread, whether a request may go on undecoded as its sender
+        /// (`pass`), is refused (`refuse`), or must be decoded and handled as any other
+        /// (`decode`: when deciding needs more than the envelope, or what only a task can load).
+        public var gate: (@Sendable (ForwardedRequest, Peer) -> GateDecision)?
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
                     limits: ForwardingLimits? = nil, disconnected: (@Sendable (Set<Int32>) -> Void)? = nil,
@@ -66,6 +70,30 @@ public final class BusServer: Sendable {
     /// The ZeroMQ identity of the connection the request being handled came in on (empty outside
     /// a handler): who the client is, for sharing work fairly between clients.
     @TaskLocal public static var client: [UInt8] = []
+    /// The connection the request being handled came in on (see `Peer`).
+    @TaskLocal public static var peer = Peer(identity: [], connection: -1, key: "", address: "")
+
+    /// One client connection as a request arrived on it: its ZeroMQ identity, its descriptor, the
+    /// client's CURVE public key (Z85; "" on a socket without CURVE) and its address.
+    public struct Peer: Sendable, Hashable {
+        public var identity: [UInt8]
+        public var connection: Int32
+        public var key: String
+        public var address: String
+
+        public init(identity: [UInt8], connection: Int32, key: String, address: String) {
+            self.identity = identity
+            self.connection = connection
+            self.key = key
+            self.address = address
+        }
+    }
+
+    public enum GateDecision: Sendable {
+        case pass
+        case refuse(SofaError)
+        case decode
+    }
 
     /// The endpoint actually bound (with the port chosen when asked for `*`).
     public let endpoint: String
@@ -122,7 +150,8 @@ public final class BusServer: Sendable {
     public var forwardingTotals: (inFlight: Int, waiting: Int) { fair?.totals ?? (0, 0) }
 
     public static func bind(
-        _ endpoint: String, name: String, maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
+        _ endpoint: String, name: String, domain: String = Curve.internalDomain,
+        maxRequestBytes: Int = BusLimits.defaultMaxRequestBytes, cancelOnDisconnect: Bool = false,
         replyBudget: ReplyBudget? = nil, forwarding: Forwarding? = nil, maxBulkItems: Int = .max,
         upstreams: [Upstream] = [], broker brokerOptions: Broker.Options? = nil, logger: Logger, direct: DirectHandler? = nil,
         handler: @escaping Handler
@@ -133,7 +162,7 @@ public final class BusServer: Sendable {
             try socket.set(ZMQ_RCVHWM, 100_000)
             // A hard cap far above the answered limit: beyond it ZeroMQ drops the peer.
             try socket.set64(ZMQ_MAXMSGSIZE, Int64(maxRequestBytes) * 4 + 4096)
-            try socket.bind(endpoint)
+            try socket.bindSecured(endpoint, domain: domain)
             // The services' clients run on this loop: a request passed on from here, and its
             // answer passed back, cross no other thread of this process.
             var hosted: [HostedBusClient] = []
@@ -187,14 +216,15 @@ public final class BusServer: Sendable {
         if counted { budget?.release(message.count, for: identity) }
     }
 
-    /// Runs `work` as a task tracked under the connection `fd` until it ends, with `client` set
-    /// to the connection's identity.
-    func track(fd: Int32, client: [UInt8], _ work: @escaping @Sendable () async -> Void) {
+    /// Runs `work` as a task tracked under the peer's connection until it ends, with `client`
+    /// and `peer` set to the connection's.
+    func track(_ peer: Peer, _ work: @escaping @Sendable () async -> Void) {
+        let fd = peer.connection
         running.withLock { running in
             let key = running.next
             running.next += 1
             running.tasks[fd, default: [:]][key] = Task {
-                await BusServer.$client.withValue(client) { await work() }
+                await BusServer.$peer.withValue(peer) { await BusServer.$client.withValue(peer.identity) { await work() } }
                 self.running.withLock { running in
                     running.tasks[fd]?[key] = nil
                     if running.tasks[fd]?.isEmpty == true { running.tasks[fd] = nil }
@@ -223,7 +253,7 @@ public final class BusServer: Sendable {
         if let direct = forwarding.direct {
             direct(request, answer)
         } else {
-            track(fd: fd, client: client) { answer(await forwarding.handler(request)) }
+            track(Peer(identity: client, connection: fd, key: "", address: "")) { answer(await forwarding.handler(request)) }
         }
     }
 

@@ -20,7 +20,7 @@ public final class Publisher: Sendable {
         try await SocketLoop.start(name: "publisher-\(name)") { loop throws(SofaError) in
             let socket = try ZMQSocket(type: ZMQ_PUB)
             try socket.set(ZMQ_SNDHWM, 100_000)
-            try socket.bind(endpoint)
+            try socket.bindSecured(endpoint)
             return (Publisher(endpoint: socket.lastEndpoint(), loop: loop), PublisherDriver(socket: socket))
         }
     }
@@ -70,7 +70,7 @@ public final class Subscriber: Sendable {
             try socket.set(ZMQ_RECONNECT_IVL, 50)
             try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
             try socket.set(ZMQ_SUBSCRIBE, bytes: [])
-            try socket.connect(endpoint)
+            try socket.connectSecured(endpoint, Curve.internalClient)
             return (Subscriber(loop: loop), SubscriberDriver(socket: socket, deliver: deliver))
         }
     }

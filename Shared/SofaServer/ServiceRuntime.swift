@@ -1,5 +1,7 @@
 public import Logging
 import SofaCore
+public import SofaBus
+public import SofaFiles
 public import SofaWire
 internal import Foundation
 internal import ServiceLifecycle
@@ -34,9 +36,13 @@ public enum ServiceRuntime {
             logger[metadataKey: "pid"] = "\(getpid())"
             return logger
         }()
-        let parts: [any ProcessPart]
+        var parts: [any ProcessPart]
         do {
+            // Transport security first: every TCP socket the parts open speaks CURVE with the
+            // cluster's key, and the ZAP handler decides who may connect.
+            let zap = try await secureTransport(settings, logger: logger)
             parts = try await start(settings, logger)
+            if let zap { parts.insert(SocketLoopService(zap.socketLoop), at: 0) }
         } catch {
             logger.critical("failed", metadata: ["error": "\(error)"])
             exit(1)
@@ -65,6 +71,35 @@ public enum ServiceRuntime {
             logger.critical("failed", metadata: ["error": "\(error)"])
             exit(1)
         }
+    }
+
+    /// Loads (or, in a new secrets folder, creates) the cluster's key pair, makes it this
+    /// process's, and starts the ZAP handler; nil when CURVE is off (`SOFA_CURVE=off`).
+    /// A libzmq without CURVE stops the process: it would serve in clear.
+    static func secureTransport(_ settings: Settings, logger: Logger) async throws -> ZAPHandler? {
+        guard settings.curveEnabled else {
+            logger.warning("CURVE is off (SOFA_CURVE=off): TCP traffic is in clear and unauthenticated; for benchmarks only")
+            Curve.configure(cluster: nil)
+            return nil
+        }
+        guard Curve.isAvailable else {
+            throw SofaError(.unsupported, "this libzmq cannot speak CURVE (built without libsodium): refusing to serve in clear")
+        }
+        let keys = try clusterKeys(settings.keysFolder)
+        Curve.configure(cluster: keys)
+        return try await ZAPHandler.start(cluster: keys, logger: logger)
+    }
+
+    /// The cluster's CURVE pair in `folder` (`cluster.key`), made there first when there is none.
+    public static func clusterKeys(_ folder: SecretsFolder) throws -> CurveKeyPair {
+        let file = try ClusterKeyFile.load(in: folder) {
+            let pair = try CurveKeyPair.generate()
+            return (pair.publicKey, pair.secretKey)
+        }
+        guard let keys = CurveKeyPair(secretKey: file.secret), keys.publicKey == file.public else {
+            throw SofaError(.corruptData, "\(folder.path)/\(SecretsFolder.clusterKeyFile) holds no valid CURVE key pair")
+        }
+        return keys
     }
 
     /// How the C allocator was set up for this process, before `main` (see

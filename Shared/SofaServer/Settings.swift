@@ -1,4 +1,5 @@
 import SofaBus
+public import SofaFiles
 public import Foundation
 public import SofaCore
 
@@ -126,6 +127,10 @@ public struct Settings: Sendable {
     /// How long an idle blob transfer is kept before it is dropped.
     public var blobIdleMs: Int { max(10, int(.blobIdleMs, default: 30_000)) }
     public var instance: String? { value(Setting.instance.rawValue) }
+    /// The cluster's secrets folder (`SOFA_KEYS_DIR`, default `./.sofa-data/keys`).
+    public var keysFolder: SecretsFolder { SecretsFolder(string(.keysDir, default: "./.sofa-data/keys")) }
+    /// Whether TCP sockets speak CURVE (`SOFA_CURVE=off`: a benchmark's comparison only).
+    public var curveEnabled: Bool { string(.curve, default: "on").lowercased() != "off" }
     /// The process that started this one under `sofa up` (it stops when that process is gone).
     public var supervisorPID: Int32? { value(Setting.supervisorPID.rawValue).flatMap { Int32($0) } }
 }

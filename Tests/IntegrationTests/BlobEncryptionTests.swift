@@ -277,17 +277,17 @@ import Testing
         }
     }
 
-    /// `sofa db create NAME --password P` and `--key HEX`; `sofa db rekey`; bad keys refused.
+    /// `sofa db create NAME --passphrase P` and `--key HEX`; `sofa db rekey`; bad keys refused.
     @Test func cliCreatesAndRekeysEncryptedDatabases() async throws {
         try await Cluster.with { cluster in
             let gateway = cluster.supervisor.gatewayEndpoint
             let hex = Self.rawKey.rawBytes.map { String(format: "%02x", $0) }.joined()
-            let created = try await runSofa(["db", "create", "bypassword", "--password", Self.password], gateway: gateway)
+            let created = try await runSofa(["db", "create", "bypassword", "--passphrase", Self.password], gateway: gateway)
             #expect(created.status == 0, "\(created.err)")
             #expect(created.out.contains(#""encrypted":true"#), "\(created.out)")
             let keyed = try await runSofa(["db", "create", "bykey", "--key", hex], gateway: gateway)
             #expect(keyed.status == 0, "\(keyed.err)")
-            for bad in [["--key", "abcd"], ["--key", String(repeating: "zz", count: 32)], ["--key", hex, "--password", "x"]] {
+            for bad in [["--key", "abcd"], ["--key", String(repeating: "zz", count: 32)], ["--key", hex, "--passphrase", "x"]] {
                 let refused = try await runSofa(["db", "create", "bad"] + bad, gateway: gateway)
                 #expect(refused.status != 0, "\(bad)")
             }
@@ -295,10 +295,10 @@ import Testing
 
             let content = pseudoRandomBytes(4097, seed: 77)
             let info = try await cluster.client.database("bypassword").putBlob(content)
-            let wrong = try await runSofa(["db", "rekey", "bypassword", "--old-password", "nope", "--key", hex], gateway: gateway)
+            let wrong = try await runSofa(["db", "rekey", "bypassword", "--old-passphrase", "nope", "--key", hex], gateway: gateway)
             #expect(wrong.status != 0)
             #expect(wrong.err.contains("wrong encryption key"), "\(wrong.err)")
-            let rekeyed = try await runSofa(["db", "rekey", "bypassword", "--old-password", Self.password, "--key", hex], gateway: gateway)
+            let rekeyed = try await runSofa(["db", "rekey", "bypassword", "--old-passphrase", Self.password, "--key", hex], gateway: gateway)
             #expect(rekeyed.status == 0, "\(rekeyed.err)")
             let reader = try BlobReader(file: blobFile(cluster, "bypassword", info.key), encryptionKey: Self.rawKey)
             #expect(try reader.read(at: 0, length: 5000) == content)

@@ -33,7 +33,8 @@ import Testing
     @Test func bulkWhoseDeadlinePassesBeforeCommitWritesNothing() async throws {
         try await Cluster.with { a in
             let db = try await a.client.createDatabase("late")
-            let hurried = try await SofaClient.connect(a.supervisor.gatewayEndpoint, timeout: .milliseconds(150),
+            let hurried = try await SofaClient.connect(a.supervisor.gatewayEndpoint, serverKey: a.supervisor.serverKey,
+                                                       credentials: a.supervisor.adminCredentials, timeout: .milliseconds(150),
                                                        connectTimeout: .seconds(10))
             defer { hurried.close() }
             do {

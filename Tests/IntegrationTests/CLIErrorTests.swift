@@ -46,7 +46,7 @@ import Testing
     /// its answer.
     @Test func aShortHandshakeWaitDoesNotShortenCalls() async throws {
         try await Cluster.with { cluster in
-            let client = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(20),
+            let client = try await cluster.supervisor.connect(timeout: .seconds(20),
                                                       handshakeTimeout: .milliseconds(500))
             defer { client.close() }
             let echoed = try await client.echo([1, 2, 3], delayMs: 1500)

@@ -130,7 +130,7 @@ import Testing
             _ = try await latencies(5)  // both workers have the database open and the query compiled
             let unloaded = try await latencies(20)
 
-            let heavy = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(3600))
+            let heavy = try await cluster.supervisor.connect(timeout: .seconds(3600))
             let started = ContinuousClock.now
             let hogs = (0..<8).map { _ in
                 Task { () -> SofaError? in

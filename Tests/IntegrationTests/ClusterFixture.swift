@@ -6,7 +6,30 @@ import SofaServer
 import SofaClient
 import SofaCore
 import SofaWire
+import SofaFiles
 import Testing
+
+/// One secrets folder for every cluster this test process starts: they share the cluster's key
+/// (so that one cluster's replicator is another's own service, as with clusters deployed with one
+/// key) and the first server admin. Removed when the process exits.
+enum TestSecrets {
+    static let folder: SecretsFolder = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-test-keys-\(getpid())").path
+        atexit {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-test-keys-\(getpid())").path
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        return SecretsFolder(path)
+    }()
+
+    /// The cluster's key pair (made on first use).
+    static let cluster: CurveKeyPair = {
+        do { return try ServiceRuntime.clusterKeys(folder) } catch { fatalError("cannot make the test cluster key: \(error)") }
+    }()
+
+    /// A client of a test cluster's sockets speaking as the cluster (a server admin at the gateway).
+    static var internalClient: ClientKeys { ClientKeys(serverKey: cluster.publicKey, keys: cluster) }
+}
 
 /// A whole cluster started through the same supervisor code as `sofa up`, in a temporary
 /// directory with a free gateway port; always stopped and removed at the end.
@@ -24,6 +47,8 @@ struct Cluster {
         let logFile = directory.appendingPathComponent("cluster.log")
         try #require(FileManager.default.createFile(atPath: logFile.path, contents: nil), "cannot create \(logFile.path)")
         let log = try FileHandle(forWritingTo: logFile)
+        _ = TestSecrets.cluster
+        let settings = settings.merging([Setting.keysDir.variable: TestSecrets.folder.path]) { given, _ in given }
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
                                               gatewayPort: try gatewayPort ?? freePort(), queryWorkers: queryWorkers,
                                               heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
@@ -31,7 +56,7 @@ struct Cluster {
         }
         do {
             try await supervisor.start(timeout: .seconds(60))
-            let client = try await SofaClient.connect(supervisor.gatewayEndpoint, timeout: clientTimeout)
+            let client = try await supervisor.connect(timeout: clientTimeout)
             let cluster = Cluster(supervisor: supervisor, directory: directory, client: client)
             let result: T
             do {
@@ -68,10 +93,17 @@ final class RawDealer {
 
     /// `receiveQueue`: how many messages ZeroMQ takes off the connection before this socket is
     /// read (1 and a small kernel buffer make a client that truly does not read).
-    init(_ endpoint: String, receiveQueue: Int32 = 1000) {
+    /// `curve`: the CURVE keys it speaks with on TCP (default: as the test clusters' own key).
+    init(_ endpoint: String, receiveQueue: Int32 = 1000, curve: ClientKeys? = TestSecrets.internalClient) {
         socket = zmq_socket(context, ZMQ_DEALER)
         var linger: Int32 = 0
         zmq_setsockopt(socket, ZMQ_LINGER, &linger, 4)
+        if let curve, endpoint.hasPrefix("tcp://") {
+            for (option, key) in [(ZMQ_CURVE_SERVERKEY, curve.serverKey), (ZMQ_CURVE_PUBLICKEY, curve.keys.publicKey),
+                                  (ZMQ_CURVE_SECRETKEY, curve.keys.secretKey)] {
+                zmq_setsockopt(socket, option, key, 40)
+            }
+        }
         var queue = receiveQueue
         zmq_setsockopt(socket, ZMQ_RCVHWM, &queue, 4)
         if receiveQueue < 1000 {
@@ -133,6 +165,7 @@ private func runSofaBlocking(_ executable: String, _ arguments: [String], gatewa
     process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["SOFA_GATEWAY_URL"] = gateway
+    if environment[Setting.keysDir.variable] == nil { environment[Setting.keysDir.variable] = TestSecrets.folder.path }
     process.environment = environment
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out
@@ -168,7 +201,7 @@ private final class ErrorsBox: @unchecked Sendable {  // safe: every access goes
 /// A bus client connected to `endpoint` and answering (ZeroMQ connects in the background: waits
 /// for the handshake and a health answer, with a deadline).
 func connectedBus(_ endpoint: String, peerName: String = "gateway") async throws -> BusClient {
-    let bus = try await BusClient.connect(endpoint, peerName: peerName)
+    let bus = try await BusClient.connect(endpoint, peerName: peerName, curve: TestSecrets.internalClient)
     let connected = ContinuousClock.now + .seconds(10)
     while true {
         try #require(await bus.waitUntilConnected(timeout: connected - ContinuousClock.now), "no connection to \(peerName)")

@@ -24,7 +24,7 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<8 {
                     group.addTask {
-                        let client = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(10))
+                        let client = try await cluster.supervisor.connect(timeout: .seconds(10))
                         defer { client.close() }
                         let db = client.database("load")
                         for index in stride(from: lane, to: Self.total, by: 8) {

@@ -167,7 +167,7 @@ extension FaultTests {
             let db = try await cluster.client.createDatabase("abandoned")
             let items: [BulkItem] = (0..<2000).map { .put(id: "d\($0)", rev: "", body: Array(#"{"n":\#($0)}"#.utf8), deleted: false) }
             _ = try await db.bulk(items)
-            let leaving = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(600))
+            let leaving = try await cluster.supervisor.connect(timeout: .seconds(600))
             // Eight billion triples: hours of work, with a deadline ten minutes away.
             let abandoned = Task {
                 try await leaving.database("abandoned").query(n1ql: "SELECT COUNT(*) FROM _ AS a CROSS JOIN _ AS b CROSS JOIN _ AS c")

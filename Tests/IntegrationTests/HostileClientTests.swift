@@ -23,7 +23,7 @@ import Testing
             if let only = ProcessInfo.processInfo.environment["SOFA_HOSTILE_ACTORS"] {
                 options.actors = Set(only.split(separator: ",").map(String.init))
             }
-            let figures = try await HostileLoad(gateway: cluster.supervisor.gatewayEndpoint, options: options).run()
+            let figures = try await HostileLoad(gateway: cluster.supervisor.access, options: options).run()
             #expect(figures.hostileRequests > 0)
             #expect(figures.hostileRefused > 0, "\(figures.json.compactString)")
             #expect(figures.loaded.count >= 5, "the well-behaved client made \(figures.loaded.count) calls under load")

@@ -70,7 +70,11 @@ struct Ping: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let client = try await SofaClient.connect(endpoint, timeout: .milliseconds(Int(timeout * 1000)))
+            // A service's own socket admits only the cluster's key: speak as the cluster when this
+            // user can read its secrets (a health check on the service's host), else as anyone.
+            let keys = GatewayOptions.localClusterKeys
+            let client = try await SofaClient.connect(endpoint, serverKey: ProcessInfo.processInfo.environment["SOFA_SERVER_KEY"] ?? keys?.public,
+                                                      clientSecretKey: keys?.secret, timeout: .milliseconds(Int(timeout * 1000)))
             defer { client.close() }
             let info = try await client.health(service: service)
             printJSON(.object(JSONObject([("service", .string(info.service)), ("instance", .string(info.instance)),
@@ -90,15 +94,15 @@ struct DB: AsyncParsableCommand {
         @Argument var name: String
         @Option(help: "How revisions are tracked: trees (revision trees, the default) or vectors (version vectors).")
         var versioning: String = "trees"
-        @Option(help: "Encrypt the database's blobs with the AES-256 key LiteCore derives from this password.")
-        var password: String?
+        @Option(help: "Encrypt the database's blobs with the AES-256 key LiteCore derives from this passphrase.")
+        var passphrase: String?
         @Option(help: "Encrypt the database's blobs with this AES-256 key (64 hex digits).")
         var key: String?
         @OptionGroup var options: GatewayOptions
         func run() async throws {
             try await reporting {
                 let mode = try Versioning.parse(versioning)
-                let encryptionKey = try await DB.encryptionKey(password: password, hex: key, what: "")
+                let encryptionKey = try await DB.encryptionKey(password: passphrase, hex: key, what: "")
                 let client = try await options.connect()
                 defer { client.close() }
                 try await client.createDatabase(name, versioning: mode, encryptionKey: encryptionKey)
@@ -113,18 +117,18 @@ struct DB: AsyncParsableCommand {
             abstract: "Encrypt, decrypt or change the key of a database's blobs.",
             discussion: "Give the current key (none for a plain database) and the new one (none, or --decrypt, to decrypt).")
         @Argument var name: String
-        @Option(help: "The database's current password.") var oldPassword: String?
+        @Option(help: "The database's current passphrase.") var oldPassphrase: String?
         @Option(help: "The database's current key (64 hex digits).") var oldKey: String?
-        @Option(help: "The new password.") var password: String?
+        @Option(help: "The new passphrase.") var passphrase: String?
         @Option(help: "The new key (64 hex digits).") var key: String?
         @Flag(help: "Store the blobs plain from now on.") var decrypt = false
         @OptionGroup var options: GatewayOptions
         func run() async throws {
             try await reporting {
-                let current = try await DB.encryptionKey(password: oldPassword, hex: oldKey, what: "old-")
-                let new = try await DB.encryptionKey(password: password, hex: key, what: "")
+                let current = try await DB.encryptionKey(password: oldPassphrase, hex: oldKey, what: "old-")
+                let new = try await DB.encryptionKey(password: passphrase, hex: key, what: "")
                 guard decrypt == (new == nil) else {
-                    throw SofaError.invalid(decrypt ? "--decrypt takes no new --password or --key" : "give the new --password or --key, or --decrypt")
+                    throw SofaError.invalid(decrypt ? "--decrypt takes no new --passphrase or --key" : "give the new --passphrase or --key, or --decrypt")
                 }
                 let client = try await options.connect()
                 defer { client.close() }
@@ -134,13 +138,13 @@ struct DB: AsyncParsableCommand {
         }
     }
 
-    /// The key a `--password` or `--key` (with `what` before their names) gives, nil for neither.
+    /// The key a `--passphrase` or `--key` (with `what` before their names) gives, nil for neither.
     static func encryptionKey(password: String?, hex: String?, what: String) async throws -> EncryptionKey? {
         switch (password, hex) {
         case (nil, nil): return nil
         case (let password?, nil): return try await EncryptionKey.derived(from: password)
         case (nil, let hex?): return try EncryptionKey(hex: hex)
-        default: throw SofaError.invalid("give --\(what)password or --\(what)key, not both")
+        default: throw SofaError.invalid("give --\(what)passphrase or --\(what)key, not both")
         }
     }
 

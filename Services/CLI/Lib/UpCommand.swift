@@ -42,6 +42,15 @@ struct Up: AsyncParsableCommand {
                 throw ExitCode(128 + signal)
             }
             FileHandle.standardOutput.write(Data("ready \(supervisor.gatewayEndpoint)\n".utf8))
+            // How to reach it: the key to pin, and where the first admin's password is.
+            if let key = supervisor.serverKey {
+                FileHandle.standardError.write(Data("[supervisor] server key \(key) (clients pin it: SOFA_SERVER_KEY)\n".utf8))
+            }
+            if let admin = supervisor.localAdmin {
+                let path = supervisor.localAdminPath
+                FileHandle.standardError.write(Data(("[supervisor] server admin '\(admin.user)'"
+                    + (supervisor.createdAdmin ? " created" : "") + "; its password is in \(path) (readable by you alone)\n").utf8))
+            }
             let signal = await signalled.value
             FileHandle.standardError.write(Data("[supervisor] signal \(signal): stopping the cluster\n".utf8))
             await supervisor.stop()

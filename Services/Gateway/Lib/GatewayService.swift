@@ -4,6 +4,7 @@ public import SofaCore
 public import SofaWire
 public import Logging
 internal import Synchronization
+internal import SofaFiles
 
 /// `sofa-gateway`: the one endpoint clients use. It checks each request, routes it (documents and
 /// databases to storage, query work through the broker to an idle worker, health to whoever it
@@ -15,7 +16,11 @@ public final class GatewayService: Sendable {
     public let broker: Broker
     public let changeWaiters = ChangeWaiters()
     private let basic: BasicHandler
-    private let logger: Logger
+    let logger: Logger
+    /// Server admins, users and the connections signed in.
+    public let identities: Identities
+    /// Security objects by database, as last read or set.
+    let securityObjects = Mutex<[String: SecurityObject]>([:])
     /// The longest a query may run (`SOFA_MAX_QUERY_MS`): a longer deadline is cut to it.
     public let maxQueryMs: UInt64
     /// The broker's jobs of queries passed on and not yet answered, by the descriptor of the
@@ -23,7 +28,8 @@ public final class GatewayService: Sendable {
     private let runningQueries = Mutex<[Int32: Set<UInt64>]>([:])
 
     public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String,
-                maxQueryMs: Int = 120_000, logger: Logger) {
+                identities: Identities, maxQueryMs: Int = 120_000, logger: Logger) {
+        self.identities = identities
         self.maxQueryMs = UInt64(max(1, maxQueryMs))
         self.storage = storage
         self.blob = blob
@@ -35,6 +41,17 @@ public final class GatewayService: Sendable {
 
     /// Brings the gateway up; its parts, for the process's service group.
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
+        // The server admins (the first one is made in a new secrets folder) and the sign-ins.
+        let folder = settings.keysFolder
+        let (admins, created) = try LocalAdminFile.ensureAdmin(in: folder, user: settings.value(Setting.adminUser.rawValue),
+                                                               password: settings.value(Setting.adminPassword.rawValue))
+        if created {
+            logger.notice("created the first server admin", metadata: [
+                "user": "\(admins.admins.keys.sorted().joined(separator: ","))",
+                "credentials": "\(folder.path)/\(SecretsFolder.localAdminFile)"])
+        }
+        let identities = Identities(admins: admins.admins, clusterKey: Curve.cluster?.publicKey,
+                                    trustsUnkeyedPeers: !Curve.applies(to: settings.gatewayEndpoint))
         let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")
         // The server's loop runs the clients of storage and sofa-blob and the query workers' broker
         // too (see `upstreams` and `broker` below), so the gateway is made once they exist; until
@@ -48,6 +65,7 @@ public final class GatewayService: Sendable {
         var forwarding = BusServer.Forwarding(operations: Self.passedThrough, accepts: { operation, payload in
             passesOn(operation, payload, maxBulkItems: maxBulkItems)
         }, limits: settings.forwardingLimits, disconnected: { connections in
+            identities.connectionsClosed(connections)
             ready.withLock { $0 }?.connectionsClosed(connections)
         }, direct: { request, reply in
             // From the server's socket thread to the service's socket, on the same thread, and back.
@@ -61,7 +79,11 @@ public final class GatewayService: Sendable {
         }
         // Queries wait their turn in the broker's queue per client, not in fair forwarding's.
         forwarding.queuedElsewhere = [OperationKind.query.rawValue]
-        let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway",
+        forwarding.gate = { request, peer in
+            guard let gateway = ready.withLock({ $0 }) else { return .refuse(starting) }
+            return gateway.gate(request, peer)
+        }
+        let server = try await BusServer.bind(settings.gatewayEndpoint, name: "gateway", domain: Curve.clientDomain,
                                               maxRequestBytes: settings.maxRequestBytes, cancelOnDisconnect: true,
                                               replyBudget: ReplyBudget(perClient: settings.clientReplyBytes,
                                                                        total: settings.totalReplyBytes),
@@ -77,13 +99,15 @@ public final class GatewayService: Sendable {
         guard let broker = server.broker else { throw SofaError(.unexpectedError, "the gateway's server runs no broker") }
         let gateway = GatewayService(storage: server.upstreamClients[0], blob: server.upstreamClients[1], replicator: replicator,
                                      broker: broker, instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
-                                     maxQueryMs: settings.maxQueryMs, logger: logger)
+                                     identities: identities, maxQueryMs: settings.maxQueryMs, logger: logger)
         ready.withLock { $0 = gateway }
         let waiters = gateway.changeWaiters
         let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
             guard let payload = frames.last, let notice = CommitNotice.summary(payload) else { return }
+            if notice.database == Identities.usersDatabase { identities.usersChanged() }
             waiters.notify(notice)
         }
+
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
         // Stopped in reverse: the server first (with the clients of storage and sofa-blob and the
         // broker it runs), the other connections last.
@@ -232,6 +256,36 @@ public final class GatewayService: Sendable {
     }
 
     public func handle(_ request: Request) async -> Response {
+        let principal: Principal?
+        switch await authorize(request, peer: BusServer.peer) {
+        case .failure(let refusal): return .failure(request.id, refusal)
+        case .success(let known): principal = known
+        }
+        switch request.operation {
+        case .authenticate(let name, let password): return await signIn(request, name: name, password: password)
+        case .session: return .ok(request.id, .session(name: principal?.name ?? "", roles: principal?.roles ?? []))
+        case .getSecurity:
+            do { return .ok(request.id, .json(try await securityObject(request.database).json)) } catch {
+                return .failure(request.id, error)
+            }
+        case .setSecurity(let json): return await setSecurity(request, json, principal: principal)
+        default: break
+        }
+        if request.database == Identities.usersDatabase, request.operation.kind.route.needsDatabase,
+           request.operation.kind != .createDatabase, request.operation.kind != .deleteDatabase {
+            return await usersRequest(request, principal: principal)
+        }
+        let response = await route(request)
+        let kind = request.operation.kind
+        if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
+        if Self.isAudited(kind), case .success = response.outcome {
+            audit(principal, BusServer.peer, kind.name, database: request.database)
+        }
+        return response
+    }
+
+    /// A request that may run, to where it goes.
+    private func route(_ request: Request) async -> Response {
         switch Self.destination(of: request) {
         case .refused(let error):
             return .failure(request.id, error)

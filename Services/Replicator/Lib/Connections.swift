@@ -1,5 +1,6 @@
 import SofaClient
 internal import SofaCore
+internal import SofaBus
 
 /// One SDK connection per gateway, shared by every replication that uses it (a `SofaClient`
 /// takes concurrent calls). ZeroMQ reconnects a connection by itself when its peer comes back.
@@ -17,7 +18,10 @@ actor Connections: PeerProvider {
     func database(_ endpoint: ReplicationEndpoint) async throws(SofaError) -> Database {
         let gateway = endpoint.gateway ?? localGateway
         if let client = clients[gateway] { return client.database(endpoint.database) }
-        let client = try await SofaClient.connect(gateway, timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
+        // As the cluster (its own key): this cluster's gateway, or another that shares the key.
+        let cluster = Curve.cluster
+        let client = try await SofaClient.connect(gateway, serverKey: cluster?.publicKey, clientSecretKey: cluster?.secretKey,
+                                                  timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
         if let raced = clients[gateway] {
             client.close()
             return raced.database(endpoint.database)

@@ -52,6 +52,186 @@ void   sofa__wire__request__free_unpacked
   assert(message->base.descriptor == &sofa__wire__request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__authenticate__init
+                     (Sofa__Wire__Authenticate         *message)
+{
+  static const Sofa__Wire__Authenticate init_value = SOFA__WIRE__AUTHENTICATE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__authenticate__get_packed_size
+                     (const Sofa__Wire__Authenticate *message)
+{
+  assert(message->base.descriptor == &sofa__wire__authenticate__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__authenticate__pack
+                     (const Sofa__Wire__Authenticate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__authenticate__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__authenticate__pack_to_buffer
+                     (const Sofa__Wire__Authenticate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__authenticate__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__Authenticate *
+       sofa__wire__authenticate__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__Authenticate *)
+     protobuf_c_message_unpack (&sofa__wire__authenticate__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__authenticate__free_unpacked
+                     (Sofa__Wire__Authenticate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__authenticate__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__session_request__init
+                     (Sofa__Wire__SessionRequest         *message)
+{
+  static const Sofa__Wire__SessionRequest init_value = SOFA__WIRE__SESSION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__session_request__get_packed_size
+                     (const Sofa__Wire__SessionRequest *message)
+{
+  assert(message->base.descriptor == &sofa__wire__session_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__session_request__pack
+                     (const Sofa__Wire__SessionRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__session_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__session_request__pack_to_buffer
+                     (const Sofa__Wire__SessionRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__session_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__SessionRequest *
+       sofa__wire__session_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__SessionRequest *)
+     protobuf_c_message_unpack (&sofa__wire__session_request__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__session_request__free_unpacked
+                     (Sofa__Wire__SessionRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__session_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__get_security__init
+                     (Sofa__Wire__GetSecurity         *message)
+{
+  static const Sofa__Wire__GetSecurity init_value = SOFA__WIRE__GET_SECURITY__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__get_security__get_packed_size
+                     (const Sofa__Wire__GetSecurity *message)
+{
+  assert(message->base.descriptor == &sofa__wire__get_security__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__get_security__pack
+                     (const Sofa__Wire__GetSecurity *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__get_security__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__get_security__pack_to_buffer
+                     (const Sofa__Wire__GetSecurity *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__get_security__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__GetSecurity *
+       sofa__wire__get_security__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__GetSecurity *)
+     protobuf_c_message_unpack (&sofa__wire__get_security__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__get_security__free_unpacked
+                     (Sofa__Wire__GetSecurity *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__get_security__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__set_security__init
+                     (Sofa__Wire__SetSecurity         *message)
+{
+  static const Sofa__Wire__SetSecurity init_value = SOFA__WIRE__SET_SECURITY__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__set_security__get_packed_size
+                     (const Sofa__Wire__SetSecurity *message)
+{
+  assert(message->base.descriptor == &sofa__wire__set_security__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__set_security__pack
+                     (const Sofa__Wire__SetSecurity *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__set_security__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__set_security__pack_to_buffer
+                     (const Sofa__Wire__SetSecurity *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__set_security__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__SetSecurity *
+       sofa__wire__set_security__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__SetSecurity *)
+     protobuf_c_message_unpack (&sofa__wire__set_security__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__set_security__free_unpacked
+                     (Sofa__Wire__SetSecurity *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__set_security__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__revs_diff_request__init
                      (Sofa__Wire__RevsDiffRequest         *message)
 {
@@ -2167,6 +2347,96 @@ void   sofa__wire__response__free_unpacked
   assert(message->base.descriptor == &sofa__wire__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__session_info__init
+                     (Sofa__Wire__SessionInfo         *message)
+{
+  static const Sofa__Wire__SessionInfo init_value = SOFA__WIRE__SESSION_INFO__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__session_info__get_packed_size
+                     (const Sofa__Wire__SessionInfo *message)
+{
+  assert(message->base.descriptor == &sofa__wire__session_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__session_info__pack
+                     (const Sofa__Wire__SessionInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__session_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__session_info__pack_to_buffer
+                     (const Sofa__Wire__SessionInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__session_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__SessionInfo *
+       sofa__wire__session_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__SessionInfo *)
+     protobuf_c_message_unpack (&sofa__wire__session_info__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__session_info__free_unpacked
+                     (Sofa__Wire__SessionInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__session_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   sofa__wire__json_value__init
+                     (Sofa__Wire__JsonValue         *message)
+{
+  static const Sofa__Wire__JsonValue init_value = SOFA__WIRE__JSON_VALUE__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__json_value__get_packed_size
+                     (const Sofa__Wire__JsonValue *message)
+{
+  assert(message->base.descriptor == &sofa__wire__json_value__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__json_value__pack
+                     (const Sofa__Wire__JsonValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__json_value__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__json_value__pack_to_buffer
+                     (const Sofa__Wire__JsonValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__json_value__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__JsonValue *
+       sofa__wire__json_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__JsonValue *)
+     protobuf_c_message_unpack (&sofa__wire__json_value__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__json_value__free_unpacked
+                     (Sofa__Wire__JsonValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__json_value__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__revs_diff_result__init
                      (Sofa__Wire__RevsDiffResult         *message)
 {
@@ -3472,7 +3742,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[48] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[52] =
 {
   {
     "id",
@@ -4050,9 +4320,58 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[48]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "authenticate",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, authenticate),
+    &sofa__wire__authenticate__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, session),
+    &sofa__wire__session_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "get_security",
+    72,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, get_security),
+    &sofa__wire__get_security__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_security",
+    73,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, set_security),
+    &sofa__wire__set_security__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   26,   /* field[26] = all_docs */
+  48,   /* field[48] = authenticate */
   35,   /* field[35] = blob_read */
   36,   /* field[36] = blob_stat */
   34,   /* field[34] = blob_write_abort */
@@ -4080,6 +4399,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   12,   /* field[12] = echo */
   10,   /* field[10] = get_document */
   23,   /* field[23] = get_expiration */
+  50,   /* field[50] = get_security */
   4,   /* field[4] = health */
   0,   /* field[0] = id */
   17,   /* field[17] = insert_revision */
@@ -4097,16 +4417,19 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   41,   /* field[41] = rekey_database */
   20,   /* field[20] = resolve_conflict */
   44,   /* field[44] = revs_diff */
+  49,   /* field[49] = session */
   22,   /* field[22] = set_expiration */
+  51,   /* field[51] = set_security */
   45,   /* field[45] = start_replication */
   46,   /* field[46] = stop_replication */
 };
-static const ProtobufCIntRange sofa__wire__request__number_ranges[3 + 1] =
+static const ProtobufCIntRange sofa__wire__request__number_ranges[4 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
   { 60, 44 },
-  { 0, 48 }
+  { 70, 48 },
+  { 0, 52 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4116,11 +4439,136 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  48,
+  52,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
-  3,  sofa__wire__request__number_ranges,
+  4,  sofa__wire__request__number_ranges,
   (ProtobufCMessageInit) sofa__wire__request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__authenticate__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Authenticate, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "password",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Authenticate, password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__authenticate__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+  1,   /* field[1] = password */
+};
+static const ProtobufCIntRange sofa__wire__authenticate__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__authenticate__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.Authenticate",
+  "Authenticate",
+  "Sofa__Wire__Authenticate",
+  "sofa.wire",
+  sizeof(Sofa__Wire__Authenticate),
+  2,
+  sofa__wire__authenticate__field_descriptors,
+  sofa__wire__authenticate__field_indices_by_name,
+  1,  sofa__wire__authenticate__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__authenticate__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__session_request__field_descriptors NULL
+#define sofa__wire__session_request__field_indices_by_name NULL
+#define sofa__wire__session_request__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__session_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.SessionRequest",
+  "SessionRequest",
+  "Sofa__Wire__SessionRequest",
+  "sofa.wire",
+  sizeof(Sofa__Wire__SessionRequest),
+  0,
+  sofa__wire__session_request__field_descriptors,
+  sofa__wire__session_request__field_indices_by_name,
+  0,  sofa__wire__session_request__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__session_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define sofa__wire__get_security__field_descriptors NULL
+#define sofa__wire__get_security__field_indices_by_name NULL
+#define sofa__wire__get_security__number_ranges NULL
+const ProtobufCMessageDescriptor sofa__wire__get_security__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.GetSecurity",
+  "GetSecurity",
+  "Sofa__Wire__GetSecurity",
+  "sofa.wire",
+  sizeof(Sofa__Wire__GetSecurity),
+  0,
+  sofa__wire__get_security__field_descriptors,
+  sofa__wire__get_security__field_indices_by_name,
+  0,  sofa__wire__get_security__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__get_security__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__set_security__field_descriptors[1] =
+{
+  {
+    "json",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__SetSecurity, json),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__set_security__field_indices_by_name[] = {
+  0,   /* field[0] = json */
+};
+static const ProtobufCIntRange sofa__wire__set_security__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__set_security__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.SetSecurity",
+  "SetSecurity",
+  "Sofa__Wire__SetSecurity",
+  "sofa.wire",
+  sizeof(Sofa__Wire__SetSecurity),
+  1,
+  sofa__wire__set_security__field_descriptors,
+  sofa__wire__set_security__field_indices_by_name,
+  1,  sofa__wire__set_security__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__set_security__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__revs_diff_request__field_descriptors[1] =
@@ -6470,7 +6918,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[24] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[26] =
 {
   {
     "id",
@@ -6760,6 +7208,30 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[24
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, session),
+    &sofa__wire__session_info__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "json",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, json),
+    &sofa__wire__json_value__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
   18,   /* field[18] = blob */
@@ -6781,18 +7253,21 @@ static const unsigned sofa__wire__response__field_indices_by_name[] = {
   0,   /* field[0] = id */
   21,   /* field[21] = indexes */
   16,   /* field[16] = inserted */
+  25,   /* field[25] = json */
   20,   /* field[20] = query */
   15,   /* field[15] = raw */
   23,   /* field[23] = replications */
   6,   /* field[6] = revision */
   22,   /* field[22] = revs_diff */
+  24,   /* field[24] = session */
 };
-static const ProtobufCIntRange sofa__wire__response__number_ranges[3 + 1] =
+static const ProtobufCIntRange sofa__wire__response__number_ranges[4 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
   { 60, 22 },
-  { 0, 24 }
+  { 70, 24 },
+  { 0, 26 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -6802,11 +7277,100 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  24,
+  26,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
-  3,  sofa__wire__response__number_ranges,
+  4,  sofa__wire__response__number_ranges,
   (ProtobufCMessageInit) sofa__wire__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__session_info__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__SessionInfo, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "roles",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Sofa__Wire__SessionInfo, n_roles),
+    offsetof(Sofa__Wire__SessionInfo, roles),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__session_info__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+  1,   /* field[1] = roles */
+};
+static const ProtobufCIntRange sofa__wire__session_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor sofa__wire__session_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.SessionInfo",
+  "SessionInfo",
+  "Sofa__Wire__SessionInfo",
+  "sofa.wire",
+  sizeof(Sofa__Wire__SessionInfo),
+  2,
+  sofa__wire__session_info__field_descriptors,
+  sofa__wire__session_info__field_indices_by_name,
+  1,  sofa__wire__session_info__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__session_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__json_value__field_descriptors[1] =
+{
+  {
+    "json",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__JsonValue, json),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__json_value__field_indices_by_name[] = {
+  0,   /* field[0] = json */
+};
+static const ProtobufCIntRange sofa__wire__json_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__json_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.JsonValue",
+  "JsonValue",
+  "Sofa__Wire__JsonValue",
+  "sofa.wire",
+  sizeof(Sofa__Wire__JsonValue),
+  1,
+  sofa__wire__json_value__field_descriptors,
+  sofa__wire__json_value__field_indices_by_name,
+  1,  sofa__wire__json_value__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__json_value__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__revs_diff_result__field_descriptors[1] =

@@ -93,6 +93,13 @@ public enum Op: Sendable, Equatable {
     case startReplication(ReplicationSpec)
     case stopReplication(id: String)
     case listReplications(id: String = "", afterVersion: UInt64 = 0, waitMs: UInt32 = 0)
+    /// Signs the connection in (the gateway), answered `.session`.
+    case authenticate(name: String, password: String)
+    /// Who the connection is signed in as, answered `.session`.
+    case session
+    /// The envelope's database's security object, answered `.json`; `setSecurity` replaces it.
+    case getSecurity
+    case setSecurity(JSON)
 }
 
 /// The answer to one request: its id and either a reply or an error.
@@ -142,6 +149,9 @@ public enum Reply: Sendable, Equatable {
     /// Per document: the missing revisions and possible ancestors (documents lacking nothing are left out).
     case revsDiff([RevsDiffEntry])
     case replications([ReplicationStatus])
+    /// A signed-in user's name ("" for nobody) and roles (`_admin`: a server admin).
+    case session(name: String, roles: [String])
+    case json(JSON)
 }
 
 public struct HealthInfo: Sendable, Equatable {

@@ -96,6 +96,19 @@ extension Op {
             let op = try required(m.raw_delete, "rawDelete")
             return .rawDelete(store: try decodeString(op.store, "rawDelete.store"), key: try decodeText(op.key, "rawDelete.key"))
         case SOFA__WIRE__REQUEST__OP_COMPACT: return .compact
+        case SOFA__WIRE__REQUEST__OP_AUTHENTICATE:
+            let op = try required(m.authenticate, "authenticate")
+            return .authenticate(name: try decodeString(op.name, "authenticate.name"),
+                                 password: try decodeString(op.password, "authenticate.password"))
+        case SOFA__WIRE__REQUEST__OP_SESSION: return .session
+        case SOFA__WIRE__REQUEST__OP_GET_SECURITY: return .getSecurity
+        case SOFA__WIRE__REQUEST__OP_SET_SECURITY:
+            let op = try required(m.set_security, "setSecurity")
+            let bytes = decodeBytes(op.json)
+            guard let json = JSON.tryParse(bytes) else {
+                throw SofaError(.badJSON, "the security object is not JSON")
+            }
+            return .setSecurity(json)
         case SOFA__WIRE__REQUEST__OP_QUERY:
             let op = try required(m.query, "query")
             let parameterBytes = decodeBytes(op.parameters)

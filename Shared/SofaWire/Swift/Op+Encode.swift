@@ -183,6 +183,23 @@ extension Op {
         case .compact:
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_COMPACT
             message.pointee.compact = arena.message { sofa__wire__compact__init($0) }
+        case .authenticate(let name, let password):
+            let op: UnsafeMutablePointer<Sofa__Wire__Authenticate> = arena.message { sofa__wire__authenticate__init($0) }
+            op.pointee.name = arena.string(name)
+            op.pointee.password = arena.string(password)
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_AUTHENTICATE
+            message.pointee.authenticate = op
+        case .session:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_SESSION
+            message.pointee.session = arena.message { sofa__wire__session_request__init($0) }
+        case .getSecurity:
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_GET_SECURITY
+            message.pointee.get_security = arena.message { sofa__wire__get_security__init($0) }
+        case .setSecurity(let json):
+            let op: UnsafeMutablePointer<Sofa__Wire__SetSecurity> = arena.message { sofa__wire__set_security__init($0) }
+            op.pointee.json = arena.bytes(json.compactBytes())
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_SET_SECURITY
+            message.pointee.set_security = op
         case .echo(let payload, let delayMs, let service):
             let op: UnsafeMutablePointer<Sofa__Wire__Echo> = arena.message { sofa__wire__echo__init($0) }
             op.pointee.payload = arena.bytes(payload)

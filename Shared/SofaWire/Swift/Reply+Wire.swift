@@ -143,6 +143,17 @@ extension Reply {
         case .changes(let batch):
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_CHANGES
             message.pointee.changes = Self.changesBatch(batch, arena)
+        case .session(let name, let roles):
+            let r: UnsafeMutablePointer<Sofa__Wire__SessionInfo> = arena.message { sofa__wire__session_info__init($0) }
+            r.pointee.name = arena.string(name)
+            (r.pointee.n_roles, r.pointee.roles) = arena.strings(roles)
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_SESSION
+            message.pointee.session = r
+        case .json(let json):
+            let r: UnsafeMutablePointer<Sofa__Wire__JsonValue> = arena.message { sofa__wire__json_value__init($0) }
+            r.pointee.json = arena.bytes(json.compactBytes())
+            message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_JSON
+            message.pointee.json = r
         case .raw(let version, let body):
             let r: UnsafeMutablePointer<Sofa__Wire__RawValue> = arena.message { sofa__wire__raw_value__init($0) }
             r.pointee.version = arena.bytes(version)
@@ -311,6 +322,13 @@ extension Reply {
             return .expiration(try required(m.expiration, "expiration").expiration)
         case SOFA__WIRE__RESPONSE__RESULT_CHANGES:
             return .changes(try decodeChangesBatch(required(m.changes, "changes")))
+        case SOFA__WIRE__RESPONSE__RESULT_SESSION:
+            let r = try required(m.session, "session")
+            return .session(name: try decodeString(r.name, "session.name"), roles: try decodeStrings(r.n_roles, r.roles, "session.roles"))
+        case SOFA__WIRE__RESPONSE__RESULT_JSON:
+            let r = try required(m.json, "json")
+            guard let json = JSON.tryParse(decodeBytes(r.json)) else { throw SofaError(.malformedMessage, "malformed JSON result") }
+            return .json(json)
         case SOFA__WIRE__RESPONSE__RESULT_RAW:
             let r = try required(m.raw, "raw")
             return .raw(version: decodeBytes(r.version), body: decodeBytes(r.body))

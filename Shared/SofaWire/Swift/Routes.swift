@@ -8,6 +8,7 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          rawPut, rawGet, rawDelete, compact, blobWriteBegin, blobWriteChunk, blobWriteEnd, blobWriteAbort, blobRead,
          blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs
     case revsDiff = 60, startReplication, stopReplication, listReplications
+    case authenticate = 70, session, getSecurity, setSecurity
 
     public var name: String { String(describing: self) }
 }
@@ -82,6 +83,10 @@ extension OperationKind {
         case .startReplication, .stopReplication: Route(.replicator, database: false, write: true)
         // A status wait is held by the replicator: the gateway adds it to this.
         case .listReplications: Route(.replicator, database: false)
+        case .authenticate, .session: Route(.gateway, database: false)
+        // Kept in the database's `info` store; the gateway reads and writes it there.
+        case .getSecurity: Route(.gateway)
+        case .setSecurity: Route(.gateway, write: true)
         }
     }
 }
@@ -133,6 +138,10 @@ extension Op {
         case .startReplication: .startReplication
         case .stopReplication: .stopReplication
         case .listReplications: .listReplications
+        case .authenticate: .authenticate
+        case .session: .session
+        case .getSecurity: .getSecurity
+        case .setSecurity: .setSecurity
         }
     }
 
@@ -141,4 +150,11 @@ extension Op {
 
     /// Whether the operation changes stored data (and so must not be retried blindly).
     public var isWrite: Bool { kind.route.isWrite }
+}
+
+/// Words of the session protocol that both sides read.
+public enum SessionWords {
+    /// How an `unauthorized` refusal of a connection that is not signed in begins: a client that
+    /// holds credentials signs in again (its connection was made anew) and retries once.
+    public static let notSignedIn = "this connection is not signed in"
 }

@@ -16,6 +16,10 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
+typedef struct Sofa__Wire__Authenticate Sofa__Wire__Authenticate;
+typedef struct Sofa__Wire__SessionRequest Sofa__Wire__SessionRequest;
+typedef struct Sofa__Wire__GetSecurity Sofa__Wire__GetSecurity;
+typedef struct Sofa__Wire__SetSecurity Sofa__Wire__SetSecurity;
 typedef struct Sofa__Wire__RevsDiffRequest Sofa__Wire__RevsDiffRequest;
 typedef struct Sofa__Wire__RevsDiffEntry Sofa__Wire__RevsDiffEntry;
 typedef struct Sofa__Wire__StartReplication Sofa__Wire__StartReplication;
@@ -63,6 +67,8 @@ typedef struct Sofa__Wire__BlobRead Sofa__Wire__BlobRead;
 typedef struct Sofa__Wire__BlobStat Sofa__Wire__BlobStat;
 typedef struct Sofa__Wire__Echo Sofa__Wire__Echo;
 typedef struct Sofa__Wire__Response Sofa__Wire__Response;
+typedef struct Sofa__Wire__SessionInfo Sofa__Wire__SessionInfo;
+typedef struct Sofa__Wire__JsonValue Sofa__Wire__JsonValue;
 typedef struct Sofa__Wire__RevsDiffResult Sofa__Wire__RevsDiffResult;
 typedef struct Sofa__Wire__ReplicationInfo Sofa__Wire__ReplicationInfo;
 typedef struct Sofa__Wire__ReplicationList Sofa__Wire__ReplicationList;
@@ -171,7 +177,11 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_REVS_DIFF = 60,
   SOFA__WIRE__REQUEST__OP_START_REPLICATION = 61,
   SOFA__WIRE__REQUEST__OP_STOP_REPLICATION = 62,
-  SOFA__WIRE__REQUEST__OP_LIST_REPLICATIONS = 63
+  SOFA__WIRE__REQUEST__OP_LIST_REPLICATIONS = 63,
+  SOFA__WIRE__REQUEST__OP_AUTHENTICATE = 70,
+  SOFA__WIRE__REQUEST__OP_SESSION = 71,
+  SOFA__WIRE__REQUEST__OP_GET_SECURITY = 72,
+  SOFA__WIRE__REQUEST__OP_SET_SECURITY = 73
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -237,11 +247,62 @@ struct  Sofa__Wire__Request
     Sofa__Wire__StartReplication *start_replication;
     Sofa__Wire__StopReplication *stop_replication;
     Sofa__Wire__ListReplications *list_replications;
+    /*
+     * Security (numbers from 70 on; the gateway answers them).
+     */
+    Sofa__Wire__Authenticate *authenticate;
+    Sofa__Wire__SessionRequest *session;
+    Sofa__Wire__GetSecurity *get_security;
+    Sofa__Wire__SetSecurity *set_security;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
     , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+
+
+/*
+ * Security. `authenticate` signs the connection in as a user (or a server admin) until it
+ * closes or signs in again; `session` names who the connection is signed in as. A database's
+ * security object is CouchDB's `{"admins":{"names":[],"roles":[]},"members":{…}}`, as JSON.
+ */
+struct  Sofa__Wire__Authenticate
+{
+  ProtobufCMessage base;
+  char *name;
+  char *password;
+};
+#define SOFA__WIRE__AUTHENTICATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__authenticate__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Sofa__Wire__SessionRequest
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__SESSION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__session_request__descriptor) \
+     }
+
+
+struct  Sofa__Wire__GetSecurity
+{
+  ProtobufCMessage base;
+};
+#define SOFA__WIRE__GET_SECURITY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__get_security__descriptor) \
+     }
+
+
+struct  Sofa__Wire__SetSecurity
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData json;
+};
+#define SOFA__WIRE__SET_SECURITY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__set_security__descriptor) \
+    , {0,NULL} }
 
 
 /*
@@ -939,7 +1000,9 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_QUERY = 28,
   SOFA__WIRE__RESPONSE__RESULT_INDEXES = 29,
   SOFA__WIRE__RESPONSE__RESULT_REVS_DIFF = 60,
-  SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS = 61
+  SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS = 61,
+  SOFA__WIRE__RESPONSE__RESULT_SESSION = 70,
+  SOFA__WIRE__RESPONSE__RESULT_JSON = 71
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -978,11 +1041,44 @@ struct  Sofa__Wire__Response
      */
     Sofa__Wire__RevsDiffResult *revs_diff;
     Sofa__Wire__ReplicationList *replications;
+    /*
+     * Security (numbers from 70 on).
+     */
+    Sofa__Wire__SessionInfo *session;
+    Sofa__Wire__JsonValue *json;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__response__descriptor) \
     , 0, NULL, SOFA__WIRE__RESPONSE__RESULT__NOT_SET, {0} }
+
+
+struct  Sofa__Wire__SessionInfo
+{
+  ProtobufCMessage base;
+  /*
+   * "" when nobody is signed in
+   */
+  char *name;
+  /*
+   * "_admin" for a server admin
+   */
+  size_t n_roles;
+  char **roles;
+};
+#define SOFA__WIRE__SESSION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__session_info__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Sofa__Wire__JsonValue
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData json;
+};
+#define SOFA__WIRE__JSON_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__json_value__descriptor) \
+    , {0,NULL} }
 
 
 struct  Sofa__Wire__RevsDiffResult
@@ -1460,6 +1556,82 @@ Sofa__Wire__Request *
                       const uint8_t       *data);
 void   sofa__wire__request__free_unpacked
                      (Sofa__Wire__Request *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__Authenticate methods */
+void   sofa__wire__authenticate__init
+                     (Sofa__Wire__Authenticate         *message);
+size_t sofa__wire__authenticate__get_packed_size
+                     (const Sofa__Wire__Authenticate   *message);
+size_t sofa__wire__authenticate__pack
+                     (const Sofa__Wire__Authenticate   *message,
+                      uint8_t             *out);
+size_t sofa__wire__authenticate__pack_to_buffer
+                     (const Sofa__Wire__Authenticate   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__Authenticate *
+       sofa__wire__authenticate__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__authenticate__free_unpacked
+                     (Sofa__Wire__Authenticate *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__SessionRequest methods */
+void   sofa__wire__session_request__init
+                     (Sofa__Wire__SessionRequest         *message);
+size_t sofa__wire__session_request__get_packed_size
+                     (const Sofa__Wire__SessionRequest   *message);
+size_t sofa__wire__session_request__pack
+                     (const Sofa__Wire__SessionRequest   *message,
+                      uint8_t             *out);
+size_t sofa__wire__session_request__pack_to_buffer
+                     (const Sofa__Wire__SessionRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__SessionRequest *
+       sofa__wire__session_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__session_request__free_unpacked
+                     (Sofa__Wire__SessionRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__GetSecurity methods */
+void   sofa__wire__get_security__init
+                     (Sofa__Wire__GetSecurity         *message);
+size_t sofa__wire__get_security__get_packed_size
+                     (const Sofa__Wire__GetSecurity   *message);
+size_t sofa__wire__get_security__pack
+                     (const Sofa__Wire__GetSecurity   *message,
+                      uint8_t             *out);
+size_t sofa__wire__get_security__pack_to_buffer
+                     (const Sofa__Wire__GetSecurity   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__GetSecurity *
+       sofa__wire__get_security__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__get_security__free_unpacked
+                     (Sofa__Wire__GetSecurity *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__SetSecurity methods */
+void   sofa__wire__set_security__init
+                     (Sofa__Wire__SetSecurity         *message);
+size_t sofa__wire__set_security__get_packed_size
+                     (const Sofa__Wire__SetSecurity   *message);
+size_t sofa__wire__set_security__pack
+                     (const Sofa__Wire__SetSecurity   *message,
+                      uint8_t             *out);
+size_t sofa__wire__set_security__pack_to_buffer
+                     (const Sofa__Wire__SetSecurity   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__SetSecurity *
+       sofa__wire__set_security__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__set_security__free_unpacked
+                     (Sofa__Wire__SetSecurity *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__RevsDiffRequest methods */
 void   sofa__wire__revs_diff_request__init
@@ -2354,6 +2526,44 @@ Sofa__Wire__Response *
 void   sofa__wire__response__free_unpacked
                      (Sofa__Wire__Response *message,
                       ProtobufCAllocator *allocator);
+/* Sofa__Wire__SessionInfo methods */
+void   sofa__wire__session_info__init
+                     (Sofa__Wire__SessionInfo         *message);
+size_t sofa__wire__session_info__get_packed_size
+                     (const Sofa__Wire__SessionInfo   *message);
+size_t sofa__wire__session_info__pack
+                     (const Sofa__Wire__SessionInfo   *message,
+                      uint8_t             *out);
+size_t sofa__wire__session_info__pack_to_buffer
+                     (const Sofa__Wire__SessionInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__SessionInfo *
+       sofa__wire__session_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__session_info__free_unpacked
+                     (Sofa__Wire__SessionInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__JsonValue methods */
+void   sofa__wire__json_value__init
+                     (Sofa__Wire__JsonValue         *message);
+size_t sofa__wire__json_value__get_packed_size
+                     (const Sofa__Wire__JsonValue   *message);
+size_t sofa__wire__json_value__pack
+                     (const Sofa__Wire__JsonValue   *message,
+                      uint8_t             *out);
+size_t sofa__wire__json_value__pack_to_buffer
+                     (const Sofa__Wire__JsonValue   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__JsonValue *
+       sofa__wire__json_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__json_value__free_unpacked
+                     (Sofa__Wire__JsonValue *message,
+                      ProtobufCAllocator *allocator);
 /* Sofa__Wire__RevsDiffResult methods */
 void   sofa__wire__revs_diff_result__init
                      (Sofa__Wire__RevsDiffResult         *message);
@@ -2910,6 +3120,18 @@ void   sofa__wire__worker_frame__free_unpacked
 typedef void (*Sofa__Wire__Request_Closure)
                  (const Sofa__Wire__Request *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__Authenticate_Closure)
+                 (const Sofa__Wire__Authenticate *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__SessionRequest_Closure)
+                 (const Sofa__Wire__SessionRequest *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__GetSecurity_Closure)
+                 (const Sofa__Wire__GetSecurity *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__SetSecurity_Closure)
+                 (const Sofa__Wire__SetSecurity *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__RevsDiffRequest_Closure)
                  (const Sofa__Wire__RevsDiffRequest *message,
                   void *closure_data);
@@ -3051,6 +3273,12 @@ typedef void (*Sofa__Wire__Echo_Closure)
 typedef void (*Sofa__Wire__Response_Closure)
                  (const Sofa__Wire__Response *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__SessionInfo_Closure)
+                 (const Sofa__Wire__SessionInfo *message,
+                  void *closure_data);
+typedef void (*Sofa__Wire__JsonValue_Closure)
+                 (const Sofa__Wire__JsonValue *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__RevsDiffResult_Closure)
                  (const Sofa__Wire__RevsDiffResult *message,
                   void *closure_data);
@@ -3145,6 +3373,10 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__authenticate__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__session_request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__get_security__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__set_security__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor;
@@ -3192,6 +3424,8 @@ extern const ProtobufCMessageDescriptor sofa__wire__blob_read__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__blob_stat__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__echo__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__response__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__session_info__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__json_value__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__replication_list__descriptor;

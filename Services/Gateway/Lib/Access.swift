@@ -1,0 +1,194 @@
+public import SofaCore
+public import SofaWire
+
+/// Who a request runs as: a server admin (roles include `_admin`; the cluster's own services
+/// are one), or a user from `_users` with their roles.
+public struct Principal: Sendable, Equatable {
+    public var name: String
+    public var roles: [String]
+
+    public init(name: String, roles: [String]) {
+        self.name = name
+        self.roles = roles
+    }
+
+    /// CouchDB's role of server admins.
+    public static let adminRole = "_admin"
+    public var isServerAdmin: Bool { roles.contains(Self.adminRole) }
+
+    /// The cluster's own services (a peer holding the cluster's key): a server admin.
+    public static let cluster = Principal(name: "_cluster", roles: [adminRole])
+}
+
+/// A database's security object, as CouchDB has it: database admins and members, each by
+/// names and roles. A database without one is admin-only (CouchDB 3's default).
+public struct SecurityObject: Sendable, Equatable {
+    public struct Group: Sendable, Equatable {
+        public var names: [String] = []
+        public var roles: [String] = []
+
+        public init(names: [String] = [], roles: [String] = []) {
+            self.names = names
+            self.roles = roles
+        }
+
+        public var isEmpty: Bool { names.isEmpty && roles.isEmpty }
+
+        func includes(_ principal: Principal) -> Bool {
+            names.contains(principal.name) || principal.roles.contains(where: roles.contains)
+        }
+    }
+
+    public var admins = Group()
+    public var members = Group()
+
+    public init(admins: Group = Group(), members: Group = Group()) {
+        self.admins = admins
+        self.members = members
+    }
+
+    /// What a new database gets: server admins only.
+    public static let adminOnly = SecurityObject(admins: Group(roles: [Principal.adminRole]),
+                                                 members: Group(roles: [Principal.adminRole]))
+
+    /// The key of the object in the database's `info` store.
+    public static let storeKey = "_security"
+
+    /// Parses `{"admins":{"names":[…],"roles":[…]},"members":{…}}`; anything else is
+    /// `invalidParameter` naming what is wrong (and nothing is stored).
+    public init(json: JSON) throws(SofaError) {
+        guard let object = json.objectValue else { throw SofaError(.invalidParameter, "a security object is a JSON object") }
+        func group(_ key: String) throws(SofaError) -> Group {
+            guard let value = object[key], value != .null else { return Group() }
+            guard let fields = value.objectValue else {
+                throw SofaError(.invalidParameter, "the security object's \(key) must be an object with names and roles")
+            }
+            func strings(_ field: String) throws(SofaError) -> [String] {
+                guard let list = fields[field], list != .null else { return [] }
+                guard let array = list.arrayValue else {
+                    throw SofaError(.invalidParameter, "the security object's \(key).\(field) must be an array of strings")
+                }
+                var out: [String] = []
+                for item in array {
+                    guard let text = item.stringValue else {
+                        throw SofaError(.invalidParameter, "the security object's \(key).\(field) must be an array of strings")
+                    }
+                    out.append(text)
+                }
+                return out
+            }
+            return Group(names: try strings("names"), roles: try strings("roles"))
+        }
+        admins = try group("admins")
+        members = try group("members")
+    }
+
+    public var json: JSON {
+        func group(_ group: Group) -> JSON {
+            .object(JSONObject([("names", .array(group.names.map(JSON.string))), ("roles", .array(group.roles.map(JSON.string)))]))
+        }
+        return .object(JSONObject([("admins", group(admins)), ("members", group(members))]))
+    }
+
+    /// What `principal` may do in the database (nil: not signed in).
+    public func access(of principal: Principal?) -> Access {
+        if let principal, principal.isServerAdmin || admins.includes(principal) { return .admin }
+        // As CouchDB: a database whose members are empty is open to everyone.
+        if members.isEmpty { return .member }
+        if let principal, members.includes(principal) { return .member }
+        return .none
+    }
+
+    public enum Access: Int, Sendable, Comparable {
+        case none, member, admin
+        public static func < (a: Access, b: Access) -> Bool { a.rawValue < b.rawValue }
+    }
+}
+
+/// The rules: which operations need what, decided from the request alone (and the caller's
+/// standing in the database). One place, checked without a cluster by the unit tests.
+public enum AccessRules {
+    /// What an operation needs.
+    public enum Need: Sendable, Equatable {
+        /// Anyone, signed in or not (health, echo, signing in).
+        case anyone
+        /// Any signed-in user (the cluster's status, who am I).
+        case signedIn
+        /// A server admin (databases created, deleted, listed; raw stores; replications).
+        case serverAdmin
+        /// A database admin (design documents, the security object, indexes, compaction, …).
+        case databaseAdmin
+        /// A database member (documents, local documents, queries, changes, blobs).
+        case member
+    }
+
+    /// The need of an operation; a write of a design document needs a database admin
+    /// (`designWrite`: the request writes one).
+    public static func need(_ kind: OperationKind, designWrite: Bool = false) -> Need {
+        switch kind {
+        case .health, .echo, .authenticate, .session: return .anyone
+        case .clusterStatus: return .signedIn
+        case .createDatabase, .deleteDatabase, .listDatabases, .rawPut, .rawGet, .rawDelete,
+             .startReplication, .stopReplication, .listReplications, .deleteBlobs, .dropBlobs:
+            return .serverAdmin
+        case .getSecurity:
+            return .member
+        case .setSecurity, .createIndex, .deleteIndex, .compact, .purge, .rekeyDatabase, .createCollection,
+             .deleteCollection:
+            return .databaseAdmin
+        case .putDocument, .deleteDocument, .insertRevision, .bulkWrite, .resolveConflict, .setExpiration:
+            return designWrite ? .databaseAdmin : .member
+        case .getDocument, .databaseInfo, .listCollections, .conflicts, .getExpiration, .nextExpiration, .changes,
+             .allDocs, .revsDiff, .query, .listIndexes, .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort,
+             .blobRead, .blobStat:
+            return .member
+        }
+    }
+
+    /// Whether the request writes a design document (`_design/…`).
+    public static func writesDesignDocument(_ operation: Op) -> Bool {
+        func design(_ id: String) -> Bool { id.hasPrefix("_design/") }
+        switch operation {
+        case .putDocument(let id, _, _, _), .deleteDocument(let id, _), .setExpiration(let id, _): return design(id)
+        case .insertRevision(let insert): return design(insert.id)
+        case .bulkWrite(let items):
+            return items.contains { item in
+                switch item {
+                case .put(let id, _, _, _): design(id)
+                case .insert(let insert): design(insert.id)
+                }
+            }
+        case .resolveConflict(let resolution): return design(resolution.id)
+        default: return false
+        }
+    }
+
+    /// nil when `principal` (nil: not signed in) may run an operation of `kind` in a database
+    /// with `security` (nil for operations about no database); else the refusal.
+    public static func check(_ kind: OperationKind, database: String, designWrite: Bool = false, principal: Principal?,
+                             security: SecurityObject?) -> SofaError? {
+        let need = need(kind, designWrite: designWrite)
+        if need == .anyone { return nil }
+        if principal == nil, need != .member || security?.access(of: nil) == SecurityObject.Access.none {
+            return notSignedIn(kind)
+        }
+        switch need {
+        case .anyone, .signedIn: return nil
+        case .serverAdmin:
+            return principal?.isServerAdmin == true ? nil : .forbidden("\(kind.name) is for server admins only")
+        case .databaseAdmin, .member:
+            let access = (security ?? .adminOnly).access(of: principal)
+            let needed: SecurityObject.Access = need == .member ? .member : .admin
+            if access >= needed { return nil }
+            let who = principal.map { "user '\($0.name)'" } ?? "an anonymous client"
+            return .forbidden(needed == .admin
+                ? "\(who) is not an admin of database '\(database)': \(designWrite ? "writing a design document" : kind.name) needs one"
+                : "\(who) may not access database '\(database)': not a member (its security object)")
+        }
+    }
+
+    /// The refusal of a connection that is not signed in (the SDK signs in again on it).
+    public static func notSignedIn(_ kind: OperationKind) -> SofaError {
+        .unauthorized("\(SessionWords.notSignedIn): sign in (a user's name and password) before \(kind.name)")
+    }
+}

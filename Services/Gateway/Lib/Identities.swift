@@ -1,0 +1,208 @@
+public import SofaCore
+public import SofaFiles
+public import SofaServer
+internal import Foundation
+internal import SofaBus
+internal import Synchronization
+
+/// Who is who at the gateway: the server admins (from the secrets folder's `admins.json`), the
+/// users of `_users` (cached by name, dropped from the cache when their document changes), and
+/// the signed-in connections.
+///
+/// A sign-in is bound to the connection it came in on — its descriptor, its ZeroMQ identity and
+/// the client's CURVE key, which only the holder of the matching secret key can present — and
+/// lasts until that connection closes or signs in again. The password is checked once, at sign
+/// in; each request then only finds its connection's user here, with the user's roles as they
+/// are now (a removed role or user counts from the next request on; a changed password ends the
+/// user's sign-ins).
+public final class Identities: Sendable {
+    /// A user as `_users` holds it (the document `org.couchdb.user:NAME`).
+    public struct User: Sendable, Equatable {
+        public var roles: [String]
+        public var password: PasswordHash?
+
+        public init(roles: [String], password: PasswordHash?) {
+            self.roles = roles
+            self.password = password
+        }
+    }
+
+    struct Session: Equatable {
+        var name: String
+        /// The salt of the password signed in with ("" for a server admin): a new password ends it.
+        var salt: String
+    }
+
+    struct SessionKey: Hashable {
+        var identity: [UInt8]
+        var key: String
+    }
+
+    struct State {
+        /// Sign-ins by connection descriptor, then by identity and key.
+        var sessions: [Int32: [SessionKey: Session]] = [:]
+        /// Users read from `_users` (nil: known not to exist).
+        var users: [String: User?] = [:]
+        /// Failed sign-ins by user name and by peer address: the count and when the last was.
+        var failures: [String: (count: Int, atMs: UInt64)] = [:]
+    }
+
+    private let admins: [String: PasswordHash]
+    /// The cluster's public key: a peer presenting it is one of the cluster's services.
+    private let clusterKey: String?
+    /// Whether peers without a key are the cluster's own (the gateway serves an ipc:// socket in
+    /// a folder only the service user can enter).
+    private let trustsUnkeyedPeers: Bool
+    private let state = Mutex(State())
+    /// Password checks run here, one at a time (each is ~10k rounds of HMAC): never on the
+    /// cooperative pool, and a flood of sign-ins cannot take every core.
+    private let hashing = DispatchQueue(label: "sofa-gateway-password-checks")
+
+    public init(admins: [String: PasswordHash], clusterKey: String?, trustsUnkeyedPeers: Bool) {
+        self.admins = admins
+        self.clusterKey = clusterKey
+        self.trustsUnkeyedPeers = trustsUnkeyedPeers
+    }
+
+    /// The document ID of user `name` in `_users`.
+    public static func documentID(_ name: String) -> String { userPrefix + name }
+    public static let userPrefix = "org.couchdb.user:"
+    public static let usersDatabase = "_users"
+
+    public enum Lookup: Equatable {
+        case anonymous
+        case principal(Principal)
+        /// Signed in as this user, whose record is not cached: load it (`principal(of:load:)`).
+        case unknownUser(String)
+    }
+
+    /// The peer's principal from what is cached (on a socket thread: never waits).
+    public func cachedPrincipal(of peer: BusServer.Peer) -> Lookup {
+        if let clusterKey, !peer.key.isEmpty, peer.key == clusterKey { return .principal(.cluster) }
+        if trustsUnkeyedPeers && peer.key.isEmpty { return .principal(.cluster) }
+        return state.withLock { state in
+            guard let session = state.sessions[peer.connection]?[SessionKey(identity: peer.identity, key: peer.key)] else {
+                return .anonymous
+            }
+            if session.salt.isEmpty { return admins[session.name] != nil ? .principal(Self.admin(session.name)) : .anonymous }
+            guard let cached = state.users[session.name] else { return .unknownUser(session.name) }
+            guard let user = cached, user.password?.salt == session.salt else { return .anonymous }
+            return .principal(Principal(name: session.name, roles: user.roles))
+        }
+    }
+
+    /// The peer's principal (nil: nobody signed in on its connection), loading its user's
+    /// record when it is not cached. A load that fails counts as signed out for this request.
+    public func principal(of peer: BusServer.Peer, load: (String) async throws(SofaError) -> User?) async throws(SofaError) -> Principal? {
+        switch cachedPrincipal(of: peer) {
+        case .anonymous: return nil
+        case .principal(let principal): return principal
+        case .unknownUser(let name):
+            let user = try await load(name)
+            state.withLock { $0.users[name] = .some(user) }
+            return cachedPrincipal(of: peer).principal
+        }
+    }
+
+    /// Checks `name` and `password` and signs the peer's connection in as that user (or server
+    /// admin). Every failure is the same `unauthorized` (an unknown name and a wrong password
+    /// cannot be told apart), answered after a delay that grows with the failures of that name
+    /// and of that peer.
+    public func signIn(name: String, password: String, peer: BusServer.Peer,
+                       load: (String) async throws(SofaError) -> User?) async throws(SofaError) -> Principal {
+        let delay = failureDelayMs(name: name, address: peer.address)
+        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }  // the growing delay of failed sign-ins
+        let key = SessionKey(identity: peer.identity, key: peer.key)
+        if let hash = admins[name] {
+            if await check(password, against: hash) {
+                succeeded(name: name, address: peer.address)
+                state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: "") }
+                return Self.admin(name)
+            }
+        } else if !name.isEmpty, let user = try await load(name), let hash = user.password {
+            state.withLock { $0.users[name] = .some(user) }
+            if await check(password, against: hash) {
+                succeeded(name: name, address: peer.address)
+                state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: hash.salt) }
+                return Principal(name: name, roles: user.roles)
+            }
+        } else {
+            _ = await check(password, against: Self.decoy)  // as long as a real check: the name's existence does not show
+        }
+        failed(name: name, address: peer.address)
+        state.withLock { $0.sessions[peer.connection]?[key] = nil }
+        throw Self.badCredentials
+    }
+
+    /// The one refusal of a sign-in, whatever was wrong.
+    public static let badCredentials = SofaError.unauthorized("name or password is incorrect")
+
+    /// The connections that closed: their sign-ins end.
+    public func connectionsClosed(_ connections: Set<Int32>) {
+        state.withLock { state in for connection in connections { state.sessions[connection] = nil } }
+    }
+
+    /// User `name`'s document changed (or may have): read it again when next needed.
+    public func userChanged(_ name: String) {
+        _ = state.withLock { $0.users.removeValue(forKey: name) }
+    }
+
+    /// Some user documents changed (a commit notice of `_users`): read each again when needed.
+    public func usersChanged() {
+        state.withLock { $0.users.removeAll() }
+    }
+
+    public var isEmptyOfSessions: Bool { state.withLock { $0.sessions.isEmpty } }
+
+    static func admin(_ name: String) -> Principal { Principal(name: name, roles: [Principal.adminRole]) }
+
+    private static let decoy = (try? PasswordHash.make("decoy")) ?? PasswordHash(salt: "00", iterations: 1, derivedKey: "00")
+
+    private func check(_ password: String, against hash: PasswordHash) async -> Bool {
+        await withCheckedContinuation { continuation in
+            hashing.async { continuation.resume(returning: hash.matches(password)) }
+        }
+    }
+
+    /// Failures older than this are forgotten.
+    static let failureMemoryMs: UInt64 = 15 * 60 * 1000
+
+    /// 0 for the first three failures, then 250 ms doubling up to 8 s.
+    func failureDelayMs(name: String, address: String) -> Int {
+        let now = monotonicMs()
+        let count = state.withLock { state in
+            [ "user:" + name, "peer:" + address ].map { key -> Int in
+                guard let entry = state.failures[key], now &- entry.atMs < Self.failureMemoryMs else { return 0 }
+                return entry.count
+            }.max() ?? 0
+        }
+        guard count >= 3 else { return 0 }
+        return min(8_000, 250 << min(5, count - 3))
+    }
+
+    private func failed(name: String, address: String) {
+        let now = monotonicMs()
+        state.withLock { state in
+            for key in ["user:" + name, "peer:" + address] {
+                let old = state.failures[key].flatMap { now &- $0.atMs < Self.failureMemoryMs ? $0.count : nil } ?? 0
+                state.failures[key] = (old + 1, now)
+            }
+            if state.failures.count > 100_000 { state.failures = state.failures.filter { now &- $0.value.atMs < Self.failureMemoryMs } }
+        }
+    }
+
+    private func succeeded(name: String, address: String) {
+        state.withLock { state in
+            state.failures["user:" + name] = nil
+            state.failures["peer:" + address] = nil
+        }
+    }
+
+}
+
+extension Identities.Lookup {
+    var principal: Principal? {
+        if case .principal(let principal) = self { return principal }
+        return nil
+    }
+}
