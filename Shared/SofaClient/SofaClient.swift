@@ -2,6 +2,7 @@
 public import SofaWire
 internal import SofaBus
 import Foundation
+internal import Synchronization
 
 /// The Sofa SDK: one connection to a cluster's gateway, shared by any number of concurrent calls.
 ///
@@ -18,7 +19,13 @@ public final class SofaClient: Sendable {
     let bus: BusClient
     public let timeout: Duration
     /// Whom the connection signs in as (again, when it was made anew); nil: nobody.
-    public let credentials: Credentials?
+    public var credentials: Credentials? { signedIn.withLock { $0 } }
+    private let signedIn: Mutex<Credentials?>
+
+    /// This client's own password changed: sign in with the new one from now on.
+    func passwordChanged(name: String, to password: String) {
+        signedIn.withLock { if $0?.name == name { $0?.password = password } }
+    }
 
     /// A user's name and password (or a server admin's).
     public struct Credentials: Sendable, Equatable {
@@ -35,7 +42,7 @@ public final class SofaClient: Sendable {
         self.endpoint = endpoint
         self.bus = bus
         self.timeout = timeout
-        self.credentials = credentials
+        self.signedIn = Mutex(credentials)
     }
 
     /// Connects to a gateway and checks that it answers. `timeout` is every call's default;
@@ -133,6 +140,10 @@ public final class SofaClient: Sendable {
     public struct Session: Sendable, Equatable {
         public var name: String
         public var roles: [String]
+        public init(name: String, roles: [String]) {
+            self.name = name
+            self.roles = roles
+        }
         public var isServerAdmin: Bool { roles.contains("_admin") }
     }
 

@@ -29,7 +29,7 @@ extension Supervisor {
     /// This cluster's gateway, as its first admin, with the cluster's secret key.
     public var access: ClusterAccess {
         ClusterAccess(endpoint: gatewayEndpoint, serverKey: serverKey, credentials: adminCredentials,
-                      clusterSecretKey: serverKey == nil ? nil : (try? ClusterKeyFile.load(in: keys) { ("", "") })?.secret)
+                      clusterSecretKey: serverKey == nil ? nil : ClusterKeyFile.read(in: keys)?.secret)
     }
 }
 

@@ -25,7 +25,16 @@ extension Supervisor {
         var lastProblem = "the gateway did not answer"
         while ContinuousClock.now < deadline {
             try checkStillStarting()
-            if let client = try? await connect(timeout: .seconds(2)) {
+            let connected: SofaClient?
+            do {
+                connected = try await connect(timeout: .seconds(2))
+            } catch where error.is(.unauthorized) && serverKey != nil && error.message.contains("secure handshake") {
+                throw SofaError(.busy, "the gateway answering at \(gatewayEndpoint) is another process: it does not hold this "
+                                + "cluster's key (another cluster uses its address)")
+            } catch {
+                connected = nil
+            }
+            if let client = connected {
                 defer { client.close() }
                 while ContinuousClock.now < deadline {
                     try checkStillStarting()

@@ -72,8 +72,7 @@ extension GatewayOptions {
 
     /// The local cluster's key pair, when this user can read its secrets folder.
     public static var localClusterKeys: (public: String, secret: String)? {
-        guard let bytes = (try? localSecrets.read(SecretsFolder.clusterKeyFile)).flatMap({ $0 }),
-              let file = try? JSONDecoder().decode(ClusterKeyFile.self, from: Data(bytes)) else { return nil }
+        guard let file = ClusterKeyFile.read(in: localSecrets) else { return nil }
         return (file.public, file.secret)
     }
 

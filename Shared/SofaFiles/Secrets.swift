@@ -80,6 +80,12 @@ public struct ClusterKeyFile: Codable, Equatable, Sendable {
         self.secret = secretKey
     }
 
+    /// The pair in `folder`; nil when there is none (or it cannot be read).
+    public static func read(in folder: SecretsFolder) -> ClusterKeyFile? {
+        guard let bytes = (try? folder.read(SecretsFolder.clusterKeyFile)).flatMap({ $0 }) else { return nil }
+        return try? JSONDecoder().decode(ClusterKeyFile.self, from: Data(bytes))
+    }
+
     /// The pair in `folder`, made by `generate` (public, secret) and stored when there is none.
     public static func load(in folder: SecretsFolder, generate: () throws -> (String, String)) throws -> ClusterKeyFile {
         let bytes = try folder.readOrCreate(SecretsFolder.clusterKeyFile) {

@@ -2,6 +2,7 @@ import Foundation
 import SofaClient
 import SofaCluster
 import SofaCore
+import SofaFiles
 import SofaTestSupport
 import Synchronization
 import Testing
@@ -99,12 +100,14 @@ import Testing
             ports[port] = free
         }
         try await withTemporaryDirectory { directory in
+            let keys = SecretsFolder(directory.appendingPathComponent("keys").path)
             let launcher = ServiceLauncher(binDirectory: Supervisor.defaultBinDirectory, logs: directory)
             defer { launcher.stopAll() }
             for name in order {
                 let service = try #require(services[name])
                 var environment = service.environment.mapValues { ComposeTopologyTests.local($0, ports: ports) }
                 if environment[Setting.dataDir.variable] != nil { environment[Setting.dataDir.variable] = directory.appendingPathComponent("data").path }
+                if environment[Setting.keysDir.variable] != nil { environment[Setting.keysDir.variable] = keys.path }
                 let replicas = name == "query" ? queryWorkers : 1
                 for replica in 0..<replicas {
                     environment[Setting.instance.variable] = replicas > 1 ? "\(name)-\(replica + 1)" : nil
@@ -113,10 +116,14 @@ import Testing
                 }
                 guard replicas > 0 else { continue }
                 let check = service.healthCheck.map { ComposeTopologyTests.local($0, ports: ports) }
-                try await Self.waitUntilHealthy(name, check, launcher: launcher)
+                try await Self.waitUntilHealthy(name, check, launcher: launcher, environment: [Setting.keysDir.variable: keys.path])
             }
             let gateway = "tcp://127.0.0.1:\(try #require(ports[7420]))"
-            let client = try await SofaClient.connect(gateway)
+            // As a client elsewhere would: the key it pins, the first admin's name and password.
+            let pair = try #require(ClusterKeyFile.read(in: keys), "no service made the cluster key")
+            let admin = try #require(try LocalAdminFile.read(in: keys), "the gateway made no first admin")
+            let client = try await SofaClient.connect(gateway, serverKey: pair.public,
+                                                      credentials: .init(name: admin.user, password: admin.password))
             defer { client.close() }
             // Each worker's health check passes once any worker answers: the others register
             // with the broker at their own pace (the broker's status says when).
@@ -139,12 +146,13 @@ import Testing
 
     /// Runs the health check (a `sofa` command, from the build's products) until it passes, as
     /// compose does; each try waits for its answer up to the command's own timeout.
-    static func waitUntilHealthy(_ name: String, _ check: [String], launcher: ServiceLauncher) async throws {
+    static func waitUntilHealthy(_ name: String, _ check: [String], launcher: ServiceLauncher,
+                                 environment: [String: String]) async throws {
         let sofa = Supervisor.defaultBinDirectory.appendingPathComponent(try #require(check.first))
         let deadline = ContinuousClock.now + .seconds(60)
         var last = ""
         while ContinuousClock.now < deadline {
-            let result = try await DeployTests.run(sofa, Array(check.dropFirst()))
+            let result = try await DeployTests.run(sofa, Array(check.dropFirst()), environment: environment)
             if result.status == 0 { return }
             last = result.stderr + result.stdout
             if let exited = launcher.exited() {

@@ -131,7 +131,7 @@ struct DeployTests {
 
     /// Runs a program to completion without blocking a thread: output goes to temporary
     /// files (a full pipe cannot stall the child) and exit is awaited via terminationHandler.
-    static func run(_ executable: URL, _ arguments: [String]) async throws -> ProcessResult {
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
         let files = FileManager.default
         let dir = files.temporaryDirectory.appendingPathComponent("sofa-deploy-tests-\(UUID().uuidString)")
         try files.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -152,6 +152,7 @@ struct DeployTests {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err

@@ -107,7 +107,9 @@ import Testing
                 }
                 let outputs = folder.appendingPathComponent(".readme-steps")
                 try files.createDirectory(at: outputs, withIntermediateDirectories: true)
+                // (The cluster's data directory is not ./.sofa-data here: its secrets folder is named.)
                 var script = "cd \(Self.quoted(folder.path))\nexport SOFA_GATEWAY_URL=\(Self.quoted(cluster.supervisor.gatewayEndpoint))\n"
+                    + "export SOFA_KEYS_DIR=\(Self.quoted(TestSecrets.folder.path))\n"
                 for (number, step) in steps.enumerated() {
                     let out = Self.quoted(outputs.appendingPathComponent("\(number)").path)
                     script += "{ \(step.command)\n} >\(out).out 2>\(out).err </dev/null; status=$?; echo $status >\(out).status\n"

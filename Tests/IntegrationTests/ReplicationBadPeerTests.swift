@@ -52,11 +52,19 @@ final class MisbehavingPeer: Sendable {
         let front = zmq_socket(context, ZMQ_ROUTER)!
         var linger: Int32 = 0
         zmq_setsockopt(front, ZMQ_LINGER, &linger, 4)
+        // A peer of the test clusters' key (as another cluster deployed with it would be).
+        let keys = TestSecrets.cluster
+        var one: Int32 = 1
+        zmq_setsockopt(front, ZMQ_CURVE_SERVER, &one, 4)
+        zmq_setsockopt(front, ZMQ_CURVE_SECRETKEY, keys.secretKey, 40)
         bound.store(zmq_bind(front, endpoint) == 0, ordering: .releasing)
         var back: UnsafeMutableRawPointer?
         if case .forward(let gateway, _) = behaviour {
             back = zmq_socket(context, ZMQ_DEALER)
             zmq_setsockopt(back, ZMQ_LINGER, &linger, 4)
+            zmq_setsockopt(back, ZMQ_CURVE_SERVERKEY, keys.publicKey, 40)
+            zmq_setsockopt(back, ZMQ_CURVE_PUBLICKEY, keys.publicKey, 40)
+            zmq_setsockopt(back, ZMQ_CURVE_SECRETKEY, keys.secretKey, 40)
             zmq_connect(back, gateway)
         }
         ready.signal()

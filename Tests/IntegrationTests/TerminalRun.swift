@@ -1,5 +1,6 @@
 import Foundation
 import SofaCluster
+import SofaCore
 
 /// Runs a tool built beside the tests under a pseudo-terminal (util-linux's `script`), as a
 /// person at a terminal would: what the tool writes to stdout and stderr comes back as the
@@ -17,6 +18,7 @@ func runInTerminal(_ arguments: [String], gateway: String, executable: String = 
                 process.arguments = ["-qec", command, "/dev/null"]
                 var environment = ProcessInfo.processInfo.environment
                 environment["SOFA_GATEWAY_URL"] = gateway
+                if environment[Setting.keysDir.variable] == nil { environment[Setting.keysDir.variable] = TestSecrets.folder.path }
                 process.environment = environment
                 let out = Pipe()
                 process.standardOutput = out

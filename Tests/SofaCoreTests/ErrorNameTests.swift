@@ -12,7 +12,7 @@ import Testing
         (.invalidQuery, "invalid_query"), (.badDocID, "bad_doc_id"), (.timeout, "timeout"),
         (.unavailable, "unavailable"), (.messageTooLarge, "message_too_large"), (.malformedMessage, "malformed_message"),
         (.shuttingDown, "shutting_down"), (.badDatabaseName, "bad_database_name"), (.databaseExists, "database_exists"),
-        (.badJSON, "bad_json"), (.cancelled, "cancelled"),
+        (.badJSON, "bad_json"), (.cancelled, "cancelled"), (.unauthorized, "unauthorized"), (.forbidden, "forbidden"),
     ]
 
     @Test func everyCodeHasItsSnakeCaseName() {

@@ -14,7 +14,7 @@ import Testing
         ("Db", "upper case first"),
         ("dB", "upper case later"),
         ("1db", "leading digit"),
-        ("_users", "leading underscore"),
+        ("_secrets", "leading underscore"),
         ("a/b", "slash"),
         ("../x", "path"),
         ("a b", "space"),

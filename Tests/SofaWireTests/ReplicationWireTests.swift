@@ -6,6 +6,11 @@ import Testing
 @Suite struct ReplicationWireTests {
     static let requests: [Request] = [
         Request(id: 1, database: "app", operation: .revsDiff([])),
+        Request(id: 70, operation: .authenticate(name: "ann", password: "pä ss")),
+        Request(id: 71, operation: .session),
+        Request(id: 72, database: "app", operation: .getSecurity),
+        Request(id: 73, database: "app", operation: .setSecurity(.object(JSONObject([("members", .object(JSONObject([
+            ("roles", .array(["staff"]))])))])))),
         Request(id: 2, database: "app", collection: "s.c", operation: .revsDiff([
             RevsDiffEntry(id: "a", revs: ["2-bb", "3-cc"]),
             RevsDiffEntry(id: "dôc", revs: ["7@peer"], possibleAncestors: ["1-aa"]),
@@ -26,6 +31,9 @@ import Testing
 
     static let responses: [Response] = [
         .ok(1, .revsDiff([])),
+        .ok(70, .session(name: "ann", roles: ["staff", "_admin"])),
+        .ok(71, .session(name: "", roles: [])),
+        .ok(72, .json(.object(JSONObject([("admins", .object(JSONObject()))])))),
         .ok(2, .revsDiff([RevsDiffEntry(id: "a", revs: ["3-cc"], possibleAncestors: ["2-bb", "1-aa"])])),
         .ok(3, .replications([])),
         .ok(4, .replications([

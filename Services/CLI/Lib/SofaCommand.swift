@@ -10,7 +10,8 @@ public struct SofaCommand: AsyncParsableCommand {
         abstract: "Sofa: a document database served by a cluster of processes.",
         subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self, Compact.self,
                       Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
-                      QueryCommand.self, IndexCommand.self, BlobCommand.self, Replicate.self, Replications.self])
+                      QueryCommand.self, IndexCommand.self, BlobCommand.self, Replicate.self, Replications.self,
+                      WhoAmI.self, UserCommand.self, SecurityCommand.self])
 
     public init() {}
 

@@ -22,6 +22,8 @@ extension GatewayService {
         }
         guard let kind = OperationKind(rawValue: forwarded.operationField),
               forwarded.database != Identities.usersDatabase else { return .decode }
+        // A request that names no database is refused as it is passed on (with what it lacks).
+        if kind.route.needsDatabase && forwarded.database.isEmpty { return .pass }
         let need = AccessRules.need(kind)
         var security: SecurityObject?
         if need == .member || need == .databaseAdmin {
@@ -50,7 +52,10 @@ extension GatewayService {
         let designWrite = AccessRules.writesDesignDocument(request.operation)
         let need = AccessRules.need(kind, designWrite: designWrite)
         var security: SecurityObject?
-        if kind.route.needsDatabase, need == .member || need == .databaseAdmin {
+        if request.database == Identities.usersDatabase {
+            // Its documents are each their user's (see `usersRequest`); its admins are the server's.
+            security = SecurityObject()
+        } else if kind.route.needsDatabase, need == .member || need == .databaseAdmin {
             do { security = try await securityObject(request.database) } catch { return .failure(error) }
         }
         if let refusal = AccessRules.check(kind, database: request.database, designWrite: designWrite, principal: principal,

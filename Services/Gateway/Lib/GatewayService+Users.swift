@@ -60,7 +60,12 @@ extension GatewayService {
         var write = request
         write.operation = deleted ? .deleteDocument(id: id, rev: rev) : .putDocument(id: id, rev: rev, body: prepared, deleted: false)
         let response = await storage.send(write, timeout: Route.defaultTimeout)
-        if let name = UsersDatabase.name(ofDocument: id) { identities.userChanged(name) }
+        if let name = UsersDatabase.name(ofDocument: id) {
+            identities.userChanged(name)
+            if case .success = response.outcome, !deleted, name == principal.name, let salt = UsersDatabase.user(from: prepared)?.password?.salt {
+                identities.renew(BusServer.peer, name: name, salt: salt)
+            }
+        }
         if case .success = response.outcome {
             audit(principal, BusServer.peer, deleted ? "deleteUser" : (stored == nil ? "createUser" : "updateUser"),
                   database: request.database, done: id)

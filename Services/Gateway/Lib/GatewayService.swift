@@ -256,6 +256,7 @@ public final class GatewayService: Sendable {
     }
 
     public func handle(_ request: Request) async -> Response {
+        if case .refused(let error) = Self.destination(of: request) { return .failure(request.id, error) }
         let principal: Principal?
         switch await authorize(request, peer: BusServer.peer) {
         case .failure(let refusal): return .failure(request.id, refusal)

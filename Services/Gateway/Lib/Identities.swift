@@ -147,6 +147,15 @@ public final class Identities: Sendable {
         _ = state.withLock { $0.users.removeValue(forKey: name) }
     }
 
+    /// The peer's own password changed (by this connection): its sign-in stays, with the new salt.
+    public func renew(_ peer: BusServer.Peer, name: String, salt: String) {
+        state.withLock { state in
+            let key = SessionKey(identity: peer.identity, key: peer.key)
+            guard state.sessions[peer.connection]?[key]?.name == name else { return }
+            state.sessions[peer.connection]?[key]?.salt = salt
+        }
+    }
+
     /// Some user documents changed (a commit notice of `_users`): read each again when needed.
     public func usersChanged() {
         state.withLock { $0.users.removeAll() }

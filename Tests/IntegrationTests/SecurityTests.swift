@@ -1,0 +1,151 @@
+import Foundation
+import SofaBus
+import SofaClient
+import SofaCluster
+import SofaCore
+import SofaWire
+import Testing
+
+/// Users, roles and security objects through real processes, over CURVE: who may do what
+/// (CouchDB 3's rules), sign-in errors that do not tell an unknown user from a wrong password,
+/// pinned server keys, and services that admit only the cluster's key.
+@Suite(.serialized) struct SecurityTests {
+    static func connect(_ cluster: Cluster, _ name: String?, _ password: String = "") async throws -> SofaClient {
+        try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, serverKey: cluster.supervisor.serverKey,
+                                     credentials: name.map { .init(name: $0, password: password) })
+    }
+
+    @Test func usersMembersAndAdminsAreKeptApart() async throws {
+        try await Cluster.with { cluster in
+            let admin = cluster.client
+            #expect(try await admin.session().isServerAdmin)
+            let app = try await admin.createDatabase("app")
+            _ = try await app.put(id: "a", json: #"{"x":1}"#)
+            try await admin.users.create("ann", password: "ann-pw", roles: ["staff"])
+            try await admin.users.create("bob", password: "bob-pw")
+            try await admin.users.create("dan", password: "dan-pw")
+
+            // Nobody signed in: unauthorized, on the admin-only database and on server tasks.
+            let anonymous = try await Self.connect(cluster, nil)
+            defer { anonymous.close() }
+            #expect(try await anonymous.session().name == "")
+            for attempt in [{ _ = try await anonymous.database("app").get(id: "a") },
+                            { _ = try await anonymous.createDatabase("nope") }] as [@Sendable () async throws -> Void] {
+                let error = await #expect(throws: SofaError.self) { try await attempt() }
+                #expect(error?.is(.unauthorized) == true, "\(String(describing: error))")
+            }
+
+            // A wrong password and an unknown user: the same refusal.
+            let wrong = await #expect(throws: SofaError.self) { _ = try await Self.connect(cluster, "ann", "nope") }
+            let unknown = await #expect(throws: SofaError.self) { _ = try await Self.connect(cluster, "zed", "nope") }
+            #expect(wrong?.is(.unauthorized) == true && wrong == unknown, "\(String(describing: wrong)) / \(String(describing: unknown))")
+
+            let ann = try await Self.connect(cluster, "ann", "ann-pw")
+            let bob = try await Self.connect(cluster, "bob", "bob-pw")
+            let dan = try await Self.connect(cluster, "dan", "dan-pw")
+            defer { ann.close(); bob.close(); dan.close() }
+            #expect(try await ann.session() == SofaClient.Session(name: "ann", roles: ["staff"]))
+
+            // A new database is admin-only: users are forbidden until they are members.
+            let forbidden = await #expect(throws: SofaError.self) { _ = try await ann.database("app").get(id: "a") }
+            #expect(forbidden?.is(.forbidden) == true, "\(String(describing: forbidden))")
+            #expect(try await app.securityObject() == SecurityObject(admins: .init(roles: ["_admin"]),
+                                                                      members: .init(roles: ["_admin"])))
+            try await app.setSecurityObject(SecurityObject(admins: .init(names: ["dan"]), members: .init(roles: ["staff"])))
+
+            // Members (by role) read and write documents, local documents and queries.
+            #expect(try await ann.database("app").get(id: "a").body == Array(#"{"x":1}"#.utf8))
+            _ = try await ann.database("app").put(id: "b", json: #"{"x":2}"#)
+            _ = try await ann.database("app").putLocal(id: "mine", json: #"{"y":1}"#)
+            #expect(try await ann.database("app").query(n1ql: "SELECT x FROM _ ORDER BY x").rows.count == 2)
+            // …but not design documents or the security object.
+            let design = await #expect(throws: SofaError.self) {
+                _ = try await ann.database("app").put(id: "_design/v", json: #"{"views":{}}"#)
+            }
+            #expect(design?.is(.forbidden) == true, "\(String(describing: design))")
+            let security = await #expect(throws: SofaError.self) {
+                try await ann.database("app").setSecurityObject(SecurityObject())
+            }
+            #expect(security?.is(.forbidden) == true, "\(String(describing: security))")
+            // A database admin (by name) writes both; creating a database is a server admin's.
+            _ = try await dan.database("app").put(id: "_design/v", json: #"{"views":{}}"#)
+            try await dan.database("app").setSecurityObject(SecurityObject(admins: .init(names: ["dan"]),
+                                                                            members: .init(roles: ["staff"])))
+            let create = await #expect(throws: SofaError.self) { _ = try await dan.createDatabase("mine") }
+            #expect(create?.is(.forbidden) == true, "\(String(describing: create))")
+            // Not a member: forbidden.
+            let outsider = await #expect(throws: SofaError.self) { _ = try await bob.database("app").get(id: "a") }
+            #expect(outsider?.is(.forbidden) == true, "\(String(describing: outsider))")
+
+            // A user changes their own password, not their roles, and reads no one else's document.
+            try await bob.users.setPassword("bob", "bob-pw-2")
+            let roles = await #expect(throws: SofaError.self) { try await bob.users.setRoles("bob", ["staff"]) }
+            #expect(roles?.is(.forbidden) == true, "\(String(describing: roles))")
+            let others = await #expect(throws: SofaError.self) { _ = try await bob.users.get("ann") }
+            #expect(others?.is(.forbidden) == true, "\(String(describing: others))")
+            let old = await #expect(throws: SofaError.self) { _ = try await Self.connect(cluster, "bob", "bob-pw") }
+            #expect(old?.is(.unauthorized) == true)
+            let renewed = try await Self.connect(cluster, "bob", "bob-pw-2")
+            renewed.close()
+
+            // A removed role, then a removed user, count from the next request on.
+            try await admin.users.setRoles("ann", [])
+            let dropped = await #expect(throws: SofaError.self) { _ = try await ann.database("app").get(id: "a") }
+            #expect(dropped?.is(.forbidden) == true, "\(String(describing: dropped))")
+            try await admin.users.delete("dan")
+            let gone = await #expect(throws: SofaError.self) { _ = try await dan.database("app").get(id: "a") }
+            #expect(gone?.is(.unauthorized) == true, "\(String(describing: gone))")
+
+            // Stored credentials are never returned, to the user or to an admin.
+            for client in [admin, bob] {
+                let document = try await client.database("_users").get(id: "org.couchdb.user:bob")
+                let fields = try #require(JSON.tryParse(document.body)?.objectValue)
+                #expect(fields["name"] == "bob")
+                for hidden in ["password", "salt", "derived_key", "iterations", "password_scheme"] {
+                    #expect(fields[hidden] == nil, "\(hidden) was returned")
+                }
+            }
+            #expect(try await admin.users.list().map(\.name).sorted() == ["ann", "bob"])
+        }
+    }
+
+    @Test func aClientPinningAnotherKeyCannotConnect() async throws {
+        try await Cluster.with { cluster in
+            let other = try CurveKeyPair.generate().publicKey
+            let error = await #expect(throws: SofaError.self) {
+                _ = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, serverKey: other,
+                                                 credentials: cluster.supervisor.adminCredentials, timeout: .seconds(3))
+            }
+            #expect(error?.is(.unauthorized) == true && error?.message.contains("does not hold the server key") == true,
+                    "\(String(describing: error))")
+            let plain = await #expect(throws: SofaError.self) {
+                _ = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, timeout: .seconds(3))
+            }
+            #expect(plain?.is(.unauthorized) == true && plain?.message.contains("speaks CURVE") == true,
+                    "\(String(describing: plain))")
+        }
+    }
+
+    /// Storage, sofa-blob and the replicator on TCP: a client with the cluster's key is served,
+    /// one with any other key is refused at the handshake, before a single request.
+    @Test func servicesAdmitOnlyTheClustersKey() async throws {
+        var settings: [String: String] = [:]
+        for setting in [Setting.storageEndpoint, .blobEndpoint, .replicatorEndpoint] {
+            settings[setting.variable] = "tcp://127.0.0.1:\(try freePort())"
+        }
+        try await Cluster.with(settings: settings) { cluster in
+            for name in ["storage", "blob", "replicator"] {
+                let endpoint = try #require(cluster.supervisor.endpoints[name])
+                #expect(endpoint.hasPrefix("tcp://"))
+                let member = try await connectedBus(endpoint, peerName: name)
+                #expect(try await member.call(.health(service: "")) != .none)
+                member.close()
+                let stranger = try await BusClient.connect(endpoint, peerName: name,
+                                                           curve: try ClientKeys.pinning(TestSecrets.cluster.publicKey))
+                defer { stranger.close() }
+                #expect(await stranger.waitUntilConnected(timeout: .seconds(2)) == false, "\(name) admitted a stranger")
+                #expect(stranger.handshakeFailed, "\(name): no failed handshake was seen")
+            }
+        }
+    }
+}
