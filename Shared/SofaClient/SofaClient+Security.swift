@@ -1,4 +1,4 @@
-public import SofaWire
+internal import SofaWire
 
 /// Users (the `_users` database, in CouchDB's format) and databases' security objects.
 ///

@@ -1,5 +1,5 @@
-public import SofaFiles
 public import SofaClient
+internal import SofaFiles
 public import SofaCore
 
 /// How a tool reaches a cluster's gateway: where, the public key it pins, whom it signs in as,

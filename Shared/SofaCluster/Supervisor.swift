@@ -1,6 +1,6 @@
 public import Foundation
 public import SofaCore
-public import SofaClient
+internal import SofaClient
 internal import SofaBus
 public import SofaFiles
 internal import Synchronization

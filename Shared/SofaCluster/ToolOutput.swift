@@ -57,7 +57,7 @@ extension GatewayOptions {
     /// The server key to pin and whom to sign in as: given (`--server-key`, `--user`,
     /// `--password` or their variables), else the local cluster's from its secrets folder
     /// (`SOFA_KEYS_DIR`, else `<SOFA_DATA_DIR or ./.sofa-data>/keys`), which only its owner reads.
-    var identity: (serverKey: String?, credentials: SofaClient.Credentials?) {
+    public var identity: (serverKey: String?, credentials: SofaClient.Credentials?) {
         let environment = ProcessInfo.processInfo.environment
         let folder = Self.localSecrets
         let key = serverKey ?? environment[Setting.serverKey.variable] ?? Self.localClusterKeys?.public

@@ -50,6 +50,8 @@ struct Status: AsyncParsableCommand {
             let services = try await client.clusterStatus()
             printJSON(.object(JSONObject([
                 ("gateway", .string(options.gateway)),
+                // The key clients elsewhere pin (SOFA_SERVER_KEY), as this command pinned it.
+                ("server_key", options.identity.serverKey.map(JSON.string) ?? .null),
                 ("healthy", .bool(services.allSatisfy(\.healthy))),
                 ("services", .array(services.map { service in
                     .object(JSONObject([("name", .string(service.name)), ("healthy", .bool(service.healthy)),

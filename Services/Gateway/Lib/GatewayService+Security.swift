@@ -1,6 +1,6 @@
-public import SofaBus
+internal import SofaBus
 public import SofaServer
-public import SofaCore
+internal import SofaCore
 public import SofaWire
 internal import Logging
 

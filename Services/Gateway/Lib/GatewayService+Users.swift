@@ -1,7 +1,7 @@
-public import SofaBus
-public import SofaServer
-public import SofaCore
-public import SofaWire
+internal import SofaBus
+internal import SofaServer
+internal import SofaCore
+internal import SofaWire
 
 // The `_users` database through the gateway: user documents are checked and their passwords
 // hashed on write, their credentials removed on read, and a user reads and changes only their

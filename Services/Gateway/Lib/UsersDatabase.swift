@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaFiles
+internal import SofaFiles
 
 /// The `_users` database's documents, as CouchDB has them: `org.couchdb.user:NAME` with `name`,
 /// `type: "user"`, `roles`, and the password's hash (`password_scheme`, `pbkdf2_prf`, `salt`,
