@@ -40,6 +40,8 @@ public struct Bench: AsyncParsableCommand {
         @OptionGroup var options: GatewayOptions
         @Option(help: "Round trips per measurement.") var count: Int = 5000
         @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
+        @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
+        var curveOff = false
 
         func run() async throws {
             try await reporting {
@@ -54,7 +56,8 @@ public struct Bench: AsyncParsableCommand {
                     temporary = directory
                     dataDirectory = directory
                     let started = try Supervisor(.init(dataDirectory: directory, gatewayPort: try freePort(),
-                                                       queryWorkers: 1, logLevel: "warning")) { _ in }
+                                                       queryWorkers: 1, logLevel: "warning",
+                                                       settings: curveOff ? [Setting.curve.variable: "off"] : [:])) { _ in }
                     try await started.start()
                     supervisor = started
                     client = try await started.connect()

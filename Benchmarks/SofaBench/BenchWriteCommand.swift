@@ -29,6 +29,8 @@ extension Bench {
         @Option(help: "Single-document puts per round-trip measurement.") var puts: Int = 2000
         @Option(help: "Concurrent clients of the second round-trip measurement.") var clients: Int = 16
         @Option(help: "Bulk-import and direct-SQLite trials (interleaved); the figures are their medians.") var trials: Int = 3
+        @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
+        var curveOff = false
 
         func run() async throws {
             try await reporting {
@@ -42,8 +44,8 @@ extension Bench {
                     endpoint = options.access
                 } else {
                     let started = try Supervisor(.init(dataDirectory: scratch.appendingPathComponent("cluster"),
-                                                       gatewayPort: try freePort(), queryWorkers: 1,
-                                                       logLevel: "warning")) { _ in }
+                                                       gatewayPort: try freePort(), queryWorkers: 1, logLevel: "warning",
+                                                       settings: curveOff ? [Setting.curve.variable: "off"] : [:])) { _ in }
                     try await started.start()
                     supervisor = started
                     endpoint = started.access
