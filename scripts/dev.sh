@@ -20,6 +20,7 @@ packages=(
     docker-compose
     git
     jq
+    tcpdump
 )
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }

@@ -1,0 +1,73 @@
+import Foundation
+import SofaClient
+import SofaCluster
+import SofaCore
+import SofaTestSupport
+import Testing
+
+/// What crosses the network: a capture of every TCP port of a cluster (the gateway's and, here,
+/// every service's) while a client signs in, writes a document and a blob and creates a user
+/// holds none of their bytes in clear.
+@Suite(.serialized) struct WireCaptureTests {
+    @Test func theCaptureHoldsNoBodyBlobOrPassword() async throws {
+        let tcpdump = try #require(DeployTests.executableOnPath("tcpdump"), "tcpdump is missing: scripts/dev.sh setup installs it")
+        var settings: [String: String] = [:]
+        var ports: [Int] = []
+        for setting in [Setting.storageEndpoint, .blobEndpoint, .replicatorEndpoint, .brokerEndpoint, .changesEndpoint] {
+            let port = try freePort()
+            ports.append(port)
+            settings[setting.variable] = "tcp://127.0.0.1:\(port)"
+        }
+        try await withTemporaryDirectory { folder in
+            try await Cluster.with(settings: settings) { cluster in
+                let gatewayPort = try #require(Int(cluster.supervisor.gatewayEndpoint.split(separator: ":").last ?? ""))
+                ports.append(gatewayPort)
+                let file = folder.appendingPathComponent("capture.pcap")
+                let capture = Process()
+                capture.executableURL = tcpdump
+                capture.arguments = ["-Z", "root", "-i", "lo", "-U", "-w", file.path, "-s", "0"]
+                    + ports.enumerated().flatMap { $0.offset == 0 ? ["tcp", "port", "\($0.element)"] : ["or", "port", "\($0.element)"] }
+                capture.standardError = FileHandle.nullDevice
+                capture.standardOutput = FileHandle.nullDevice
+                try capture.run()
+                defer { if capture.isRunning { capture.terminate() } }
+                // tcpdump writes the capture's header once it captures: wait for it (with a deadline).
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) < 24 {
+                    try #require(capture.isRunning && ContinuousClock.now < deadline, "tcpdump did not start capturing")
+                    try await Task.sleep(for: .milliseconds(20))  // between looks at the capture file
+                }
+
+                let marker = "secret-body-\(UUID().uuidString)"
+                let password = "pw-\(UUID().uuidString)"
+                let blobBytes = Array("blob-bytes-\(UUID().uuidString)".utf8) + Array(repeating: 0x5a, count: 100_000)
+                let admin = try await cluster.supervisor.connect()
+                defer { admin.close() }
+                let db = try await admin.createDatabase("wire")
+                _ = try await db.put(id: "doc", json: "{\"text\":\"\(marker)\"}")
+                try await admin.users.create("eve", password: password)
+                let blob = try await db.putBlob(blobBytes)
+                #expect(try await db.blob(blob.key) == blobBytes)
+                let eve = try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, serverKey: cluster.supervisor.serverKey,
+                                                       credentials: .init(name: "eve", password: password))
+                eve.close()
+
+                // Stopped before the file is read (with -U every packet is in the file as it is captured).
+                try #require(capture.isRunning, "tcpdump stopped before the end")
+                kill(capture.processIdentifier, SIGKILL)
+                let stopped = ContinuousClock.now + .seconds(20)
+                while capture.isRunning && ContinuousClock.now < stopped {
+                    try await Task.sleep(for: .milliseconds(20))  // between looks at the process
+                }
+                let bytes = try Data(contentsOf: file)
+                #expect(bytes.count > blobBytes.count, "the capture holds \(bytes.count) bytes: it missed the traffic")
+                // The connections it holds greeted each other with ZMTP's mechanism name in clear: CURVE.
+                #expect(bytes.range(of: Data("CURVE".utf8)) != nil, "the capture holds no CURVE greeting")
+                for (what, needle) in [("the document body", Array(marker.utf8)), ("the password", Array(password.utf8)),
+                                       ("the blob", Array(blobBytes.prefix(40)))] {
+                    #expect(bytes.range(of: Data(needle)) == nil, "\(what) crossed the wire in clear")
+                }
+            }
+        }
+    }
+}
