@@ -71,7 +71,12 @@ public struct FuzzLoad: Sendable {
             targets.append(("\(name)/cluster", endpoint, access.clusterSecretKey))
             if endpoint.hasPrefix("tcp://") { targets.append(("\(name)/stranger", endpoint, nil)) }
         }
-        let samples = Self.samples(database: db.name)
+        // The frames are about another database: a frame that the cluster's own key makes a valid
+        // request may delete or change that one (a holder of the cluster key is trusted), not
+        // the one the valid requests read.
+        let target = try await client.createDatabase("fuzz-target-\(getpid())")
+        _ = try await target.put(id: "known", json: #"{"kept":true}"#)
+        let samples = Self.samples(database: target.name)
         let sender = FuzzSender(targets: targets, serverKey: access.serverKey, samples: samples, seed: options.seed)
         var remaining = options.frames
         while remaining > 0 {

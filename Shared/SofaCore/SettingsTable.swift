@@ -43,6 +43,10 @@ public enum Setting: String, CaseIterable, Sendable {
     case clientInFlightBytes = "CLIENT_IN_FLIGHT_BYTES"
     case clientWaitingBytes = "CLIENT_WAITING_BYTES"
     case blobIdleMs = "BLOB_IDLE_MS"
+    /// The largest document body storage takes (CouchDB's `max_document_size`).
+    case maxDocumentBytes = "MAX_DOCUMENT_BYTES"
+    /// The largest blob sofa-blob takes.
+    case maxBlobBytes = "MAX_BLOB_BYTES"
     /// The cluster's secrets folder (its CURVE key pair, the server admins): every service reads
     /// it; `sofa up` uses `<data>/keys`.
     case keysDir = "KEYS_DIR"
@@ -105,8 +109,8 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         let common: [Setting] = [.instance, .supervisorPID, .curve]
         switch self {
         case .storage: return common + [.maxRequestBytes, .maxBulkItems, .maxTransactionItems, .commitMarginMs,
-                                        .maxRevTreeDepth]
-        case .blob: return common + [.maxRequestBytes, .blobIdleMs]
+                                        .maxRevTreeDepth, .maxDocumentBytes]
+        case .blob: return common + [.maxRequestBytes, .blobIdleMs, .maxBlobBytes]
         case .replicator: return common + [.maxRequestBytes]
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,

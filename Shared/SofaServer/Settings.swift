@@ -124,6 +124,10 @@ public struct Settings: Sendable {
     }
     /// Compaction prunes revision trees to this depth (nil: storage's default).
     public var maxRevTreeDepth: Int? { value(Setting.maxRevTreeDepth.rawValue).flatMap { Int($0) }.map { max(1, $0) } }
+    /// The largest document body storage takes (`SOFA_MAX_DOCUMENT_BYTES`, 8 MB as CouchDB).
+    public var maxDocumentBytes: Int { max(2, int(.maxDocumentBytes, default: 8_000_000)) }
+    /// The largest blob sofa-blob takes (`SOFA_MAX_BLOB_BYTES`, default 4 GiB).
+    public var maxBlobBytes: UInt64 { UInt64(max(1, int(.maxBlobBytes, default: 4 << 30))) }
     /// How long an idle blob transfer is kept before it is dropped.
     public var blobIdleMs: Int { max(10, int(.blobIdleMs, default: 30_000)) }
     public var instance: String? { value(Setting.instance.rawValue) }

@@ -71,6 +71,25 @@ import Testing
         await transfer.stop()
     }
 
+    /// A blob that would grow over `maxBlobBytes` ends its upload with the limit named; nothing
+    /// of it is kept, and the session is gone.
+    @Test func aBlobOverTheSizeLimitIsRefusedAndDropped() async throws {
+        let data = try database()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let transfer = BlobTransfer(dataDirectory: data, maxBlobBytes: 1000)
+        let begun = await transfer.handle(Request(id: 1, database: "app", operation: .blobWriteBegin(expectedKey: "")))
+        guard case .success(.blobWriteStarted(let id))? = begun?.outcome else { Issue.record("\(String(describing: begun))"); return }
+        let first = await transfer.handle(Request(id: 2, database: "app", operation: .blobWriteChunk(
+            writeID: id, offset: 0, bytes: Array(repeating: 1, count: 600))))
+        #expect(first?.outcome == .success(.none))
+        let second = await transfer.handle(Request(id: 3, database: "app", operation: .blobWriteChunk(
+            writeID: id, offset: 600, bytes: Array(repeating: 2, count: 600))))
+        guard case .failure(let error)? = second?.outcome else { Issue.record("an oversized blob was taken"); return }
+        #expect(error.is(.messageTooLarge) && error.message.contains("SOFA_MAX_BLOB_BYTES"), "\(error)")
+        #expect(await transfer.openSessions == 0)
+        await transfer.stop()
+    }
+
     @Test func theReorderBufferIsBounded() async throws {
         let data = try database()
         defer { try? FileManager.default.removeItem(at: data) }

@@ -37,6 +37,30 @@ import Testing
         }
     }
 
+    /// A document over the size limit is refused with the limit named, alone, in a put, an insert
+    /// or a bulk (where the other items are written); one at the limit is taken.
+    @Test func documentOverTheSizeLimitIsRefusedNamingTheLimit() async throws {
+        try await withService(WriteLimits(maxDocumentBytes: 100), onCommit: nil) { service, db in
+            let big = Array("{\"x\":\"\(String(repeating: "a", count: 100))\"}".utf8)
+            let put = await service.handle(Request(database: "db", operation: .putDocument(id: "big", rev: "", body: big, deleted: false)))
+            guard case .failure(let error) = put.outcome else { Issue.record("a big put was taken"); return }
+            #expect(error.is(.messageTooLarge) && error.message.contains("SOFA_MAX_DOCUMENT_BYTES"), "\(error)")
+            let insert = await service.handle(Request(database: "db", operation: .insertRevision(
+                RevisionInsert(id: "big", history: ["1-abc"], body: big, deleted: false))))
+            guard case .failure(let inserted) = insert.outcome else { Issue.record("a big insert was taken"); return }
+            #expect(inserted.is(.messageTooLarge))
+            let mixed = try await service.bulk([.put(id: "big", rev: "", body: big, deleted: false)] + Self.items(2), db, .default)
+            #expect(mixed[0].error?.is(.messageTooLarge) == true)
+            #expect(mixed[1...].allSatisfy { $0.error == nil })
+            let count = try await db.info().documents
+            #expect(count == 2)
+            let fits = Array("{\"x\":\"\(String(repeating: "a", count: 92))\"}".utf8)
+            #expect(fits.count == 100)
+            let taken = await service.handle(Request(database: "db", operation: .putDocument(id: "fits", rev: "", body: fits, deleted: false)))
+            if case .failure(let error) = taken.outcome { Issue.record("a document at the limit was refused: \(error)") }
+        }
+    }
+
     @Test func longBulkIsCommittedInSeveralTransactionsEveryItemAcknowledged() async throws {
         let commits = Mutex<[Int]>([])
         try await withService(WriteLimits(maxTransactionItems: 100), onCommit: { committed in

@@ -12,7 +12,7 @@ public enum BlobService {
         let handler = BasicHandler(service: "blob", instance: settings.instance ?? ServiceRuntime.defaultInstance("blob"))
         let idleMs = settings.blobIdleMs
         let transfer = BlobTransfer(dataDirectory: URL(fileURLWithPath: settings.dataDirectory, isDirectory: true),
-                                    idleTimeout: .milliseconds(idleMs))
+                                    idleTimeout: .milliseconds(idleMs), maxBlobBytes: settings.maxBlobBytes)
         let server = try await BusServer.bind(settings.blobEndpoint, name: "blob",
                                               maxRequestBytes: settings.maxRequestBytes, logger: logger) { request in
             if let response = await transfer.handle(request) { return response }

@@ -39,6 +39,9 @@ public actor BlobTransfer {
 
     private let dataDirectory: URL
     private let idleTimeout: Duration
+    /// The largest blob taken (`SOFA_MAX_BLOB_BYTES`): a chunk that would go beyond it ends the
+    /// upload with an error, and nothing of the blob stays.
+    private let maxBlobBytes: UInt64
     private var stores: [String: StoreSlot] = [:]
     private var sessions: [UInt64: Session] = [:]
     private var reaper: Task<Void, Never>?
@@ -46,7 +49,8 @@ public actor BlobTransfer {
     public nonisolated let expired: AsyncStream<UInt64>
     private nonisolated let expiredContinuation: AsyncStream<UInt64>.Continuation
 
-    public init(dataDirectory: URL, idleTimeout: Duration = .seconds(30)) {
+    public init(dataDirectory: URL, idleTimeout: Duration = .seconds(30), maxBlobBytes: UInt64 = 4 << 30) {
+        self.maxBlobBytes = maxBlobBytes
         self.dataDirectory = dataDirectory
         self.idleTimeout = idleTimeout
         (expired, expiredContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -155,6 +159,11 @@ public actor BlobTransfer {
         session.lastActivity = .now
         if let failure = session.failure { throw failure }
         let end = offset + UInt64(bytes.count)
+        guard end <= maxBlobBytes else {
+            await abort(id)
+            throw SofaError(.messageTooLarge, "blob write \(id): the blob would be over \(maxBlobBytes) bytes, the limit "
+                            + "(SOFA_MAX_BLOB_BYTES); the upload was dropped and nothing of it kept")
+        }
         guard offset >= session.nextOffset else {
             throw SofaError.invalid("blob write \(id): bytes at offset \(offset) were already received (next expected offset \(session.nextOffset))")
         }

@@ -108,8 +108,10 @@ extension StorageService {
             do throws(SofaError) {
                 switch item {
                 case .put(let id, let rev, let body, let deleted):
+                    try limits.checkDocument(id, bytes: body.count)
                     operations.append(.write(try Self.documentWrite(id: id, rev: rev, body: body, deleted: deleted)))
                 case .insert(let insert):
+                    try limits.checkDocument(insert.id, bytes: insert.body.count)
                     operations.append(.insert(try Self.insertion(insert)))
                 }
                 positions.append(index)

@@ -40,7 +40,7 @@ public final class StorageService: Sendable {
         }, maxRevTreeDepth: settings.maxRevTreeDepth, blobDeleter: blobDeleter(blob, logger: logger),
            blobDropper: blobDropper(blob))
         let limits = WriteLimits(maxBulkItems: settings.maxBulkItems, maxTransactionItems: settings.maxTransactionItems,
-                                 commitMargin: .milliseconds(settings.commitMarginMs))
+                                 commitMargin: .milliseconds(settings.commitMarginMs), maxDocumentBytes: settings.maxDocumentBytes)
         let service = StorageService(engine: engine, instance: settings.instance ?? ServiceRuntime.defaultInstance("storage"),
                                      logger: logger, limits: limits)
         let server = try await BusServer.bind(settings.storageEndpoint, name: "storage",
@@ -192,6 +192,7 @@ public final class StorageService: Sendable {
         case .listIndexes:
             return .indexes(try await db.listIndexes(in: collection))
         case .putDocument(let id, let rev, let body, let deleted):
+            try limits.checkDocument(id, bytes: body.count)
             let fields = try Self.documentFields(id: id, rev: rev, body: body, deleted: deleted)
             if LocalDocuments.isLocal(fields.id) {
                 let newRev = try await db.writeLocal(id: fields.id, rev: fields.rev.isEmpty ? nil : fields.rev,
@@ -226,6 +227,7 @@ public final class StorageService: Sendable {
             let version = rev.isEmpty ? nil : try DocumentVersion.parse(ascii: rev)
             return .document(try await db.read(id: id, rev: version, history: history, in: collection).stored)
         case .insertRevision(let insert):
+            try limits.checkDocument(insert.id, bytes: insert.body.count)
             let outcome = try await db.insert(try Self.insertion(insert), in: collection)
             return .inserted(Self.wire(outcome))
         case .bulkWrite(let items):

@@ -10,14 +10,28 @@ public struct WriteLimits: Sendable, Equatable {
     /// How long before a request's deadline storage stops committing its work, so that the
     /// answer (written, or not written) still reaches the client before it gives up.
     public var commitMargin: Duration
+    /// The largest document body (bytes of JSON) storage takes, as CouchDB's `max_document_size`.
+    public var maxDocumentBytes: Int
 
-    public init(maxBulkItems: Int = 100_000, maxTransactionItems: Int = 10_000, commitMargin: Duration = .milliseconds(250)) {
+    /// CouchDB 3's default `max_document_size` (8 MB).
+    public static let defaultMaxDocumentBytes = 8_000_000
+
+    public init(maxBulkItems: Int = 100_000, maxTransactionItems: Int = 10_000, commitMargin: Duration = .milliseconds(250),
+                maxDocumentBytes: Int = WriteLimits.defaultMaxDocumentBytes) {
+        self.maxDocumentBytes = max(2, maxDocumentBytes)
         self.maxBulkItems = max(1, maxBulkItems)
         self.maxTransactionItems = max(1, maxTransactionItems)
         self.commitMargin = max(.zero, commitMargin)
     }
 
     public static let `default` = WriteLimits()
+
+    /// Refuses a document whose body is over `maxDocumentBytes` (nothing of it is written).
+    func checkDocument(_ id: String, bytes: Int) throws(SofaError) {
+        guard bytes > maxDocumentBytes else { return }
+        throw SofaError(.messageTooLarge, "document '\(id)' is \(bytes) bytes; the limit is \(maxDocumentBytes) "
+                        + "(SOFA_MAX_DOCUMENT_BYTES): nothing was written")
+    }
 
     /// Refuses a bulk of `count` items over `maxBulkItems`.
     func checkBulk(_ count: Int) throws(SofaError) {
