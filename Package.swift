@@ -135,7 +135,7 @@ let package = Package(
                     path: "Tests/SofaBenchTests", swiftSettings: settings),
         .testTarget(name: "SofaQLTests", dependencies: ["SofaCore", "SofaQL", "CSQLite"],
                     path: "Tests/SofaQLTests", swiftSettings: settings),
-        .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway"],
+        .testTarget(name: "SofaGatewayTests", dependencies: ["SofaWire", "SofaGateway", "SofaFiles"],
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator", log],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),

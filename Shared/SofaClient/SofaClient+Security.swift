@@ -6,6 +6,8 @@ internal import SofaWire
 /// try await client.users.create("ann", password: "s3cret", roles: ["editors"])
 /// try await client.database("app").setSecurityObject(SecurityObject(members: .init(roles: ["editors"])))
 /// ```
+/// (`SecurityObject` is SofaCore's: CouchDB's format, a new database admin-only, a database whose
+/// members are empty open to everyone.)
 extension SofaClient {
     public var users: Users { Users(client: self) }
 
@@ -84,48 +86,11 @@ extension SofaClient {
     }
 }
 
-/// A database's security object, as CouchDB has it: who administers it and who may use it.
-/// A new database is admin-only; a database whose members are empty is open to everyone.
-public struct SecurityObject: Sendable, Equatable {
-    public struct Group: Sendable, Equatable {
-        public var names: [String]
-        public var roles: [String]
-        public init(names: [String] = [], roles: [String] = []) {
-            self.names = names
-            self.roles = roles
-        }
-    }
-
-    public var admins: Group
-    public var members: Group
-
-    public init(admins: Group = Group(), members: Group = Group()) {
-        self.admins = admins
-        self.members = members
-    }
-
-    public var json: JSON {
-        func group(_ group: Group) -> JSON {
-            .object(JSONObject([("names", .array(group.names.map(JSON.string))), ("roles", .array(group.roles.map(JSON.string)))]))
-        }
-        return .object(JSONObject([("admins", group(admins)), ("members", group(members))]))
-    }
-
-    public init(json: JSON) {
-        func group(_ key: String) -> Group {
-            let object = json.objectValue?[key]?.objectValue
-            return Group(names: object?["names"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                         roles: object?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        }
-        self.init(admins: group("admins"), members: group("members"))
-    }
-}
-
 extension Database {
     /// The database's security object (members may read it).
     public func securityObject() async throws(SofaError) -> SecurityObject {
         guard case .json(let json) = try await client.call(.getSecurity, database: name) else { throw unexpected("getSecurity") }
-        return SecurityObject(json: json)
+        return try SecurityObject(json: json)
     }
 
     /// Replaces the security object (database admins only).
