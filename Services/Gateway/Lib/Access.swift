@@ -43,9 +43,9 @@ extension SecurityObject.Group {
 public enum AccessRules {
     /// What an operation needs.
     public enum Need: Sendable, Equatable {
-        /// Anyone, signed in or not (health, echo, signing in).
+        /// Anyone, signed in or not (health, signing in).
         case anyone
-        /// Any signed-in user (the cluster's status, who am I).
+        /// Any signed-in user (the cluster's status, echo).
         case signedIn
         /// A server admin (databases created, deleted, listed; raw stores; replications).
         case serverAdmin
@@ -59,8 +59,9 @@ public enum AccessRules {
     /// (`designWrite`: the request writes one).
     public static func need(_ kind: OperationKind, designWrite: Bool = false) -> Need {
         switch kind {
-        case .health, .echo, .authenticate, .session: return .anyone
-        case .clusterStatus: return .signedIn
+        case .health, .authenticate, .session: return .anyone
+        // An echo may wait and may be passed on to a service: not for anonymous clients.
+        case .clusterStatus, .echo: return .signedIn
         case .createDatabase, .deleteDatabase, .listDatabases, .rawPut, .rawGet, .rawDelete,
              .startReplication, .stopReplication, .listReplications, .deleteBlobs, .dropBlobs:
             return .serverAdmin

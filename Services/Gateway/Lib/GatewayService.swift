@@ -279,6 +279,7 @@ public final class GatewayService: Sendable {
         let response = await route(request)
         let kind = request.operation.kind
         if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
+        if kind == .deleteDatabase && request.database == Identities.usersDatabase { identities.usersChanged() }
         if Self.isAudited(kind), case .success = response.outcome {
             audit(principal, BusServer.peer, kind.name, database: request.database)
         }

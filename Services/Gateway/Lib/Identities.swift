@@ -57,6 +57,10 @@ public final class Identities: Sendable {
     /// Password checks run here, one at a time (each is ~10k rounds of HMAC): never on the
     /// cooperative pool, and a flood of sign-ins cannot take every core.
     private let hashing = DispatchQueue(label: "sofa-gateway-password-checks")
+    /// Password checks queued or running: beyond `maxPendingChecks` a sign-in is refused `busy`
+    /// at once (a flood of sign-ins cannot queue hours of hashing ahead of the others).
+    private let pendingChecks = Atomic<Int>(0)
+    static let maxPendingChecks = 64
 
     public init(admins: [String: PasswordHash], clusterKey: String?, trustsUnkeyedPeers: Bool) {
         self.admins = admins
@@ -114,20 +118,20 @@ public final class Identities: Sendable {
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }  // the growing delay of failed sign-ins
         let key = SessionKey(identity: peer.identity, key: peer.key)
         if let hash = admins[name] {
-            if await check(password, against: hash) {
+            if try await check(password, against: hash) {
                 succeeded(name: name, address: peer.address)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: "") }
                 return Self.admin(name)
             }
         } else if !name.isEmpty, let user = try await load(name), let hash = user.password {
             state.withLock { $0.users[name] = .some(user) }
-            if await check(password, against: hash) {
+            if try await check(password, against: hash) {
                 succeeded(name: name, address: peer.address)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: hash.salt) }
                 return Principal(name: name, roles: user.roles)
             }
         } else {
-            _ = await check(password, against: Self.decoy)  // as long as a real check: the name's existence does not show
+            _ = try await check(password, against: Self.decoy)  // as long as a real check: the name's existence does not show
         }
         failed(name: name, address: peer.address)
         state.withLock { $0.sessions[peer.connection]?[key] = nil }
@@ -167,10 +171,16 @@ public final class Identities: Sendable {
 
     private static let decoy = (try? PasswordHash.make("decoy")) ?? PasswordHash(salt: "00", iterations: 1, derivedKey: "00")
 
-    private func check(_ password: String, against hash: PasswordHash) async -> Bool {
-        await withCheckedContinuation { continuation in
+    private func check(_ password: String, against hash: PasswordHash) async throws(SofaError) -> Bool {
+        guard pendingChecks.add(1, ordering: .relaxed).newValue <= Self.maxPendingChecks else {
+            pendingChecks.subtract(1, ordering: .relaxed)
+            throw SofaError(.busy, "too many sign-ins are being checked at once: try again shortly")
+        }
+        let matched = await withCheckedContinuation { continuation in
             hashing.async { continuation.resume(returning: hash.matches(password)) }
         }
+        pendingChecks.subtract(1, ordering: .relaxed)
+        return matched
     }
 
     /// Failures older than this are forgotten.
