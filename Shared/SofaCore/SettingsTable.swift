@@ -47,6 +47,9 @@ public enum Setting: String, CaseIterable, Sendable {
     case maxDocumentBytes = "MAX_DOCUMENT_BYTES"
     /// The largest blob sofa-blob takes.
     case maxBlobBytes = "MAX_BLOB_BYTES"
+    /// Other clusters' gateways (comma-separated `tcp://host:port`) that users who are not server
+    /// admins may replicate with (server admins may replicate with any).
+    case replicationPeers = "REPLICATION_PEERS"
     /// The cluster's secrets folder (its CURVE key pair, the server admins): every service reads
     /// it; `sofa up` uses `<data>/keys`.
     case keysDir = "KEYS_DIR"
@@ -114,7 +117,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .replicator: return common + [.maxRequestBytes]
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
-                                        .clientWaitingBytes, .adminUser, .adminPassword]
+                                        .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers]
         case .query: return common + [.heartbeatMs]
         }
     }

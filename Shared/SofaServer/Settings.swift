@@ -128,6 +128,11 @@ public struct Settings: Sendable {
     public var maxDocumentBytes: Int { max(2, int(.maxDocumentBytes, default: 8_000_000)) }
     /// The largest blob sofa-blob takes (`SOFA_MAX_BLOB_BYTES`, default 4 GiB).
     public var maxBlobBytes: UInt64 { UInt64(max(1, int(.maxBlobBytes, default: 4 << 30))) }
+    /// Other clusters' gateways users who are not server admins may replicate with.
+    public var replicationPeers: Set<String> {
+        Set(string(.replicationPeers, default: "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty })
+    }
     /// How long an idle blob transfer is kept before it is dropped.
     public var blobIdleMs: Int { max(10, int(.blobIdleMs, default: 30_000)) }
     public var instance: String? { value(Setting.instance.rawValue) }

@@ -109,6 +109,49 @@ import Testing
         }
     }
 
+    /// A user replicates the databases they are a member of, sees and stops only those, and
+    /// reaches no other cluster unless it is an allowed peer.
+    @Test func usersReplicateOnlyTheirOwnDatabases() async throws {
+        try await Cluster.with { cluster in
+            let admin = cluster.client
+            for name in ["notes", "backup", "secret"] {
+                let db = try await admin.createDatabase(name)
+                _ = try await db.put(id: "\(name)-1", json: #"{"by":"\#(name)"}"#)
+            }
+            try await admin.users.create("ann", password: "ann-pw")
+            try await admin.users.create("bob", password: "bob-pw")
+            try await admin.database("notes").setSecurityObject(SecurityObject(members: .init(names: ["ann"])))
+            let ann = try await Self.connect(cluster, "ann", "ann-pw")
+            let bob = try await Self.connect(cluster, "bob", "bob-pw")
+            defer { ann.close(); bob.close() }
+
+            // Not a member of the target: refused, nothing started.
+            let refused = await #expect(throws: SofaError.self) { _ = try await ann.replicate(from: "notes", to: "backup") }
+            #expect(refused?.is(.forbidden) == true && refused?.message.contains("backup") == true, "\(String(describing: refused))")
+            let stolen = await #expect(throws: SofaError.self) { _ = try await ann.replicate(from: "secret", to: "notes") }
+            #expect(stolen?.is(.forbidden) == true, "\(String(describing: stolen))")
+            let remote = await #expect(throws: SofaError.self) {
+                _ = try await ann.replicate(from: "notes", to: "tcp://127.0.0.1:9/notes")
+            }
+            #expect(remote?.is(.forbidden) == true && remote?.message.contains("SOFA_REPLICATION_PEERS") == true,
+                    "\(String(describing: remote))")
+
+            // A member of both: it runs.
+            try await admin.database("backup").setSecurityObject(SecurityObject(members: .init(names: ["ann"])))
+            let handle = try await ann.replicate(from: "notes", to: "backup")
+            let done = try await handle.wait()
+            #expect(done.allSatisfy { $0.state == .completed }, "\(done)")
+            #expect(try await ann.database("backup").get(id: "notes-1").body == Array(#"{"by":"notes"}"#.utf8))
+            #expect(try await ann.replications().map(\.id).contains(handle.ids[0]))
+            // Someone else neither sees it nor stops it.
+            #expect(try await bob.replications().isEmpty)
+            let stop = await #expect(throws: SofaError.self) { try await bob.stopReplication(handle.ids[0]) }
+            #expect(stop?.is(.forbidden) == true, "\(String(describing: stop))")
+            let peek = await #expect(throws: SofaError.self) { _ = try await bob.replicationStatus(handle.ids[0]) }
+            #expect(peek?.is(.forbidden) == true, "\(String(describing: peek))")
+        }
+    }
+
     @Test func aClientPinningAnotherKeyCannotConnect() async throws {
         try await Cluster.with { cluster in
             let other = try CurveKeyPair.generate().publicKey

@@ -47,7 +47,7 @@ public enum AccessRules {
         case anyone
         /// Any signed-in user (the cluster's status, echo).
         case signedIn
-        /// A server admin (databases created, deleted, listed; raw stores; replications).
+        /// A server admin (databases created, deleted, listed; raw stores).
         case serverAdmin
         /// A database admin (design documents, the security object, indexes, compaction, …).
         case databaseAdmin
@@ -62,9 +62,11 @@ public enum AccessRules {
         case .health, .authenticate, .session: return .anyone
         // An echo may wait and may be passed on to a service: not for anonymous clients.
         case .clusterStatus, .echo: return .signedIn
-        case .createDatabase, .deleteDatabase, .listDatabases, .rawPut, .rawGet, .rawDelete,
-             .startReplication, .stopReplication, .listReplications, .deleteBlobs, .dropBlobs:
+        case .createDatabase, .deleteDatabase, .listDatabases, .rawPut, .rawGet, .rawDelete, .deleteBlobs, .dropBlobs:
             return .serverAdmin
+        // A user's replications are checked against their databases (see GatewayService+Replication).
+        case .startReplication, .stopReplication, .listReplications:
+            return .signedIn
         case .getSecurity:
             return .member
         case .setSecurity, .createIndex, .deleteIndex, .compact, .purge, .rekeyDatabase, .createCollection,

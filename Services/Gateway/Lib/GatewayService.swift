@@ -21,6 +21,9 @@ public final class GatewayService: Sendable {
     public let identities: Identities
     /// Security objects by database, as last read or set.
     let securityObjects = Mutex<[String: SecurityObject]>([:])
+    /// Other clusters' gateways that users who are not server admins may replicate with
+    /// (`SOFA_REPLICATION_PEERS`, comma-separated `tcp://host:port`).
+    let replicationPeers: Set<String>
     /// The longest a query may run (`SOFA_MAX_QUERY_MS`): a longer deadline is cut to it.
     public let maxQueryMs: UInt64
     /// The broker's jobs of queries passed on and not yet answered, by the descriptor of the
@@ -28,8 +31,9 @@ public final class GatewayService: Sendable {
     private let runningQueries = Mutex<[Int32: Set<UInt64>]>([:])
 
     public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String,
-                identities: Identities, maxQueryMs: Int = 120_000, logger: Logger) {
+                identities: Identities, replicationPeers: Set<String> = [], maxQueryMs: Int = 120_000, logger: Logger) {
         self.identities = identities
+        self.replicationPeers = replicationPeers
         self.maxQueryMs = UInt64(max(1, maxQueryMs))
         self.storage = storage
         self.blob = blob
@@ -99,7 +103,8 @@ public final class GatewayService: Sendable {
         guard let broker = server.broker else { throw SofaError(.unexpectedError, "the gateway's server runs no broker") }
         let gateway = GatewayService(storage: server.upstreamClients[0], blob: server.upstreamClients[1], replicator: replicator,
                                      broker: broker, instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
-                                     identities: identities, maxQueryMs: settings.maxQueryMs, logger: logger)
+                                     identities: identities, replicationPeers: settings.replicationPeers,
+                                     maxQueryMs: settings.maxQueryMs, logger: logger)
         ready.withLock { $0 = gateway }
         let waiters = gateway.changeWaiters
         let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
@@ -276,7 +281,7 @@ public final class GatewayService: Sendable {
            request.operation.kind != .createDatabase, request.operation.kind != .deleteDatabase {
             return await usersRequest(request, principal: principal)
         }
-        let response = await route(request)
+        let response = await route(request, principal: principal)
         let kind = request.operation.kind
         if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
         if kind == .deleteDatabase && request.database == Identities.usersDatabase { identities.usersChanged() }
@@ -287,7 +292,7 @@ public final class GatewayService: Sendable {
     }
 
     /// A request that may run, to where it goes.
-    private func route(_ request: Request) async -> Response {
+    private func route(_ request: Request, principal: Principal?) async -> Response {
         switch Self.destination(of: request) {
         case .refused(let error):
             return .failure(request.id, error)
@@ -303,6 +308,8 @@ public final class GatewayService: Sendable {
         case .service(.query, let timeout):
             if request.operation.kind == .query { return await query(request) }
             return await broker.submit(Self.addressedToReceiver(request), timeout: timeout)
+        case .service(.replicator, let timeout) where request.operation.kind != .health && request.operation.kind != .echo:
+            return await replicationRequest(request, principal: principal, timeout: timeout)
         case .service(let service, let timeout):
             return await client(for: service).send(Self.addressedToReceiver(request), timeout: timeout)
         }
