@@ -63,6 +63,13 @@ import Testing
                 _ = try await ann.database("app").put(id: "_design/v", json: #"{"views":{}}"#)
             }
             #expect(design?.is(.forbidden) == true, "\(String(describing: design))")
+            let hidden = await #expect(throws: SofaError.self) {
+                _ = try await ann.database("app").bulk([.put(id: "c", rev: "", body: Array("{}".utf8), deleted: false),
+                                                        .put(id: "_design/w", rev: "", body: Array("{}".utf8), deleted: false)])
+            }
+            #expect(hidden?.is(.forbidden) == true, "\(String(describing: hidden))")
+            let notWritten = await #expect(throws: SofaError.self) { _ = try await ann.database("app").get(id: "c") }
+            #expect(notWritten?.is(.notFound) == true, "a bulk with a design document was partly written")
             let security = await #expect(throws: SofaError.self) {
                 try await ann.database("app").setSecurityObject(SecurityObject())
             }

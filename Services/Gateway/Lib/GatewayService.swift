@@ -123,12 +123,14 @@ public final class GatewayService: Sendable {
     /// not, the gateway decodes it as any other:
     /// * a changes request that may wait (a long poll) is the gateway's own;
     /// * a bulk write over the item limit is refused as it is decoded, before its items are
-    ///   unpacked: storage spends nothing on it.
+    ///   unpacked: storage spends nothing on it;
+    /// * a write of a design document is checked decoded (only database admins may write one).
     public static func passesOn(_ operation: UInt32, _ payload: UnsafeRawBufferPointer, maxBulkItems: Int) -> Bool {
+        if DesignWrites.touchesDesignDocument(operation: operation, payload: payload) { return false }
         switch operation {
-        case changesField: (ForwardedRequest.varint(field: changesWaitField, in: payload) ?? 0) == 0
-        case bulkWriteField: (BulkLimit.itemCount(bulkWrite: payload) ?? 0) <= maxBulkItems
-        default: true
+        case changesField: return (ForwardedRequest.varint(field: changesWaitField, in: payload) ?? 0) == 0
+        case bulkWriteField: return (BulkLimit.itemCount(bulkWrite: payload) ?? 0) <= maxBulkItems
+        default: return true
         }
     }
 

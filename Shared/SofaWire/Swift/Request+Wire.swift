@@ -103,3 +103,42 @@ public enum BulkLimit {
                   + "request (SOFA_MAX_BULK_ITEMS): nothing was written; send it in several requests")
     }
 }
+
+/// Whether an encoded write names a design document (`_design/…`), read without decoding it: a
+/// router lets only database admins write those, and passes the other writes on undecoded.
+public enum DesignWrites {
+    static let prefix = Array("_design/".utf8)
+
+    /// For a write passed through (`putDocument`, `deleteDocument`, `insertRevision`,
+    /// `bulkWrite`) given its operation's payload: whether any document it writes is a design
+    /// document. Bytes that are not well formed count as one (decoding then names the problem).
+    public static func touchesDesignDocument(operation: UInt32, payload: UnsafeRawBufferPointer) -> Bool {
+        switch OperationKind(rawValue: operation) {
+        case .putDocument?, .deleteDocument?, .insertRevision?: return !idIsPlain(payload)
+        case .bulkWrite?:
+            // BulkWrite.items (1) → BulkItem.put (1) or .insert (2) → its id (1).
+            var plain = true
+            let walked = WireFields.walk(payload) { item, _, span in
+                guard item.number == 1, item.wireType == 2 else { return true }
+                return WireFields.walk(span.payload) { write, _, inner in
+                    guard write.number == 1 || write.number == 2, write.wireType == 2 else { return true }
+                    if !idIsPlain(inner.payload) { plain = false }
+                    return plain
+                }
+            }
+            return !(walked && plain)
+        default: return false
+        }
+    }
+
+    /// Whether a `PutDocument`/`DeleteDocument`/`InsertRevision` (id: field 1) is well formed and
+    /// names no design document.
+    private static func idIsPlain(_ message: UnsafeRawBufferPointer) -> Bool {
+        var plain = true
+        let walked = WireFields.walk(message) { field, _, span in
+            if field.number == 1, field.wireType == 2, span.payload.starts(with: prefix) { plain = false }
+            return plain
+        }
+        return walked && plain
+    }
+}
