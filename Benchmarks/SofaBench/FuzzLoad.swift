@@ -122,17 +122,19 @@ public struct FuzzLoad: Sendable {
     }
 }
 
-/// The sockets of the fuzz and the frames they send, on one thread of their own.
+/// The sockets of the fuzz (confined to one serial queue, where they are used one call at a
+/// time) and the frames they send.
 private actor FuzzSender {
-    private let queue = DispatchQueue(label: "sofa-bench-fuzz")
-    private let sockets: [(String, RawSocket)]
+    private let names: [String]
+    private let sockets: Confined<[RawSocket]>
     private let samples: [[UInt8]]
     private var random: SplitMix
     private(set) var counts: [String: Int] = [:]
     private var next = 0
 
     init(targets: [(String, String, String?)], serverKey: String?, samples: [[UInt8]], seed: UInt64) {
-        sockets = targets.map { ($0.0, RawSocket($0.1, serverKey: serverKey, secretKey: $0.2)) }
+        names = targets.map(\.0)
+        sockets = Confined(targets.map { RawSocket($0.1, serverKey: serverKey, secretKey: $0.2) }, label: "sofa-bench-fuzz")
         self.samples = samples
         random = SplitMix(seed)
     }
@@ -140,28 +142,27 @@ private actor FuzzSender {
     func send(_ count: Int) async {
         var frames: [(Int, [[UInt8]])] = []
         for _ in 0..<count {
-            frames.append((next % sockets.count, mutated()))
+            frames.append((next % names.count, mutated()))
             next += 1
         }
-        let sockets = self.sockets, batch = frames
+        let batch = frames
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
+            sockets.async { sockets in
                 for (index, message) in batch {
-                    sockets[index].1.send(frames: message)
-                    if index == 0 { for (_, socket) in sockets { _ = socket.drain() } }
+                    sockets[index].send(frames: message)
+                    if index == 0 { for socket in sockets { _ = socket.drain() } }
                 }
-                for (_, socket) in sockets { _ = socket.drain() }
+                for socket in sockets { _ = socket.drain() }
                 continuation.resume()
             }
         }
-        for (index, _) in frames { counts[sockets[index].0, default: 0] += 1 }
+        for (index, _) in frames { counts[names[index], default: 0] += 1 }
     }
 
     func close() async {
-        let sockets = self.sockets
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                for (_, socket) in sockets { _ = socket.drain() }
+            sockets.async { sockets in
+                for socket in sockets { _ = socket.drain() }
                 continuation.resume()
             }
         }
@@ -208,5 +209,3 @@ struct SplitMix {
     }
 }
 
-// The fuzz's sockets are made by the sender and used only on its serial queue, one call at a time.
-extension RawSocket: @unchecked Sendable {}

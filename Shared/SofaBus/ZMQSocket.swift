@@ -202,16 +202,19 @@ public final class ZMQSocket {
     /// connection: the text is made again only when the connection changes).
     private func readPeer(_ message: inout zmq_msg_t) {
         guard let key = zmq_msg_gets(&message, "User-Id") else {
-            lastPeerKey = ""
-            lastPeerAddress = ""
+            (peerFD, peerKeyText, lastPeerKey, lastPeerAddress) = (-1, [0], "", "")
             return
         }
-        guard lastSourceFD != peerFD || strcmp(key, lastPeerKey) != 0 else { return }
+        // Compared as C text, without making a string, on every message of the same connection.
+        guard lastSourceFD != peerFD || strcmp(key, peerKeyText) != 0 else { return }
         peerFD = lastSourceFD
+        peerKeyText = Array(UnsafeBufferPointer(start: key, count: strlen(key) + 1))
         lastPeerKey = String(cString: key)
         lastPeerAddress = zmq_msg_gets(&message, "Peer-Address").map { String(cString: $0) } ?? ""
     }
     private var peerFD: Int32 = -1
+    /// `lastPeerKey` as NUL-terminated C text.
+    private var peerKeyText: [CChar] = [0]
 
     public enum Parts<Last> {
         /// The frames before the last one, and what `last` made of the last one.

@@ -34,15 +34,6 @@ public struct BackgroundService: ProcessPart {
 
     public init(_ work: @escaping @Sendable () async -> Void) { self.work = work }
 
-    /// Work done once, in the background, after which the part waits for the shutdown: its
-    /// end is not the process's.
-    public static func once(_ work: @escaping @Sendable () async -> Void) -> BackgroundService {
-        BackgroundService {
-            await work()
-            try? await gracefulShutdown()  // returns on shutdown, throws on cancellation
-        }
-    }
-
     public func run() async {
         await cancelWhenGracefulShutdown { await work() }
     }

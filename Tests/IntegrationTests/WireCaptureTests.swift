@@ -3,6 +3,7 @@ import SofaClient
 import SofaCluster
 import SofaCore
 import SofaTestSupport
+import Synchronization
 import Testing
 
 /// What crosses the network: a capture of every TCP port of a cluster (the gateway's and, here,
@@ -27,16 +28,25 @@ import Testing
                 capture.executableURL = tcpdump
                 capture.arguments = ["-Z", "root", "-i", "lo", "-U", "-w", file.path, "-s", "0"]
                     + ports.enumerated().flatMap { $0.offset == 0 ? ["tcp", "port", "\($0.element)"] : ["or", "port", "\($0.element)"] }
-                capture.standardError = FileHandle.nullDevice
-                capture.standardOutput = FileHandle.nullDevice
-                try capture.run()
-                defer { if capture.isRunning { capture.terminate() } }
-                // tcpdump writes the capture's header once it captures: wait for it (with a deadline).
-                let deadline = ContinuousClock.now + .seconds(20)
-                while ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) < 24 {
-                    try #require(capture.isRunning && ContinuousClock.now < deadline, "tcpdump did not start capturing")
-                    try await Task.sleep(for: .milliseconds(20))  // between looks at the capture file
+                // When tcpdump captures (it says "listening on") and when it exits, as events to wait on.
+                let (listening, heard) = AsyncStream<Void>.makeStream()
+                let (exit, exited) = AsyncStream<Void>.makeStream()
+                let said = Mutex("")
+                let errors = Pipe()
+                errors.fileHandleForReading.readabilityHandler = { handle in
+                    let chunk = String(decoding: handle.availableData, as: UTF8.self)
+                    if said.withLock({ $0 += chunk; return $0.contains("listening on") }) { heard.yield() }
                 }
+                capture.standardError = errors
+                capture.standardOutput = FileHandle.nullDevice
+                capture.terminationHandler = { _ in exited.yield() }
+                try capture.run()
+                defer {
+                    if capture.isRunning { capture.terminate() }
+                    errors.fileHandleForReading.readabilityHandler = nil
+                }
+                let started = try await Self.first(listening, within: .seconds(20))
+                try #require(started, "tcpdump did not start capturing: \(said.withLock { $0 })")
 
                 let marker = "secret-body-\(UUID().uuidString)"
                 let password = "pw-\(UUID().uuidString)"
@@ -55,10 +65,8 @@ import Testing
                 // Stopped before the file is read (with -U every packet is in the file as it is captured).
                 try #require(capture.isRunning, "tcpdump stopped before the end")
                 kill(capture.processIdentifier, SIGKILL)
-                let stopped = ContinuousClock.now + .seconds(20)
-                while capture.isRunning && ContinuousClock.now < stopped {
-                    try await Task.sleep(for: .milliseconds(20))  // between looks at the process
-                }
+                let stopped = try await Self.first(exit, within: .seconds(20))
+                try #require(stopped, "tcpdump did not exit")
                 let bytes = try Data(contentsOf: file)
                 #expect(bytes.count > blobBytes.count, "the capture holds \(bytes.count) bytes: it missed the traffic")
                 // The connections it holds greeted each other with ZMTP's mechanism name in clear: CURVE.
@@ -68,6 +76,23 @@ import Testing
                     #expect(bytes.range(of: Data(needle)) == nil, "\(what) crossed the wire in clear")
                 }
             }
+        }
+    }
+
+    /// Whether `events` yields within `timeout` (the event, or the deadline, whichever comes first).
+    static func first(_ events: AsyncStream<Void>, within timeout: Duration) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in events { return true }
+                return false
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)  // the deadline of the wait
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 }

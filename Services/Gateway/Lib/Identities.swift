@@ -165,8 +165,6 @@ public final class Identities: Sendable {
         state.withLock { $0.users.removeAll() }
     }
 
-    public var isEmptyOfSessions: Bool { state.withLock { $0.sessions.isEmpty } }
-
     static func admin(_ name: String) -> Principal { Principal(name: name, roles: [Principal.adminRole]) }
 
     private static let decoy = (try? PasswordHash.make("decoy")) ?? PasswordHash(salt: "00", iterations: 1, derivedKey: "00")
