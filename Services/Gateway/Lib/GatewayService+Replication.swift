@@ -19,11 +19,7 @@ extension GatewayService {
             for side in [spec.source, spec.target] {
                 if let refusal = await mayUse(side, principal) { return .failure(request.id, refusal) }
             }
-            let response = await replicator.send(request, timeout: timeout)
-            if case .success = response.outcome {
-                audit(principal, BusServer.peer, "startReplication", database: "", done: "\(spec.source) → \(spec.target)")
-            }
-            return response
+            return await replicator.send(request, timeout: timeout)  // audited by `handle`, as an admin's
         case .listReplications(let id, _, _):
             let response = await replicator.send(request, timeout: timeout)
             guard case .success(.replications(let all)) = response.outcome else { return response }

@@ -112,7 +112,6 @@ public final class GatewayService: Sendable {
             if notice.database == Identities.usersDatabase { identities.usersChanged() }
             waiters.notify(notice)
         }
-
         logger.info("gateway serving", metadata: ["endpoint": "\(server.endpoint)", "broker": "\(broker.endpoint)"])
         // Stopped in reverse: the server first (with the clients of storage and sofa-blob and the
         // broker it runs), the other connections last.
