@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "sofa-blob", targets: ["SofaBlobMain"]),
         .executable(name: "sofa-replicator", targets: ["SofaReplicatorMain"]),
         .executable(name: "sofa-gateway", targets: ["SofaGatewayMain"]),
+        .executable(name: "sofa-http", targets: ["SofaHTTPMain"]),
         .executable(name: "sofa-bench", targets: ["SofaBenchMain"]),
         .library(name: "SofaClient", targets: ["SofaClient"]),
     ],
@@ -31,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
     ],
     targets: [
         // System libraries
@@ -93,6 +96,13 @@ let package = Package(
                 path: "Services/Replicator/Lib", swiftSettings: settings),
         .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
+        // CouchDB's HTTP API, beside the gateway: a client of it (the SDK, acting as each HTTP user)
+        .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaBus", log, lifecycle,
+                                                 .product(name: "Hummingbird", package: "hummingbird"),
+                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                                                 .product(name: "HummingbirdTLS", package: "hummingbird"),
+                                                 .product(name: "NIOSSL", package: "swift-nio-ssl")],
+                path: "Services/HTTP/Lib", swiftSettings: settings),
         // The CLI stands on the SDK, the cluster library and SofaQL (N1QL → JSON) alone
         .target(name: "SofaCLI", dependencies: ["SofaClient", "SofaCluster", "SofaQL", argumentParser],
                 path: "Services/CLI/Lib", swiftSettings: settings),
@@ -117,6 +127,8 @@ let package = Package(
                           path: "Services/Replicator/Main", swiftSettings: settings),
         .executableTarget(name: "SofaGatewayMain", dependencies: ["SofaGateway", "SofaBus", "SofaServer"],
                           path: "Services/Gateway/Main", swiftSettings: settings),
+        .executableTarget(name: "SofaHTTPMain", dependencies: ["SofaHTTP", "SofaServer"],
+                          path: "Services/HTTP/Main", swiftSettings: settings),
         .executableTarget(name: "SofaCLIMain", dependencies: ["SofaCLI"],
                           path: "Services/CLI/Main", swiftSettings: settings),
 
@@ -144,7 +156,7 @@ let package = Package(
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
-                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaCLIMain", "SofaBenchMain"],
+                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaHTTPMain", "SofaCLIMain", "SofaBenchMain"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),
     ]
 )

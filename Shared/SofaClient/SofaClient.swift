@@ -21,6 +21,10 @@ public final class SofaClient: Sendable {
     /// Whom the connection signs in as (again, when it was made anew); nil: nobody.
     public var credentials: Credentials? { signedIn.withLock { $0 } }
     private let signedIn: Mutex<Credentials?>
+    /// The user every request of this client runs as (see `acting(as:)`); "" = the connection's own.
+    public let actingUser: String
+    /// Whether closing this client closes the connection (not for a view made by `acting(as:)`).
+    private let ownsConnection: Bool
 
     /// This client's own password changed: sign in with the new one from now on.
     func passwordChanged(name: String, to password: String) {
@@ -38,11 +42,23 @@ public final class SofaClient: Sendable {
         }
     }
 
-    private init(endpoint: String, bus: BusClient, timeout: Duration, credentials: Credentials?) {
+    private init(endpoint: String, bus: BusClient, timeout: Duration, credentials: Credentials?,
+                 actingUser: String = "", ownsConnection: Bool = true) {
         self.endpoint = endpoint
         self.bus = bus
         self.timeout = timeout
         self.signedIn = Mutex(credentials)
+        self.actingUser = actingUser
+        self.ownsConnection = ownsConnection
+    }
+
+    /// The same connection, with every request running as user `name` (or as nobody, for
+    /// `Request.anonymousActor`): for a service of the cluster that has checked who its own
+    /// client is (sofa-http). The gateway honours it only on a connection that holds the
+    /// cluster's key (`clientSecretKey`); on any other the requests run as the connection's own
+    /// user. Closing the view leaves the connection open.
+    public func acting(as name: String) -> SofaClient {
+        SofaClient(endpoint: endpoint, bus: bus, timeout: timeout, credentials: nil, actingUser: name, ownsConnection: false)
     }
 
     /// Connects to a gateway and checks that it answers. `timeout` is every call's default;
@@ -100,7 +116,9 @@ public final class SofaClient: Sendable {
         }
     }
 
-    public func close() { bus.close() }
+    public func close() {
+        if ownsConnection { bus.close() }
+    }
 
     /// One round trip through the gateway. `collection` is "scope.collection", "collection" (in
     /// scope `_default`) or "" (the default collection).
@@ -113,6 +131,8 @@ public final class SofaClient: Sendable {
     /// made anew: the gateway or the network restarted) and this client has credentials, signs
     /// in again and sends it once more (a refused request changed nothing).
     func send(_ request: Request, timeout: Duration) async -> Response {
+        var request = request
+        request.actingUser = actingUser
         let response = await bus.send(request, timeout: timeout)
         guard credentials != nil, case .failure(let error) = response.outcome, error.is(.unauthorized),
               error.message.hasPrefix(SessionWords.notSignedIn), (try? await signIn()) != nil else { return response }
@@ -123,6 +143,14 @@ public final class SofaClient: Sendable {
     @discardableResult
     func signIn() async throws(SofaError) -> Session {
         guard let credentials else { return try await session() }
+        return try await verify(credentials)
+    }
+
+    /// Asks the gateway whether `credentials` are right (an unknown name and a wrong password are
+    /// the same `unauthorized`); the name and roles they belong to. On a connection of the
+    /// cluster's own key, which runs as the cluster whatever it signs in as, this checks and
+    /// changes nothing; on any other connection it also signs the connection in as that user.
+    public func verify(_ credentials: Credentials) async throws(SofaError) -> Session {
         let request = Request(operation: .authenticate(name: credentials.name, password: credentials.password))
         guard case .session(let name, let roles) = try await bus.send(request, timeout: max(timeout, .seconds(10))).outcome.get() else {
             throw unexpected("authenticate")

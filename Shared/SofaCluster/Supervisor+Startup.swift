@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Glibc
 public import SofaCore
 public import SofaClient
 
@@ -12,10 +13,38 @@ extension Supervisor {
     /// (`.shuttingDown`) or the task is cancelled (`.cancelled`), and after `timeout` (`.timeout`).
     public func start(timeout: Duration = .seconds(60)) async throws(SofaError) {
         for (setting, address) in bound { try Self.checkFree(address, setting: setting) }
-        for name in ["storage", "blob", "replicator", "gateway"] + childNames.filter({ $0.hasPrefix("query-") }) {
+        for name in ["storage", "blob", "replicator", "gateway", "http"] + childNames.filter({ $0.hasPrefix("query-") })
+            where childNames.contains(name) {
             try launch(name)
         }
+        let deadline = ContinuousClock.now + timeout
         try await waitUntilHealthy(timeout: timeout)
+        try await waitForHTTP(until: deadline)
+    }
+
+    /// Waits until sofa-http accepts connections (it listens once it reaches the gateway).
+    func waitForHTTP(until deadline: ContinuousClock.Instant) async throws(SofaError) {
+        guard let port = options.httpPort else { return }
+        while ContinuousClock.now < deadline {
+            try checkStillStarting()
+            if Self.accepts(port: port) { return }
+            try? await Task.sleep(for: .milliseconds(50))  // between attempts to connect
+        }
+        throw SofaError(.timeout, "the HTTP API did not start listening on 127.0.0.1:\(port) in time")
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     /// Waits until the gateway answers and sees storage, blob, replicator and every query worker,

@@ -15,6 +15,8 @@ public final class Supervisor: Sendable {
         public var binDirectory: URL
         public var dataDirectory: URL
         public var gatewayPort: Int
+        /// Where sofa-http serves CouchDB's HTTP API on 127.0.0.1; nil: no HTTP API.
+        public var httpPort: Int?
         public var queryWorkers: Int
         public var heartbeatMs: Int
         public var logLevel: String
@@ -24,12 +26,13 @@ public final class Supervisor: Sendable {
         public var settings: [String: String]
 
         public init(binDirectory: URL = Supervisor.defaultBinDirectory, dataDirectory: URL, gatewayPort: Int,
-                    queryWorkers: Int = 2, heartbeatMs: Int = 500, logLevel: String = "info",
+                    httpPort: Int? = nil, queryWorkers: Int = 2, heartbeatMs: Int = 500, logLevel: String = "info",
                     settings: [String: String] = [:]) {
             self.settings = settings
             self.binDirectory = binDirectory
             self.dataDirectory = dataDirectory
             self.gatewayPort = gatewayPort
+            self.httpPort = httpPort
             self.queryWorkers = queryWorkers
             self.heartbeatMs = heartbeatMs
             self.logLevel = logLevel
@@ -55,6 +58,8 @@ public final class Supervisor: Sendable {
     public let gatewayEndpoint: String
     /// Where each service is reached: storage, blob, replicator, broker, changes, gateway.
     public let endpoints: [String: String]
+    /// Where CouchDB's HTTP API is served (`http://127.0.0.1:PORT`); nil: not by this cluster.
+    public let httpURL: String?
     /// The cluster's secrets folder (`<data>/keys` unless the settings name another).
     public let keys: SecretsFolder
     /// The cluster's public CURVE key, which clients pin; nil when CURVE is off.
@@ -123,6 +128,7 @@ public final class Supervisor: Sendable {
                                             (.replicatorEndpoint, "replicator"), (.brokerEndpoint, "broker"),
                                             (.changesEndpoint, "changes")]
         for (setting, name) in sockets { settings[setting.variable] = try endpoint(name) }
+        if let httpPort = options.httpPort { settings[Setting.httpAddress.variable] = "127.0.0.1:\(httpPort)" }
         settings.merge(options.settings) { $1 }
         for url in Setting.allCases {
             guard let bound = url.reaches, settings[url.variable] == nil, let address = settings[bound.variable] else { continue }
@@ -161,7 +167,8 @@ public final class Supervisor: Sendable {
         let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SOFA_") }
         let given = ProcessInfo.processInfo.environment.merging(settings) { $1 }
         var children: [String: Child] = [:]
-        let services = [ServiceRole.storage, .blob, .replicator, .gateway].map { ($0.rawValue, $0) }
+        let services = ([ServiceRole.storage, .blob, .replicator, .gateway] + (options.httpPort == nil ? [] : [.http]))
+            .map { ($0.rawValue, $0) }
             + (0..<options.queryWorkers).map { ("query-\($0 + 1)", ServiceRole.query) }
         for (name, role) in services {
             var environment = inherited
@@ -173,7 +180,8 @@ public final class Supervisor: Sendable {
         self.children = Mutex((children, false))
         bound = Setting.allCases.filter { ServiceRole.binding($0) != nil }.compactMap { setting in
             settings[setting.variable].map { (setting, $0) }
-        }
+        } + (settings[Setting.httpAddress.variable].map { [(Setting.httpAddress, "tcp://" + $0)] } ?? [])
+        httpURL = settings[Setting.httpAddress.variable].map { "http://" + $0 }
     }
 
     deinit { close(lockDescriptor) }

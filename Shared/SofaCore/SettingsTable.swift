@@ -58,6 +58,13 @@ public enum Setting: String, CaseIterable, Sendable {
     /// The first server admin of a new secrets folder (else `admin` with a random password).
     case adminUser = "ADMIN_USER"
     case adminPassword = "ADMIN_PASSWORD"
+    /// Where sofa-http serves CouchDB's HTTP API: `HOST:PORT` (`sofa up`: 127.0.0.1:5984).
+    case httpAddress = "HTTP_ADDRESS"
+    /// A PEM certificate (chain) and its private key: sofa-http serves HTTPS with them.
+    case httpTLSCert = "HTTP_TLS_CERT"
+    case httpTLSKey = "HTTP_TLS_KEY"
+    /// The origins browsers may call the HTTP API from (comma-separated, or `*`); none by default.
+    case corsOrigins = "CORS_ORIGINS"
     /// Read by the command-line tools, not by a service: how long a connection to the gateway
     /// may take before a command fails ("is sofa up running?").
     case connectTimeoutMs = "CONNECT_TIMEOUT_MS"
@@ -92,7 +99,7 @@ public enum Setting: String, CaseIterable, Sendable {
 
 /// The Sofa services (one executable each, `sofa-<raw value>`) and the settings each reads.
 public enum ServiceRole: String, CaseIterable, Sendable {
-    case storage, blob, replicator, gateway, query
+    case storage, blob, replicator, gateway, query, http
 
     /// What a deployment gives this service: where it listens, where it reaches the others,
     /// its data and its log level. docker-compose.yml gives exactly these.
@@ -104,6 +111,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .gateway: [.keysDir, .gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,
                         .logLevel]
         case .query: [.dataDir, .keysDir, .brokerURL, .logLevel]
+        case .http: [.keysDir, .httpAddress, .gatewayURL, .logLevel]
         }
     }
 
@@ -119,6 +127,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
                                         .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers]
         case .query: return common + [.heartbeatMs]
+        case .http: return common + [.httpTLSCert, .httpTLSKey, .corsOrigins, .maxRequestBytes, .maxDocumentBytes]
         }
     }
 

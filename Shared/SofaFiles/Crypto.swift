@@ -80,3 +80,13 @@ extension Array where Element == UInt8 {
         return String(decoding: flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
     }
 }
+
+/// HMAC-SHA-256 of `message` with `key` (signed cookies).
+public func hmacSHA256(key: [UInt8], _ message: [UInt8]) throws -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    var length: UInt32 = 0
+    guard HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &digest, &length) != nil else {
+        throw opensslError("HMAC(SHA-256)")
+    }
+    return Array(digest.prefix(Int(length)))
+}

@@ -17,7 +17,7 @@ struct DeployTests {
         #expect(result.status == 0, "docker-compose config -q failed:\n\(result.stderr)")
     }
 
-    @Test("every process is a service; only the gateway publishes a port; query scales")
+    @Test("every process is a service; only the gateway and the HTTP API publish a port, on 127.0.0.1; query scales")
     func composeServices() async throws {
         let result = try await Self.compose(["config"])
         try #require(result.status == 0, "docker-compose config failed:\n\(result.stderr)")
@@ -39,7 +39,12 @@ struct DeployTests {
         let file = try String(contentsOf: Self.repoRoot().appendingPathComponent("docker-compose.yml"), encoding: .utf8)
         #expect(file.contains("# gateway on tcp://127.0.0.1:7420"), "the compose file's comment no longer says where the gateway is")
 
-        for name in Self.services where name != "gateway" {
+        let http = try #require(sections["http"], "no http service")
+        let httpPorts = Self.block("ports", of: http).joined(separator: "\n")
+        #expect(httpPorts.contains("127.0.0.1:5984:5984") || httpPorts.contains("host_ip: 127.0.0.1"),
+                "http must publish 5984 on 127.0.0.1 only, got:\n\(httpPorts)")
+
+        for name in Self.services where name != "gateway" && name != "http" {
             let keys = Self.keys(of: sections[name] ?? [])
             #expect(!keys.contains("ports"), "\(name) must not publish ports")
         }

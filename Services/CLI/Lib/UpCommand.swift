@@ -15,6 +15,7 @@ struct Up: AsyncParsableCommand {
 
     @Option(help: "Where databases live.") var dataDir: String = "./.sofa-data"
     @Option(help: "The gateway's TCP port on 127.0.0.1.") var port: Int = 7420
+    @Option(help: "The HTTP API's port on 127.0.0.1 (CouchDB's REST API; 0: none).") var httpPort: Int = 5984
     @Option(help: "How many query workers to run.") var queryWorkers: Int = 2
     @Option(help: "Log level of the services.") var logLevel: String = "info"
 
@@ -26,7 +27,8 @@ struct Up: AsyncParsableCommand {
         try await reporting {
             let data = URL(fileURLWithPath: dataDir).standardizedFileURL
             let supervisor = try Supervisor(
-                .init(dataDirectory: data, gatewayPort: port, queryWorkers: queryWorkers, logLevel: logLevel)
+                .init(dataDirectory: data, gatewayPort: port, httpPort: httpPort == 0 ? nil : httpPort, queryWorkers: queryWorkers,
+                      logLevel: logLevel)
             ) { line in
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }
@@ -43,6 +45,9 @@ struct Up: AsyncParsableCommand {
             }
             FileHandle.standardOutput.write(Data("ready \(supervisor.gatewayEndpoint)\n".utf8))
             // How to reach it: the key to pin, and where the first admin's password is.
+            if let http = supervisor.httpURL {
+                FileHandle.standardError.write(Data("[supervisor] HTTP API (CouchDB's) on \(http)\n".utf8))
+            }
             if let key = supervisor.serverKey {
                 FileHandle.standardError.write(Data("[supervisor] server key \(key) (clients pin it: SOFA_SERVER_KEY)\n".utf8))
             }

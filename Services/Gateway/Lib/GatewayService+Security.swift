@@ -16,7 +16,7 @@ extension GatewayService {
     /// way, where its writer is checked for a database admin.)
     public func gate(_ forwarded: ForwardedRequest, _ peer: BusServer.Peer) -> BusServer.GateDecision {
         let principal: Principal?
-        switch identities.cachedPrincipal(of: peer) {
+        switch identities.cachedPrincipal(of: peer, acting: forwarded.actingUser) {
         case .anonymous: principal = nil
         case .principal(let known): principal = known
         case .unknownUser: return .decode
@@ -42,7 +42,7 @@ extension GatewayService {
     func authorize(_ request: Request, peer: BusServer.Peer) async -> Result<Principal?, SofaError> {
         let principal: Principal?
         do {
-            principal = try await identities.principal(of: peer, load: loadUser)
+            principal = try await identities.principal(of: peer, acting: request.actingUser, load: loadUser)
         } catch {
             return .failure(error)
         }

@@ -3,6 +3,7 @@ public import SofaFiles
 public import SofaServer
 internal import Foundation
 internal import SofaBus
+internal import SofaWire
 internal import Synchronization
 
 /// Who is who at the gateway: the server admins (from the secrets folder's `admins.json`), the
@@ -80,10 +81,12 @@ public final class Identities: Sendable {
         case unknownUser(String)
     }
 
-    /// The peer's principal from what is cached (on a socket thread: never waits).
-    public func cachedPrincipal(of peer: BusServer.Peer) -> Lookup {
-        if let clusterKey, !peer.key.isEmpty, peer.key == clusterKey { return .principal(.cluster) }
-        if trustsUnkeyedPeers && peer.key.isEmpty { return .principal(.cluster) }
+    /// The peer's principal from what is cached (on a socket thread: never waits). `acting` is
+    /// the user a request names to run as (`Request.actingUser`): a peer holding the cluster's
+    /// key (sofa-http, for its own clients) runs the request as that user, or as nobody for
+    /// `Request.anonymousActor`; from any other peer the name is ignored.
+    public func cachedPrincipal(of peer: BusServer.Peer, acting: String = "") -> Lookup {
+        if isCluster(peer) { return acting.isEmpty ? .principal(.cluster) : actor(acting) }
         return state.withLock { state in
             guard let session = state.sessions[peer.connection]?[SessionKey(identity: peer.identity, key: peer.key)] else {
                 return .anonymous
@@ -95,16 +98,35 @@ public final class Identities: Sendable {
         }
     }
 
+    /// Whether the peer is one of the cluster's own services.
+    func isCluster(_ peer: BusServer.Peer) -> Bool {
+        if let clusterKey, !peer.key.isEmpty, peer.key == clusterKey { return true }
+        return trustsUnkeyedPeers && peer.key.isEmpty
+    }
+
+    /// The user a service of the cluster acts as, with that user's roles as they are now (a user
+    /// who no longer exists is nobody).
+    private func actor(_ name: String) -> Lookup {
+        if name == Request.anonymousActor { return .anonymous }
+        if admins[name] != nil { return .principal(Self.admin(name)) }
+        return state.withLock { state in
+            guard let cached = state.users[name] else { return .unknownUser(name) }
+            guard let user = cached else { return .anonymous }
+            return .principal(Principal(name: name, roles: user.roles))
+        }
+    }
+
     /// The peer's principal (nil: nobody signed in on its connection), loading its user's
     /// record when it is not cached. A load that fails counts as signed out for this request.
-    public func principal(of peer: BusServer.Peer, load: (String) async throws(SofaError) -> User?) async throws(SofaError) -> Principal? {
-        switch cachedPrincipal(of: peer) {
+    public func principal(of peer: BusServer.Peer, acting: String = "",
+                          load: (String) async throws(SofaError) -> User?) async throws(SofaError) -> Principal? {
+        switch cachedPrincipal(of: peer, acting: acting) {
         case .anonymous: return nil
         case .principal(let principal): return principal
         case .unknownUser(let name):
             let user = try await load(name)
             state.withLock { $0.users[name] = .some(user) }
-            return cachedPrincipal(of: peer).principal
+            return cachedPrincipal(of: peer, acting: acting).principal
         }
     }
 
@@ -114,26 +136,29 @@ public final class Identities: Sendable {
     /// and of that peer.
     public func signIn(name: String, password: String, peer: BusServer.Peer,
                        load: (String) async throws(SofaError) -> User?) async throws(SofaError) -> Principal {
-        let delay = failureDelayMs(name: name, address: peer.address)
+        // A service of the cluster checks passwords for many clients of its own (sofa-http): their
+        // failures count against the names they tried, not against that service's address.
+        let address = isCluster(peer) ? "" : peer.address
+        let delay = failureDelayMs(name: name, address: address)
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }  // the growing delay of failed sign-ins
         let key = SessionKey(identity: peer.identity, key: peer.key)
         if let hash = admins[name] {
             if try await check(password, against: hash) {
-                succeeded(name: name, address: peer.address)
+                succeeded(name: name, address: address)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: "") }
                 return Self.admin(name)
             }
         } else if !name.isEmpty, let user = try await load(name), let hash = user.password {
             state.withLock { $0.users[name] = .some(user) }
             if try await check(password, against: hash) {
-                succeeded(name: name, address: peer.address)
+                succeeded(name: name, address: address)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: hash.salt) }
                 return Principal(name: name, roles: user.roles)
             }
         } else {
             _ = try await check(password, against: Self.decoy)  // as long as a real check: the name's existence does not show
         }
-        failed(name: name, address: peer.address)
+        failed(name: name, address: address)
         state.withLock { $0.sessions[peer.connection]?[key] = nil }
         throw Self.badCredentials
     }
@@ -188,7 +213,7 @@ public final class Identities: Sendable {
     func failureDelayMs(name: String, address: String) -> Int {
         let now = monotonicMs()
         let count = state.withLock { state in
-            [ "user:" + name, "peer:" + address ].map { key -> Int in
+            ["user:" + name, "peer:" + address].filter { $0 != "peer:" }.map { key -> Int in
                 guard let entry = state.failures[key], now &- entry.atMs < Self.failureMemoryMs else { return 0 }
                 return entry.count
             }.max() ?? 0
@@ -200,7 +225,7 @@ public final class Identities: Sendable {
     private func failed(name: String, address: String) {
         let now = monotonicMs()
         state.withLock { state in
-            for key in ["user:" + name, "peer:" + address] {
+            for key in ["user:" + name, "peer:" + address] where key != "peer:" {
                 let old = state.failures[key].flatMap { now &- $0.atMs < Self.failureMemoryMs ? $0.count : nil } ?? 0
                 state.failures[key] = (old + 1, now)
             }

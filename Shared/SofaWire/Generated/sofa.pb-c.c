@@ -3742,7 +3742,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[52] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[53] =
 {
   {
     "id",
@@ -3787,6 +3787,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[52]
     PROTOBUF_C_TYPE_STRING,
     0,   /* quantifier_offset */
     offsetof(Sofa__Wire__Request, collection),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "acting_user",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__Request, acting_user),
     NULL,
     &protobuf_c_empty_string,
     0,             /* flags */
@@ -4370,66 +4382,67 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[52]
   },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
-  26,   /* field[26] = all_docs */
-  48,   /* field[48] = authenticate */
-  35,   /* field[35] = blob_read */
-  36,   /* field[36] = blob_stat */
-  34,   /* field[34] = blob_write_abort */
-  31,   /* field[31] = blob_write_begin */
-  32,   /* field[32] = blob_write_chunk */
-  33,   /* field[33] = blob_write_end */
-  18,   /* field[18] = bulk_write */
-  25,   /* field[25] = changes */
-  5,   /* field[5] = cluster_status */
+  4,   /* field[4] = acting_user */
+  27,   /* field[27] = all_docs */
+  49,   /* field[49] = authenticate */
+  36,   /* field[36] = blob_read */
+  37,   /* field[37] = blob_stat */
+  35,   /* field[35] = blob_write_abort */
+  32,   /* field[32] = blob_write_begin */
+  33,   /* field[33] = blob_write_chunk */
+  34,   /* field[34] = blob_write_end */
+  19,   /* field[19] = bulk_write */
+  26,   /* field[26] = changes */
+  6,   /* field[6] = cluster_status */
   3,   /* field[3] = collection */
-  30,   /* field[30] = compact */
-  19,   /* field[19] = conflicts */
-  14,   /* field[14] = create_collection */
-  6,   /* field[6] = create_database */
-  38,   /* field[38] = create_index */
+  31,   /* field[31] = compact */
+  20,   /* field[20] = conflicts */
+  15,   /* field[15] = create_collection */
+  7,   /* field[7] = create_database */
+  39,   /* field[39] = create_index */
   1,   /* field[1] = database */
-  13,   /* field[13] = database_info */
+  14,   /* field[14] = database_info */
   2,   /* field[2] = deadline_ms */
-  42,   /* field[42] = delete_blobs */
-  15,   /* field[15] = delete_collection */
-  7,   /* field[7] = delete_database */
-  11,   /* field[11] = delete_document */
-  39,   /* field[39] = delete_index */
-  43,   /* field[43] = drop_blobs */
-  12,   /* field[12] = echo */
-  10,   /* field[10] = get_document */
-  23,   /* field[23] = get_expiration */
-  50,   /* field[50] = get_security */
-  4,   /* field[4] = health */
+  43,   /* field[43] = delete_blobs */
+  16,   /* field[16] = delete_collection */
+  8,   /* field[8] = delete_database */
+  12,   /* field[12] = delete_document */
+  40,   /* field[40] = delete_index */
+  44,   /* field[44] = drop_blobs */
+  13,   /* field[13] = echo */
+  11,   /* field[11] = get_document */
+  24,   /* field[24] = get_expiration */
+  51,   /* field[51] = get_security */
+  5,   /* field[5] = health */
   0,   /* field[0] = id */
-  17,   /* field[17] = insert_revision */
-  16,   /* field[16] = list_collections */
-  8,   /* field[8] = list_databases */
-  40,   /* field[40] = list_indexes */
-  47,   /* field[47] = list_replications */
-  24,   /* field[24] = next_expiration */
-  21,   /* field[21] = purge */
-  9,   /* field[9] = put_document */
-  37,   /* field[37] = query */
-  29,   /* field[29] = raw_delete */
-  28,   /* field[28] = raw_get */
-  27,   /* field[27] = raw_put */
-  41,   /* field[41] = rekey_database */
-  20,   /* field[20] = resolve_conflict */
-  44,   /* field[44] = revs_diff */
-  49,   /* field[49] = session */
-  22,   /* field[22] = set_expiration */
-  51,   /* field[51] = set_security */
-  45,   /* field[45] = start_replication */
-  46,   /* field[46] = stop_replication */
+  18,   /* field[18] = insert_revision */
+  17,   /* field[17] = list_collections */
+  9,   /* field[9] = list_databases */
+  41,   /* field[41] = list_indexes */
+  48,   /* field[48] = list_replications */
+  25,   /* field[25] = next_expiration */
+  22,   /* field[22] = purge */
+  10,   /* field[10] = put_document */
+  38,   /* field[38] = query */
+  30,   /* field[30] = raw_delete */
+  29,   /* field[29] = raw_get */
+  28,   /* field[28] = raw_put */
+  42,   /* field[42] = rekey_database */
+  21,   /* field[21] = resolve_conflict */
+  45,   /* field[45] = revs_diff */
+  50,   /* field[50] = session */
+  23,   /* field[23] = set_expiration */
+  52,   /* field[52] = set_security */
+  46,   /* field[46] = start_replication */
+  47,   /* field[47] = stop_replication */
 };
 static const ProtobufCIntRange sofa__wire__request__number_ranges[4 + 1] =
 {
   { 1, 0 },
-  { 10, 4 },
-  { 60, 44 },
-  { 70, 48 },
-  { 0, 52 }
+  { 10, 5 },
+  { 60, 45 },
+  { 70, 49 },
+  { 0, 53 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4439,7 +4452,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  52,
+  53,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   4,  sofa__wire__request__number_ranges,

@@ -16,6 +16,9 @@ public struct ForwardedRequest: Sendable, Equatable {
     public let database: String
     /// Wall-clock ms (0: none); a router may cut it before passing the request on.
     public var deadline: UInt64
+    /// The user the request runs as when a service of the cluster names one (field 5; "" = the
+    /// connection's own).
+    public var actingUser: String = ""
     /// The field number of the operation (e.g. 24 for `bulk_write`); 0 when there is none.
     public let operationField: UInt32
     /// Every top-level field but the id and the deadline, encoded as received.
@@ -34,6 +37,7 @@ public struct ForwardedRequest: Sendable, Equatable {
         var deadline: UInt64 = 0
         var database = ""
         var operation: UInt32 = 0
+        var actingUser = ""
         var rest: [UInt8] = []
         rest.reserveCapacity(bytes.count)
         let walked = WireFields.walk(bytes) { field, value, span in
@@ -44,6 +48,10 @@ public struct ForwardedRequest: Sendable, Equatable {
             case 2 where field.wireType == 2:
                 guard let text = String(validating: span.payload, as: UTF8.self) else { return false }
                 database = text
+                rest.append(contentsOf: span.whole)
+            case 5 where field.wireType == 2:
+                guard let text = String(validating: span.payload, as: UTF8.self) else { return false }
+                actingUser = text
                 rest.append(contentsOf: span.whole)
             case 10...:
                 guard operation == 0 || operation == field.number, field.wireType == 2 else { return false }
@@ -56,7 +64,8 @@ public struct ForwardedRequest: Sendable, Equatable {
             return true
         }
         guard walked, operations.contains(operation) else { return nil }
-        return ForwardedRequest(id: id, database: database, deadline: deadline, operationField: operation, rest: rest)
+        return ForwardedRequest(id: id, database: database, deadline: deadline, actingUser: actingUser,
+                                operationField: operation, rest: rest)
     }
 
     /// The varint field `number` of an encoded message (e.g. an operation's payload, as `accepts`

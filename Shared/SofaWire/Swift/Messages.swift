@@ -8,13 +8,21 @@ public struct Request: Sendable, Equatable {
     public var collection: String
     /// Milliseconds since the Unix epoch after which the caller no longer waits; 0 = none.
     public var deadline: UInt64
+    /// The user the request runs as, named by a service of the cluster on behalf of its own
+    /// client (sofa-http); "" = the connection's own. The gateway honours it only from a peer
+    /// that holds the cluster's key.
+    public var actingUser: String
+    /// The `actingUser` of a request that runs as nobody (user names cannot start with `_`).
+    public static let anonymousActor = "_anonymous"
     public var operation: Op
 
-    public init(id: UInt64 = 0, database: String = "", collection: String = "", deadline: UInt64 = 0, operation: Op) {
+    public init(id: UInt64 = 0, database: String = "", collection: String = "", deadline: UInt64 = 0,
+                actingUser: String = "", operation: Op) {
         self.id = id
         self.database = database
         self.collection = collection
         self.deadline = deadline
+        self.actingUser = actingUser
         self.operation = operation
     }
 }

@@ -20,6 +20,7 @@ extension Request {
         message.pointee.database = arena.string(database)
         message.pointee.collection = arena.string(collection)
         message.pointee.deadline_ms = deadline
+        message.pointee.acting_user = arena.string(actingUser)
         if case .blobWriteChunk(let writeID, let offset, let bytes) = operation {
             // A chunk (a megabyte) is packed straight from its array, not copied into the arena.
             return bytes.withUnsafeBufferPointer { chunk in
@@ -47,7 +48,8 @@ extension Request {
             }
             return Request(id: m.id, database: try decodeString(m.database, "database"),
                            collection: try decodeString(m.collection, "collection"),
-                           deadline: m.deadline_ms, operation: try Op.decode(m))
+                           deadline: m.deadline_ms, actingUser: try decodeString(m.acting_user, "acting user"),
+                           operation: try Op.decode(m))
         }
     }
 

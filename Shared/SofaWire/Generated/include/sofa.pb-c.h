@@ -198,6 +198,11 @@ struct  Sofa__Wire__Request
    * The collection, as "scope.collection" or "collection" (scope _default); "" = _default._default.
    */
   char *collection;
+  /*
+   * The user a request runs as, named by a service of the cluster that checked who that is
+   * (sofa-http, for its HTTP clients); honoured only from a peer holding the cluster's key.
+   */
+  char *acting_user;
   Sofa__Wire__Request__OpCase op_case;
   union {
     Sofa__Wire__Health *health;
@@ -258,7 +263,7 @@ struct  Sofa__Wire__Request
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
 
 
 /*

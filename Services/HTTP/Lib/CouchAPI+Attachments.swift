@@ -1,0 +1,146 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaClient
+internal import SofaCore
+internal import SofaWire
+internal import Foundation
+
+// Attachments: CouchDB's `_attachments` member, whose bytes sofa-blob keeps (content-addressed:
+// the stub's `digest` is the blob's key). Inline `data` is stored as a blob and replaced by a
+// stub; `attachments=true` puts the bytes back inline; `/db/id/name` streams one both ways.
+
+extension CouchAPI {
+    /// The body with every inline attachment (`data`, base64) stored and replaced by its stub.
+    func storeInlineAttachments(_ body: JSONObject, _ database: Database, revpos: Int64 = 1) async throws -> JSONObject {
+        guard case .object(var attachments)? = body["_attachments"] else { return body }
+        var changed = false
+        for (name, value) in attachments {
+            guard var attachment = value.objectValue, let data = attachment["data"]?.stringValue else { continue }
+            guard let bytes = Data(base64Encoded: data, options: .ignoreUnknownCharacters) else {
+                throw CouchError(.badRequest, "bad_request", "Invalid attachment data for \(name)")
+            }
+            let blob = try await database.putBlob(Array(bytes))
+            attachment["data"] = nil
+            attachment["digest"] = .string(blob.key)
+            attachment["length"] = .int(Int64(blob.length))
+            attachment["stub"] = true
+            if attachment["content_type"] == nil { attachment["content_type"] = "application/octet-stream" }
+            if attachment["revpos"] == nil { attachment["revpos"] = .int(revpos) }
+            attachment["follows"] = nil
+            attachments[name] = .object(attachment)
+            changed = true
+        }
+        guard changed else { return body }
+        var result = body
+        result["_attachments"] = .object(attachments)
+        return result
+    }
+
+    /// A stored body with its attachments' bytes inline (`data`, base64) instead of stubs.
+    func inlineAttachments(_ body: [UInt8], _ database: Database) async throws -> [UInt8] {
+        guard var object = JSON.tryParse(body)?.objectValue, case .object(var attachments)? = object["_attachments"] else { return body }
+        for (name, value) in attachments {
+            guard var attachment = value.objectValue, let digest = attachment["digest"]?.stringValue else { continue }
+            let bytes = try await database.blob(digest)
+            attachment["stub"] = nil
+            attachment["data"] = .string(Data(bytes).base64EncodedString())
+            attachments[name] = .object(attachment)
+        }
+        object["_attachments"] = .object(attachments)
+        return JSON.object(object).compactBytes()
+    }
+
+    func attachmentRoute(_ call: inout CouchCall, _ database: Database, id: String, name: String) async throws -> Response {
+        switch call.method {
+        case .get, .head:
+            let document = try await database.get(id: id, rev: call.query["rev"])
+            guard let attachment = (try? document.json())?["_attachments"]?[name]?.objectValue,
+                  let digest = attachment["digest"]?.stringValue else {
+                throw CouchError(.notFound, "not_found", "Document is missing attachment")
+            }
+            return try await readAttachment(call, database, digest: digest, attachment: attachment)
+        case .put:
+            let rev = call.query["rev"] ?? Self.ifMatch(call)
+            var object = JSONObject()
+            var generation: Int64 = 0
+            if let rev {
+                let current = try await database.get(id: id, rev: nil)
+                guard current.rev == rev else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
+                object = (try current.json()).objectValue ?? [:]
+                generation = Int64(rev.prefix { $0 != "-" }) ?? 0
+            }
+            let type = call.header(.contentType) ?? "application/octet-stream"
+            let chunks = call.request.body.map { Array($0.readableBytesView) }
+            let blob = try await database.putBlob(chunks)
+            var attachments = object["_attachments"]?.objectValue ?? [:]
+            attachments[name] = ["content_type": .string(type), "digest": .string(blob.key), "length": .int(Int64(blob.length)),
+                                 "revpos": .int(generation + 1), "stub": true]
+            object["_attachments"] = .object(attachments)
+            let result = try await database.put(id: id, body: JSON.object(object).compactBytes(), rev: rev)
+            return Self.written(result, batch: false)
+        case .delete:
+            guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
+                throw CouchError(.conflict, "conflict", "Document update conflict.")
+            }
+            let current = try await database.get(id: id, rev: nil)
+            guard current.rev == rev else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
+            var object = (try current.json()).objectValue ?? [:]
+            var attachments = object["_attachments"]?.objectValue ?? [:]
+            guard attachments.removeValue(forKey: name) != nil else {
+                throw CouchError(.notFound, "not_found", "Document is missing attachment")
+            }
+            object["_attachments"] = attachments.isEmpty ? nil : .object(attachments)
+            let result = try await database.put(id: id, body: JSON.object(object).compactBytes(), rev: rev)
+            return Self.written(result, batch: false)
+        default:
+            throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,PUT,DELETE allowed")
+        }
+    }
+
+    /// An attachment's bytes, streamed from sofa-blob chunk by chunk (one `Range` honoured).
+    private func readAttachment(_ call: CouchCall, _ database: Database, digest: String, attachment: JSONObject) async throws -> Response {
+        let length = UInt64(attachment["length"]?.intValue ?? 0)
+        var headers: HTTPFields = [:]
+        headers[.contentType] = attachment["content_type"]?.stringValue ?? "application/octet-stream"
+        headers[.eTag] = "\"\(digest)\""
+        headers[.acceptRanges] = "bytes"
+        if call.header(.ifNoneMatch) == "\"\(digest)\"" { return Response(status: .notModified, headers: headers) }
+        var start: UInt64 = 0, end = length == 0 ? 0 : length - 1
+        var status = HTTPResponse.Status.ok
+        if let range = call.header(.range), range.hasPrefix("bytes="), length > 0, !range.contains(",") {
+            let bounds = range.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            if bounds.count == 2 {
+                if bounds[0].isEmpty, let suffix = UInt64(bounds[1]) {
+                    start = length - min(length, suffix)
+                } else if let first = UInt64(bounds[0]) {
+                    start = first
+                    if let last = UInt64(bounds[1]) { end = min(last, length - 1) }
+                }
+                guard start <= end, start < length else {
+                    headers[.contentRange] = "bytes */\(length)"
+                    return Response(status: .rangeNotSatisfiable, headers: headers)
+                }
+                status = .partialContent
+                headers[.contentRange] = "bytes \(start)-\(end)/\(length)"
+            }
+        }
+        let count = length == 0 ? 0 : end - start + 1
+        headers[.contentLength] = "\(count)"
+        if call.method == .head || count == 0 { return Response(status: status, headers: headers) }
+        let chunk = UInt64(Database.blobChunkSize)
+        let (from, to) = (start, end)
+        let body = ResponseBody(contentLength: Int(count)) { writer in
+            var offset = from
+            while offset <= to {
+                let want = Int(min(chunk, to - offset + 1))
+                let (bytes, _) = try await database.readBlob(digest, offset: offset, length: want)
+                guard !bytes.isEmpty else { break }
+                try await writer.write(ByteBuffer(bytes: bytes))
+                offset += UInt64(bytes.count)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+}

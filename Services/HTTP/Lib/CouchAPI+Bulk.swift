@@ -1,0 +1,194 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaClient
+internal import SofaCore
+internal import SofaFiles
+internal import SofaWire
+internal import Foundation
+
+// Many documents at once: `_bulk_docs`, `_bulk_get`, `_all_docs`, `_revs_diff`.
+
+extension CouchAPI {
+    /// `{"docs": [...], "new_edits": bool}`: one transaction of Sofa's, each document with its own
+    /// result. With `new_edits=false` only failures are listed, as CouchDB does.
+    func bulkDocs(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        guard let docs = body["docs"]?.arrayValue else {
+            throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
+        }
+        let newEdits = body["new_edits"]?.boolValue ?? true
+        var items: [BulkItem] = []
+        items.reserveCapacity(docs.count)
+        var refused: [Int: JSON] = [:]
+        for (index, value) in docs.enumerated() {
+            do {
+                guard let object = value.objectValue else { throw CouchError(.badRequest, "bad_request", "Document must be a JSON object") }
+                var document = try IncomingDocument(object)
+                if document.id == nil { document.id = try randomBytes(16).hexString }
+                let stored = try await storeInlineAttachments(document.body, database)
+                let bytes = JSON.object(stored).compactBytes()
+                if newEdits {
+                    items.append(.put(id: document.id!, rev: document.rev ?? "", body: bytes, deleted: document.deleted))
+                } else {
+                    items.append(.insert(RevisionInsert(id: document.id!, history: try document.ancestry(), body: bytes,
+                                                        deleted: document.deleted)))
+                }
+            } catch let error as CouchError {
+                refused[index] = ["id": value["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
+                items.append(.put(id: "", rev: "", body: [], deleted: false))  // a placeholder, dropped below
+            }
+        }
+        let sent = items.enumerated().filter { refused[$0.offset] == nil }.map(\.element)
+        var results = sent.isEmpty ? [] : try await database.bulk(sent)[...]
+        var answers: [JSON] = []
+        for index in docs.indices {
+            if let refusal = refused[index] {
+                answers.append(refusal)
+                continue
+            }
+            guard let result = results.popFirst() else { break }
+            if let error = result.error {
+                let couch = CouchError(error)
+                answers.append(["id": .string(result.id), "error": .string(couch.error), "reason": .string(couch.reason)])
+            } else if newEdits {
+                answers.append(["ok": true, "id": .string(result.id), "rev": .string(result.rev)])
+            }
+        }
+        return Self.json(.array(answers), status: .created)
+    }
+
+    /// `{"docs": [{"id", "rev"?}]}`: each as `{"ok": doc}` or `{"error": …}`, grouped by ID.
+    func bulkGet(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        guard let requests = body["docs"]?.arrayValue else {
+            throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
+        }
+        var out: [UInt8] = Array("{\"results\":[".utf8)
+        for (index, request) in requests.enumerated() {
+            if index > 0 { out.append(0x2C) }
+            let id = request["id"]?.stringValue ?? ""
+            let rev = request["rev"]?.stringValue
+            out += Array("{\"id\":".utf8) + JSON.string(id).compactBytes() + Array(",\"docs\":[".utf8)
+            do {
+                guard !id.isEmpty else { throw CouchError(.badRequest, "bad_request", "document id missed") }
+                let document = try await database.get(id: id, rev: rev, history: true)
+                out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D]
+            } catch {
+                let couch = (error as? CouchError) ?? (error as? SofaError).map(CouchError.init) ?? CouchError(.internalServerError, "unknown_error", "\(error)")
+                out += JSON.object(["error": ["id": .string(id), "rev": rev.map { .string($0) } ?? "undefined",
+                                              "error": .string(couch.error), "reason": .string(couch.reason)]]).compactBytes()
+            }
+            out += Array("]}".utf8)
+        }
+        out += Array("]}".utf8)
+        return Self.json(bytes: out)
+    }
+
+    /// `GET` (or `POST` with `keys`) `_all_docs`: rows by ID, streamed page by page.
+    func allDocs(_ call: inout CouchCall, _ database: Database, design: Bool = false) async throws -> Response {
+        var keys: [String]?
+        if call.method == .post {
+            let body = try await call.objectBody(limit: limits.maxRequestBytes)
+            keys = body["keys"]?.arrayValue?.compactMap(\.stringValue)
+        } else {
+            try Self.requireMethod(call, .get, .head)
+            keys = try call.json("keys")?.arrayValue?.compactMap(\.stringValue)
+        }
+        if let key = try call.json("key")?.stringValue { keys = [key] }
+        let includeDocs = try call.flag("include_docs")
+        let descending = try call.flag("descending")
+        let info = try await database.info()
+        var head = JSONObject([("total_rows", .int(Int64(info.documentCount))), ("offset", .int(Int64(try call.integer("skip") ?? 0)))])
+        if try call.flag("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
+        let prefix = Array(JSON.object(head).compactBytes().dropLast()) + Array(",\"rows\":[".utf8)
+        if let keys {
+            var rows: [UInt8] = []
+            for (index, key) in keys.enumerated() {
+                if index > 0 { rows.append(0x2C) }
+                do {
+                    let document = try await database.get(id: key)
+                    rows += row(document, includeDocs: includeDocs)
+                } catch {
+                    guard error.is(.notFound) else { throw CouchError(error) }
+                    rows += JSON.object(["key": .string(key), "error": "not_found"]).compactBytes()
+                }
+            }
+            return Self.json(bytes: prefix + rows + Array("]}".utf8))
+        }
+        var query = AllDocsQuery(includeBodies: includeDocs, limit: 0, skip: UInt32(try call.integer("skip") ?? 0),
+                                 descending: descending)
+        query.startKey = try (call.json("startkey") ?? call.json("start_key"))?.stringValue ?? (design ? (descending ? "_design0" : "_design/") : "")
+        query.endKey = try (call.json("endkey") ?? call.json("end_key"))?.stringValue ?? (design ? (descending ? "_design/" : "_design0") : "")
+        let inclusiveEnd = try call.flag("inclusive_end", default: true)
+        let limit = try call.integer("limit")
+        let page = 1000
+        let first = query
+        let body = ResponseBody { writer in
+            let query = first
+            try await writer.write(ByteBuffer(bytes: prefix))
+            var sent = 0
+            var isFirst = true
+            var next = query
+            while limit.map({ sent < $0 }) ?? true {
+                next.limit = UInt32(min(page, (limit ?? Int.max) - sent) + 1)
+                let documents = try await database.allDocs(next)
+                var chunk: [UInt8] = []
+                var last: String?
+                for document in documents.prefix(Int(next.limit) - 1) {
+                    last = document.id
+                    if !inclusiveEnd, !query.endKey.isEmpty, document.id == query.endKey { continue }
+                    if !isFirst { chunk.append(0x2C) }
+                    isFirst = false
+                    chunk += self.row(document, includeDocs: includeDocs)
+                    sent += 1
+                }
+                if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                guard documents.count == Int(next.limit), let last else { break }
+                next.startKey = last
+                next.skip = 1
+            }
+            try await writer.write(ByteBuffer(bytes: Array("]}\n".utf8)))
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
+    }
+
+    private func row(_ document: StoredDocument, includeDocs: Bool) -> [UInt8] {
+        var out = Array("{\"id\":".utf8) + JSON.string(document.id).compactBytes()
+        out += Array(",\"key\":".utf8) + JSON.string(document.id).compactBytes()
+        out += Array(",\"value\":{\"rev\":".utf8) + JSON.string(document.rev).compactBytes()
+        if document.deleted { out += Array(",\"deleted\":true".utf8) }
+        out.append(0x7D)
+        if includeDocs { out += Array(",\"doc\":".utf8) + (document.deleted ? Array("null".utf8) : OutgoingDocument.bytes(document)) }
+        out.append(0x7D)
+        return out
+    }
+
+    /// `{"id": ["rev", …]}` → the revisions the database lacks (`_revs_diff`, or `_missing_revs`).
+    func revsDiff(_ call: inout CouchCall, _ database: Database, missingRevs: Bool) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        var asked: [String: [String]] = [:]
+        for (id, revs) in body {
+            guard let list = revs.arrayValue?.compactMap(\.stringValue) else {
+                throw CouchError(.badRequest, "bad_request", "each document's revisions must be a list")
+            }
+            asked[id] = list
+        }
+        let entries = asked.isEmpty ? [] : try await database.revsDiff(asked)
+        var out = JSONObject()
+        for entry in entries where !entry.revs.isEmpty {
+            if missingRevs {
+                out[entry.id] = .array(entry.revs.map { .string($0) })
+            } else {
+                var item: JSONObject = ["missing": .array(entry.revs.map { .string($0) })]
+                if !entry.possibleAncestors.isEmpty { item["possible_ancestors"] = .array(entry.possibleAncestors.map { .string($0) }) }
+                out[entry.id] = .object(item)
+            }
+        }
+        return Self.json(missingRevs ? ["missing_revs": .object(out)] : .object(out))
+    }
+}

@@ -1,0 +1,141 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import SofaClient
+internal import SofaCore
+internal import SofaWire
+internal import Foundation
+
+// `/db` and what is under it: the database itself, its special endpoints, its documents.
+
+extension CouchAPI {
+    func databaseRoute(_ call: inout CouchCall) async throws -> Response {
+        let segments = call.segments
+        let name = segments[0]
+        let database = client(call).database(name)
+        guard segments.count > 1 else {
+            switch call.method {
+            case .put:
+                _ = try await client(call).createDatabase(name)
+                return Self.json(Self.ok, status: .created, headers: [.location: "/\(name)"])
+            case .get, .head: return Self.json(try await databaseInfo(database))
+            case .delete:
+                if call.query["rev"] != nil {
+                    throw CouchError(.badRequest, "bad_request", "You tried to DELETE a database with a ?=rev parameter. "
+                                         + "Did you mean to DELETE a document instead?")
+                }
+                try await client(call).deleteDatabase(name)
+                return Self.json(Self.ok)
+            case .post: return try await postDocument(&call, database)
+            default: throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,PUT,POST,DELETE allowed")
+            }
+        }
+        switch segments[1] {
+        case "_all_docs" where segments.count == 2: return try await allDocs(&call, database)
+        case "_design_docs" where segments.count == 2: return try await allDocs(&call, database, design: true)
+        case "_bulk_docs" where segments.count == 2: return try await bulkDocs(&call, database)
+        case "_bulk_get" where segments.count == 2: return try await bulkGet(&call, database)
+        case "_changes" where segments.count == 2: return try await changes(&call, database)
+        case "_revs_diff" where segments.count == 2: return try await revsDiff(&call, database, missingRevs: false)
+        case "_missing_revs" where segments.count == 2: return try await revsDiff(&call, database, missingRevs: true)
+        case "_security" where segments.count == 2: return try await security(&call, database)
+        case "_compact":
+            try Self.requireMethod(call, .post)
+            try await database.compact()
+            return Self.json(Self.ok, status: .accepted)
+        case "_view_cleanup":
+            try Self.requireMethod(call, .post)
+            return Self.json(Self.ok, status: .accepted)
+        case "_ensure_full_commit" where segments.count == 2:
+            // Every acknowledged write is already durable.
+            try Self.requireMethod(call, .post)
+            return Self.json(["ok": true, "instance_start_time": "0"], status: .created)
+        case "_revs_limit" where segments.count == 2: return try await revsLimit(&call)
+        case "_purge" where segments.count == 2: return try await purge(&call, database)
+        case "_local", "_design":
+            guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
+            return try await documentRoute(&call, database, id: segments[1] + "/" + segments[2], attachment: Array(segments.dropFirst(3)))
+        case let special where special.hasPrefix("_"):
+            throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+        default:
+            return try await documentRoute(&call, database, id: segments[1], attachment: Array(segments.dropFirst(2)))
+        }
+    }
+
+    func databaseInfo(_ database: Database) async throws -> JSON {
+        let info = try await database.info()
+        return [
+            "db_name": .string(database.name), "doc_count": .int(Int64(info.documentCount)), "doc_del_count": 0,
+            "update_seq": .string(CouchSequence.text(info.lastSequence)), "purge_seq": "0", "compact_running": false,
+            "sizes": ["file": .int(Int64(info.fileBytes + info.walBytes)), "active": .int(Int64(info.fileBytes)),
+                      "external": .int(Int64(info.fileBytes))],
+            "instance_start_time": "0", "disk_format_version": 8, "props": [:],
+            "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
+        ]
+    }
+
+    private func security(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        switch call.method {
+        case .get: return Self.json(try await database.securityObject().json)
+        case .put:
+            try await database.setSecurityObject(json: try await call.jsonBody(limit: 1 << 20))
+            return Self.json(Self.ok)
+        default: throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,PUT allowed")
+        }
+    }
+
+    /// Sofa keeps what its revision-tree pruning keeps; the limit is answered as CouchDB's default.
+    private func revsLimit(_ call: inout CouchCall) async throws -> Response {
+        switch call.method {
+        case .get: return Self.json(1000)
+        case .put:
+            guard let limit = try await call.jsonBody(limit: 1024).intValue, limit > 0 else {
+                throw CouchError(.badRequest, "bad_request", "The revs limit must be a positive integer")
+            }
+            return Self.json(Self.ok)
+        default: throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,PUT allowed")
+        }
+    }
+
+    /// `{"id": ["rev", …]}`: each listed leaf revision purged (the document when it is its only one).
+    private func purge(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        var purged = JSONObject()
+        for (id, revs) in body {
+            guard let revs = revs.arrayValue?.compactMap(\.stringValue) else {
+                throw CouchError(.badRequest, "bad_request", "each document's revisions must be a list")
+            }
+            var done: [JSON] = []
+            for rev in revs {
+                let outcome: SofaError? = await { () async -> SofaError? in
+                    do { try await database.purge(id: id, rev: rev) } catch { return error as? SofaError }
+                    return nil
+                }()
+                if let outcome, !outcome.is(.notFound) { throw CouchError(outcome) }
+                if outcome == nil { done.append(.string(rev)) }
+            }
+            purged[id] = .array(done)
+        }
+        return Self.json(["purge_seq": .null, "purged": .object(purged)], status: .created)
+    }
+}
+
+/// Sequences as HTTP clients see them: opaque strings, taken back as given (a number, the same
+/// number as a string, or `now`).
+enum CouchSequence {
+    static func text(_ sequence: UInt64) -> String { "\(sequence)" }
+
+    static func json(_ sequence: UInt64) -> JSON { .string(text(sequence)) }
+
+    /// A `since` as given; nil for `now`.
+    static func parse(_ given: String) throws(CouchError) -> UInt64? {
+        var text = given
+        if text == "now" { return nil }
+        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = String(text.dropFirst().dropLast()) }
+        if let dash = text.firstIndex(of: "-") { text = String(text[..<dash]) }
+        guard let value = UInt64(text) else {
+            throw CouchError(.badRequest, "bad_request", "Malformed sequence supplied in 'since' parameter.")
+        }
+        return value
+    }
+}

@@ -1,0 +1,163 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaClient
+internal import SofaCore
+internal import SofaFiles
+internal import SofaWire
+internal import Foundation
+
+// `/db/id` (also `_design/…` and `_local/…`): read, write, delete, copy; and `/db/id/attachment`.
+
+extension CouchAPI {
+    func documentRoute(_ call: inout CouchCall, _ database: Database, id: String, attachment: [String]) async throws -> Response {
+        if !attachment.isEmpty {
+            return try await attachmentRoute(&call, database, id: id, name: attachment.joined(separator: "/"))
+        }
+        switch call.method {
+        case .get, .head: return try await getDocument(call, database, id: id)
+        case .put:
+            var object = try await call.objectBody(limit: limits.maxDocumentBytes)
+            if object["_rev"] == nil, let rev = call.query["rev"] ?? Self.ifMatch(call) { object["_rev"] = .string(rev) }
+            object["_id"] = .string(id)
+            let result = try await write(IncomingDocument(object), database, newEdits: try call.flag("new_edits", default: true))
+            return Self.written(result, batch: call.query["batch"] == "ok")
+        case .delete:
+            guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
+                throw CouchError(.conflict, "conflict", "Document update conflict.")
+            }
+            let result = try await database.delete(id: id, rev: rev)
+            return Self.written(result, batch: false)
+        case .init("COPY")!:
+            return try await copy(call, database, id: id)
+        default:
+            throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,PUT,DELETE,COPY allowed")
+        }
+    }
+
+    func postDocument(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        var object = try await call.objectBody(limit: limits.maxDocumentBytes)
+        if object["_id"] == nil { object["_id"] = .string(try randomBytes(16).hexString) }
+        let result = try await write(IncomingDocument(object), database, newEdits: true)
+        return Self.written(result, batch: call.query["batch"] == "ok")
+    }
+
+    /// One document written as CouchDB would: a new edit (MVCC on `_rev`), or with
+    /// `new_edits=false` a revision with its ancestry as given.
+    func write(_ document: IncomingDocument, _ database: Database, newEdits: Bool) async throws -> DocumentRevision {
+        guard let id = document.id else { throw CouchError(.badRequest, "bad_request", "Document must have an _id") }
+        let body = try await storeInlineAttachments(document.body, database)
+        if newEdits {
+            return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
+        }
+        let inserted = try await database.insert(id: id, history: try document.ancestry(), body: JSON.object(body).compactBytes(),
+                                                 deleted: document.deleted)
+        return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
+    }
+
+    static func written(_ result: DocumentRevision, batch: Bool) -> Response {
+        json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : .created,
+             headers: [.eTag: "\"\(result.rev)\""])
+    }
+
+    static func ifMatch(_ call: CouchCall) -> String? {
+        call.header(.ifMatch).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+    }
+
+    private func getDocument(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
+        if let openRevs = call.query["open_revs"] { return try await openRevisions(call, database, id: id, openRevs) }
+        let rev = call.query["rev"]
+        let revs = try call.flag("revs"), revsInfo = try call.flag("revs_info")
+        let document = try await database.get(id: id, rev: rev, history: revs || revsInfo)
+        let etag = "\"\(document.rev)\""
+        if call.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
+        let bytes = try await documentBytes(document, call, database)
+        return Self.json(bytes: bytes, headers: [.eTag: etag])
+    }
+
+    /// A document with the members the query asks for (`revs`, `revs_info`, `conflicts`,
+    /// `deleted_conflicts`, `local_seq`, `attachments`).
+    func documentBytes(_ document: StoredDocument, _ call: CouchCall, _ database: Database) async throws -> [UInt8] {
+        var extras: [(String, JSON)] = []
+        if try call.flag("revs"), let revisions = OutgoingDocument.revisions(document.history) {
+            extras.append(("_revisions", revisions))
+        }
+        if try call.flag("revs_info") {
+            extras.append(("_revs_info", .array(document.history.enumerated().map { index, rev in
+                ["rev": .string(rev), "status": index == 0 ? "available" : "missing"]
+            })))
+        }
+        if try call.flag("conflicts") || call.flag("deleted_conflicts"), document.conflicted {
+            let leaves = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev }
+            let live = leaves.filter { !$0.deleted }.map { JSON.string($0.rev) }
+            let deleted = leaves.filter(\.deleted).map { JSON.string($0.rev) }
+            if try call.flag("conflicts"), !live.isEmpty { extras.append(("_conflicts", .array(live))) }
+            if try call.flag("deleted_conflicts"), !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
+        }
+        if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
+        if try call.flag("attachments"), Self.mayHaveAttachments(document.body) {
+            var stored = document
+            stored.body = try await inlineAttachments(document.body, database)
+            return OutgoingDocument.bytes(stored, extras: extras)
+        }
+        return OutgoingDocument.bytes(document, extras: extras)
+    }
+
+    /// `open_revs=all` or `open_revs=["rev", …]`: each as `{"ok": doc}` or `{"missing": rev}`.
+    private func openRevisions(_ call: CouchCall, _ database: Database, id: String, _ given: String) async throws -> Response {
+        var items: [[UInt8]] = []
+        if given == "all" {
+            for leaf in try await database.openLeaves(id: id) {
+                items.append(Array("{\"ok\":".utf8) + (try await documentBytes(leaf, call, database)) + [0x7D])
+            }
+        } else {
+            guard let revs = JSON.tryParse(given)?.arrayValue?.compactMap(\.stringValue) else {
+                throw CouchError(.badRequest, "bad_request", "open_revs must be \"all\" or a JSON list of revisions")
+            }
+            for rev in revs {
+                do {
+                    let document = try await database.get(id: id, rev: rev, history: true)
+                    items.append(Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D])
+                } catch {
+                    guard let sofa = error as? SofaError, sofa.is(.notFound) else { throw error }
+                    items.append(JSON.object(["missing": .string(rev)]).compactBytes())
+                }
+            }
+        }
+        var bytes: [UInt8] = [0x5B]
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(0x2C) }
+            bytes += item
+        }
+        bytes.append(0x5D)
+        return Self.json(bytes: bytes)
+    }
+
+    private func copy(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
+        guard var destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {
+            throw CouchError(.badRequest, "bad_request", "Destination header is mandatory for COPY.")
+        }
+        var targetRev: String?
+        if let question = destination.firstIndex(of: "?") {
+            let query = destination[destination.index(after: question)...]
+            targetRev = query.split(separator: "&").first { $0.hasPrefix("rev=") }.map { String($0.dropFirst(4)) }
+            destination = String(destination[..<question])
+        }
+        let source = try await database.get(id: id, rev: call.query["rev"])
+        let target = destination.removingPercentEncoding ?? destination
+        let result = try await database.put(id: target, body: source.body, rev: targetRev)
+        return Self.written(result, batch: false)
+    }
+}
+
+extension CouchAPI {
+    /// Whether a stored body may hold `_attachments` (a cheap look at its bytes).
+    static func mayHaveAttachments(_ body: [UInt8]) -> Bool {
+        let needle = Array("\"_attachments\"".utf8)
+        guard body.count >= needle.count else { return false }
+        for start in 0...(body.count - needle.count) where body[start] == 0x22 && body[start + 1] == 0x5F {
+            if body[start..<start + needle.count].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+}

@@ -1,0 +1,198 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaClient
+internal import SofaCore
+internal import SofaFiles
+internal import SofaServer
+internal import Logging
+internal import Foundation
+
+struct CouchLimits: Sendable {
+    var maxRequestBytes: Int
+    var maxDocumentBytes: Int
+}
+
+/// CouchDB's HTTP API over the gateway: each request is routed by its path (`/`, `/_session`,
+/// `/db`, `/db/_bulk_docs`, `/db/doc`, …) and sent on as its user.
+final class CouchAPI: Sendable {
+    let gateway: GatewayPool
+    let sessions: HTTPSessions
+    let logger: Logger
+    let limits: CouchLimits
+    let cors: CORSRules
+    let uuid: String
+
+    init(gateway: GatewayPool, sessions: HTTPSessions, logger: Logger, limits: CouchLimits, cors: CORSRules, uuid: String) {
+        self.gateway = gateway
+        self.sessions = sessions
+        self.logger = logger
+        self.limits = limits
+        self.cors = cors
+        self.uuid = uuid
+    }
+
+    /// Every request's answer: an error of the API or of Sofa becomes CouchDB's error body.
+    func respond(_ request: Request, _ context: BasicRequestContext) async -> Response {
+        let origin = request.headers[.origin]
+        if request.method == .options, let preflight = cors.preflight(request) { return preflight }
+        var response: Response
+        do {
+            var call = try CouchCall(request)
+            call.user = try await sessions.user(of: call)
+            response = try await route(&call)
+            if let renewed = call.user?.renewedCookie { response.headers[.setCookie] = sessions.setCookieHeader(renewed) }
+        } catch let error as CouchError {
+            response = Self.error(error)
+        } catch let error as SofaError {
+            response = Self.error(CouchError(error))
+        } catch {
+            response = Self.error(CouchError(.internalServerError, "unknown_error", "\(error)"))
+        }
+        cors.decorate(&response, origin: origin)
+        return response
+    }
+
+    /// The client for the request's user.
+    func client(_ call: CouchCall) -> SofaClient { gateway.acting(as: call.user?.name) }
+
+    private func route(_ call: inout CouchCall) async throws -> Response {
+        let segments = call.segments
+        guard let first = segments.first else { return try welcome(call) }
+        if first.hasPrefix("_") {
+            switch (first, segments.count) {
+            case ("_up", 1): return try await up(call)
+            case ("_uuids", 1): return try uuids(call)
+            case ("_all_dbs", 1): return try await allDatabases(call)
+            case ("_session", 1): return try await session(&call)
+            case ("_active_tasks", 1): return try await activeTasks(call)
+            case ("_scheduler", 2) where segments[1] == "jobs": return try await schedulerJobs(call)
+            case ("_replicate", 1): return try await replicate(&call)
+            case ("_users", _), ("_replicator", _): break  // databases of their own
+            default: throw CouchError(.notFound, "not_found", "Database does not exist.")
+            }
+        }
+        return try await databaseRoute(&call)
+    }
+
+    // MARK: Responses
+
+    static func json(_ value: JSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        json(bytes: value.compactBytes(), status: status, headers: headers)
+    }
+
+    static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        fields[.cacheControl] = "must-revalidate"
+        var body = bytes
+        body.append(0x0A)
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func error(_ error: CouchError) -> Response {
+        var headers: HTTPFields = [:]
+        if error.status == .unauthorized { headers[.wwwAuthenticate] = "Basic realm=\"sofa\"" }
+        return json(error.json, status: error.status, headers: headers)
+    }
+
+    static let ok: JSON = ["ok": true]
+
+    static func requireMethod(_ call: CouchCall, _ allowed: HTTPRequest.Method...) throws(CouchError) {
+        guard allowed.contains(call.method) else {
+            throw CouchError(.methodNotAllowed, "method_not_allowed",
+                             "Only \(allowed.map(\.rawValue).joined(separator: ",")) allowed")
+        }
+    }
+
+    // MARK: Server
+
+    private func welcome(_ call: CouchCall) throws -> Response {
+        try Self.requireMethod(call, .get, .head)
+        return Self.json([
+            "couchdb": "Welcome", "version": "3.4.3", "uuid": .string(uuid),
+            "vendor": ["name": "Sofa", "version": .string(ServiceRuntime.version)],
+            "features": ["access-ready", "scheduler"],
+        ])
+    }
+
+    private func up(_ call: CouchCall) async throws -> Response {
+        try Self.requireMethod(call, .get, .head)
+        do {
+            _ = try await gateway.cluster.health()
+            return Self.json(["status": "ok", "seeds": [:]])
+        } catch {
+            return Self.json(["status": "maintenance_mode"], status: .notFound)
+        }
+    }
+
+    private func uuids(_ call: CouchCall) throws -> Response {
+        try Self.requireMethod(call, .get)
+        let count = try call.integer("count") ?? 1
+        guard count <= 1000 else { throw CouchError(.badRequest, "bad_request", "count parameter too large") }
+        let ids = try (0..<count).map { _ in JSON.string(try randomBytes(16).hexString) }
+        return Self.json(["uuids": .array(ids)])
+    }
+
+    private func allDatabases(_ call: CouchCall) async throws -> Response {
+        try Self.requireMethod(call, .get)
+        var names = try await client(call).databases().sorted()
+        if try call.flag("descending") { names.reverse() }
+        let skip = try call.integer("skip") ?? 0
+        names = Array(names.dropFirst(skip))
+        if let limit = try call.integer("limit") { names = Array(names.prefix(limit)) }
+        return Self.json(.array(names.map { .string($0) }))
+    }
+
+    private func session(_ call: inout CouchCall) async throws -> Response {
+        switch call.method {
+        case .get, .head:
+            var roles: [String] = []
+            if call.user != nil { roles = try await client(call).session().roles }
+            let context: JSON = ["name": call.user.map { .string($0.name) } ?? .null, "roles": .array(roles.map { .string($0) })]
+            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
+            if let user = call.user { info["authenticated"] = .string(user.method) }
+            return Self.json(["ok": true, "userCtx": context, "info": .object(info)])
+        case .post:
+            let (name, password) = try await credentials(&call)
+            try await sessions.check(name: name, password: password)
+            let roles = try await gateway.acting(as: name).session().roles
+            guard let cookie = await sessions.makeCookie(for: name) else {
+                throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
+            }
+            var headers: HTTPFields = [:]
+            headers[.setCookie] = sessions.setCookieHeader(cookie)
+            return Self.json(["ok": true, "name": .string(name), "roles": .array(roles.map { .string($0) })], headers: headers)
+        case .delete:
+            var headers: HTTPFields = [:]
+            headers[.setCookie] = sessions.setCookieHeader("", maxAge: 0)
+            return Self.json(Self.ok, headers: headers)
+        default:
+            throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,POST,DELETE allowed")
+        }
+    }
+
+    /// `POST /_session`'s name and password: JSON or a form.
+    private func credentials(_ call: inout CouchCall) async throws(CouchError) -> (String, String) {
+        let type = call.header(.contentType)?.lowercased() ?? ""
+        if type.hasPrefix("application/x-www-form-urlencoded") {
+            let text = String(decoding: try await call.body(limit: 64 * 1024), as: UTF8.self)
+            var fields: [String: String] = [:]
+            for pair in text.split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                if let key = CouchCall.formDecoded(parts[0]) {
+                    fields[key] = parts.count > 1 ? CouchCall.formDecoded(parts[1]) : ""
+                }
+            }
+            guard let name = fields["name"], let password = fields["password"] else {
+                throw CouchError(.badRequest, "bad_request", "name and password are required")
+            }
+            return (name, password)
+        }
+        let body = try await call.objectBody(limit: 64 * 1024)
+        guard let name = body["name"]?.stringValue, let password = body["password"]?.stringValue else {
+            throw CouchError(.badRequest, "bad_request", "name and password are required")
+        }
+        return (name, password)
+    }
+}

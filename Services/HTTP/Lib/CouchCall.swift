@@ -1,0 +1,154 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaCore
+internal import Foundation
+
+/// One HTTP request as the API reads it: its method, its path split into percent-decoded segments
+/// (a `/` written `%2F` stays inside its segment, as CouchDB database names and document IDs
+/// need), its query parameters, its headers and its body.
+struct CouchCall: Sendable {
+    var request: Request
+    let method: HTTPRequest.Method
+    let segments: [String]
+    let query: [String: String]
+    /// Who is asking (nil: nobody signed in).
+    var user: HTTPUser?
+
+    init(_ request: Request) throws(CouchError) {
+        self.request = request
+        method = request.method
+        let path = request.uri.path
+        var segments: [String] = []
+        for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let decoded = String(raw).removingPercentEncoding else {
+                throw CouchError(.badRequest, "bad_request", "the path is not valid percent-encoded UTF-8")
+            }
+            segments.append(decoded)
+        }
+        self.segments = segments
+        var query: [String: String] = [:]
+        for pair in (request.uri.query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = Self.formDecoded(parts[0]), value = parts.count > 1 ? Self.formDecoded(parts[1]) : ""
+            guard let key, let value else {
+                throw CouchError(.badRequest, "bad_request", "the query string is not valid percent-encoded UTF-8")
+            }
+            query[key] = value
+        }
+        self.query = query
+    }
+
+    static func formDecoded(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    func header(_ name: HTTPField.Name) -> String? { request.headers[name] }
+
+    // MARK: Query parameters
+
+    func flag(_ name: String, default value: Bool = false) throws(CouchError) -> Bool {
+        guard let text = query[name] else { return value }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
+        }
+    }
+
+    func integer(_ name: String) throws(CouchError) -> Int? {
+        guard let text = query[name] else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer: \"\(name)\"")
+        }
+        return value
+    }
+
+    /// A parameter holding JSON (`startkey="a"`, `keys=[…]`, `open_revs=[…]`).
+    func json(_ name: String) throws(CouchError) -> JSON? {
+        guard let text = query[name] else { return nil }
+        guard let value = JSON.tryParse(text) else {
+            throw CouchError(.badRequest, "bad_request", "invalid JSON in the query parameter \"\(name)\"")
+        }
+        return value
+    }
+
+    // MARK: Body
+
+    /// The body, at most `limit` bytes (beyond: 413).
+    mutating func body(limit: Int) async throws(CouchError) -> [UInt8] {
+        do {
+            let buffer = try await request.collectBody(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch {
+            throw CouchError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
+        }
+    }
+
+    /// The body as JSON: CouchDB's `bad_request` for anything else. A POST must say it is JSON
+    /// (415 otherwise, as CouchDB answers); other methods are read as JSON whatever they say.
+    mutating func jsonBody(limit: Int) async throws(CouchError) -> JSON {
+        if method == .post, let type = header(.contentType)?.lowercased(), !type.isEmpty,
+           !type.hasPrefix("application/json"), !type.hasPrefix("text/plain") {
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
+        }
+        let bytes = try await body(limit: limit)
+        guard let json = JSON.tryParse(bytes) else {
+            throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+        }
+        return json
+    }
+
+    mutating func objectBody(limit: Int) async throws(CouchError) -> JSONObject {
+        guard let object = try await jsonBody(limit: limit).objectValue else {
+            throw CouchError(.badRequest, "bad_request", "Request body must be a JSON object")
+        }
+        return object
+    }
+}
+
+/// A failure answered as CouchDB answers it: a status and `{"error": …, "reason": …}`.
+struct CouchError: Error, Sendable {
+    var status: HTTPResponse.Status
+    var error: String
+    var reason: String
+
+    init(_ status: HTTPResponse.Status, _ error: String, _ reason: String) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+    }
+
+    /// A Sofa failure in CouchDB's words.
+    init(_ sofa: SofaError) {
+        switch sofa.sofaCode {
+        case .notFound: self.init(.notFound, "not_found", sofa.message.isEmpty ? "missing" : Self.missing(sofa.message))
+        case .conflict: self.init(.conflict, "conflict", "Document update conflict.")
+        case .databaseExists:
+            self.init(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
+        case .badDatabaseName: self.init(.badRequest, "illegal_database_name", sofa.message)
+        case .badDocID: self.init(.badRequest, "illegal_docid", sofa.message)
+        case .badRevisionID: self.init(.badRequest, "bad_request", "Invalid rev format")
+        case .badJSON, .invalidParameter, .invalidQuery, .wrongFormat, .malformedMessage:
+            self.init(.badRequest, "bad_request", sofa.message)
+        case .unauthorized: self.init(.unauthorized, "unauthorized", sofa.message)
+        case .forbidden: self.init(.forbidden, "forbidden", sofa.message)
+        case .messageTooLarge: self.init(.contentTooLarge, "too_large", sofa.message)
+        case .unsupported, .unimplemented: self.init(.notImplemented, "not_implemented", sofa.message)
+        case .unavailable, .busy, .shuttingDown: self.init(.serviceUnavailable, "service_unavailable", sofa.message)
+        case .timeout: self.init(.gatewayTimeout, "timeout", sofa.message)
+        default: self.init(.internalServerError, "unknown_error", sofa.description)
+        }
+    }
+
+    /// CouchDB says "missing" for a document that never was and "deleted" for a tombstone; a
+    /// missing database is "Database does not exist.".
+    static func missing(_ message: String) -> String {
+        if message.hasPrefix("database '") {
+            return "Database does not exist."
+        }
+        return message.contains("deleted") ? "deleted" : "missing"
+    }
+
+    var json: JSON { .object(JSONObject([("error", .string(error)), ("reason", .string(reason))])) }
+}
