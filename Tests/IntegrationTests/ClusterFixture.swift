@@ -40,7 +40,7 @@ struct Cluster {
 
     static func with<T>(
         queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
-        gatewayPort: Int? = nil, settings: [String: String] = [:], _ body: (Cluster) async throws -> T
+        gatewayPort: Int? = nil, http: Bool = false, settings: [String: String] = [:], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -50,7 +50,8 @@ struct Cluster {
         _ = TestSecrets.cluster
         let settings = settings.merging([Setting.keysDir.variable: TestSecrets.folder.path]) { given, _ in given }
         let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
-                                              gatewayPort: try gatewayPort ?? freePort(), queryWorkers: queryWorkers,
+                                              gatewayPort: try gatewayPort ?? freePort(), httpPort: http ? try freePort() : nil,
+                                              queryWorkers: queryWorkers,
                                               heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
             log.write(Data((line + "\n").utf8))
         }

@@ -92,7 +92,7 @@ extension CouchAPI {
             }
             object["_attachments"] = attachments.isEmpty ? nil : .object(attachments)
             let result = try await database.put(id: id, body: JSON.object(object).compactBytes(), rev: rev)
-            return Self.written(result, batch: false)
+            return Self.written(result, batch: false, status: .ok)
         default:
             throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,PUT,DELETE allowed")
         }

@@ -19,6 +19,10 @@ struct ChangesOptions: Sendable {
     var designOnly = false
 
     static let page = 1000
+    /// With bodies, pages are smaller: a page is held here while it is written to a client that
+    /// may read slowly (documents of up to 8 MB each still make a page of a few).
+    static let pageWithBodies = 50
+    var pageSize: Int { query.includeBodies ? Self.pageWithBodies : Self.page }
     /// The longest wait asked of the gateway at once (its calls time out after a minute).
     static let maxWaitMs = 30_000
 }
@@ -104,7 +108,7 @@ extension CouchAPI {
         var first = true
         var last = query.since
         while options.limit.map({ sent < $0 }) ?? true {
-            query.limit = UInt32(min(ChangesOptions.page, (options.limit ?? Int.max) - sent))
+            query.limit = UInt32(min(options.pageSize, (options.limit ?? Int.max) - sent))
             let batch = try await database.changes(query)
             var chunk: [UInt8] = []
             for change in batch.changes {
@@ -134,7 +138,7 @@ extension CouchAPI {
         let wait = min(ChangesOptions.maxWaitMs, options.heartbeatMs ?? options.timeoutMs)
         var quietSince = ContinuousClock.now
         while options.limit.map({ sent < $0 }) ?? true {
-            query.limit = UInt32(min(ChangesOptions.page, (options.limit ?? Int.max) - sent))
+            query.limit = UInt32(min(options.pageSize, (options.limit ?? Int.max) - sent))
             query.waitMs = UInt32(max(0, wait))
             let batch = try await database.changes(query)
             var chunk: [UInt8] = []

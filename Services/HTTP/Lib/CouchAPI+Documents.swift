@@ -27,7 +27,7 @@ extension CouchAPI {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             let result = try await database.delete(id: id, rev: rev)
-            return Self.written(result, batch: false)
+            return Self.written(result, batch: false, status: .ok)
         case .init("COPY")!:
             return try await copy(call, database, id: id)
         default:
@@ -55,8 +55,9 @@ extension CouchAPI {
         return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
     }
 
-    static func written(_ result: DocumentRevision, batch: Bool) -> Response {
-        json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : .created,
+    /// A write's answer: 201 (200 for a deletion, 202 with `batch=ok`), the new revision as ETag.
+    static func written(_ result: DocumentRevision, batch: Bool, status: HTTPResponse.Status = .created) -> Response {
+        json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : status,
              headers: [.eTag: "\"\(result.rev)\""])
     }
 

@@ -1,0 +1,792 @@
+#!/usr/bin/env python3
+"""Drives Sofa's CouchDB HTTP API with the real CouchDB client library `ibmcloudant`.
+
+Environment:
+    SOFA_HTTP_URL        base URL of sofa-http, e.g. http://127.0.0.1:15984
+    SOFA_ADMIN_NAME      server admin name
+    SOFA_ADMIN_PASSWORD  server admin password
+
+Run: python3 Tests/HTTP/couch_client_test.py   (exit code 0 when every test passes)
+
+Every test that needs a database creates its own (unique name) and deletes it at the end.
+The assertions follow CouchDB's documented behaviour.
+"""
+
+import base64
+import io
+import os
+import re
+import sys
+import time
+import unittest
+import uuid
+
+from ibm_cloud_sdk_core import ApiException
+from ibm_cloud_sdk_core.authenticators import BasicAuthenticator, NoAuthAuthenticator
+from ibmcloudant import CouchDbSessionAuthenticator
+from ibmcloudant.cloudant_v1 import BulkDocs, BulkGetQueryDocument, CloudantV1, Document
+
+URL = os.environ.get("SOFA_HTTP_URL", "").rstrip("/")
+ADMIN_NAME = os.environ.get("SOFA_ADMIN_NAME", "")
+ADMIN_PASSWORD = os.environ.get("SOFA_ADMIN_PASSWORD", "")
+
+REV_PATTERN = re.compile(r"^[1-9][0-9]*-[0-9a-f]+$")  # the hash part is opaque to clients
+
+
+def unique_name(prefix="t"):
+    """A database/user name that is valid for CouchDB: lower case, starts with a letter."""
+    return prefix + uuid.uuid4().hex
+
+
+def random_rev(generation):
+    return "%d-%s" % (generation, uuid.uuid4().hex)
+
+
+def client_with(authenticator, gzip=False):
+    """A CloudantV1 client for Sofa.
+
+    ibmcloudant gzip-compresses request bodies by default (`Content-Encoding: gzip`), which
+    CouchDB accepts. Most tests turn that off so they exercise the API behind it;
+    `GzipTests` covers the client's default configuration on its own.
+    """
+    client = CloudantV1(authenticator=authenticator)
+    client.set_service_url(URL)
+    if not gzip:
+        client.set_enable_gzip_compression(False)
+    return client
+
+
+def admin_client():
+    return client_with(BasicAuthenticator(ADMIN_NAME, ADMIN_PASSWORD))
+
+
+def attachment_bytes(response):
+    """The body of a get_attachment response (the SDK gives None for an empty body)."""
+    result = response.get_result()
+    return b"" if result is None else result.content
+
+
+def error_word(exc):
+    """The CouchDB `error` field of a failed response (the body is JSON for CouchDB errors)."""
+    response = exc.http_response
+    if response is None:
+        return None
+    try:
+        return response.json().get("error")
+    except ValueError:
+        return None
+
+
+class SofaTestCase(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.admin = admin_client()
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def new_db(self):
+        """Creates a fresh database and registers its deletion at the end of the test."""
+        name = unique_name()
+        result = self.admin.put_database(db=name).get_result()
+        self.assertEqual(result, {"ok": True})
+        self.addCleanup(self._drop_db, name)
+        return name
+
+    def _drop_db(self, name):
+        try:
+            self.admin.delete_database(db=name)
+        except ApiException as exc:
+            if exc.status_code != 404:
+                raise
+
+    def assert_api_error(self, call, statuses, word=None):
+        """Calls `call()`, expects an ApiException with one of `statuses` (and error `word`)."""
+        if isinstance(statuses, int):
+            statuses = (statuses,)
+        with self.assertRaises(ApiException) as ctx:
+            call()
+        exc = ctx.exception
+        self.assertIn(exc.status_code, statuses, "unexpected status; body: %r" % (
+            exc.http_response.text if exc.http_response is not None else None))
+        if word is not None:
+            self.assertEqual(error_word(exc), word, "body: %r" % (
+                exc.http_response.text if exc.http_response is not None else None))
+        return exc
+
+    def ensure_users_db(self):
+        """`_users` is a system database; CouchDB setup creates it. Create it when missing."""
+        try:
+            self.admin.head_database(db="_users")
+        except ApiException as exc:
+            if exc.status_code != 404:
+                raise
+            try:
+                self.admin.put_database(db="_users")
+            except ApiException as exc2:
+                if exc2.status_code != 412:
+                    raise
+
+    def new_user(self, roles=()):
+        """Creates `org.couchdb.user:NAME` in `_users`; removes it at the end of the test."""
+        self.ensure_users_db()
+        name = unique_name("u")
+        password = uuid.uuid4().hex
+        doc_id = "org.couchdb.user:" + name
+        result = self.admin.put_document(
+            db="_users", doc_id=doc_id,
+            document={"name": name, "type": "user", "roles": list(roles), "password": password},
+        ).get_result()
+        self.assertTrue(result["ok"])
+        self.assertEqual(result["id"], doc_id)
+        self.addCleanup(self._drop_user, doc_id)
+        return name, password
+
+    def _drop_user(self, doc_id):
+        try:
+            doc = self.admin.get_document(db="_users", doc_id=doc_id).get_result()
+            self.admin.delete_document(db="_users", doc_id=doc_id, rev=doc["_rev"])
+        except ApiException as exc:
+            if exc.status_code != 404:
+                raise
+
+    def put_doc(self, db, doc_id, body, client=None):
+        client = client or self.admin
+        result = client.put_document(db=db, doc_id=doc_id, document=body).get_result()
+        self.assertTrue(result["ok"])
+        self.assertEqual(result["id"], doc_id)
+        self.assertRegex(result["rev"], REV_PATTERN)
+        return result["rev"]
+
+
+# ================================================================================================
+# Server
+# ================================================================================================
+
+class ServerTests(SofaTestCase):
+
+    def test_server_information(self):
+        info = self.admin.get_server_information().get_result()
+        self.assertEqual(info.get("couchdb"), "Welcome")
+        self.assertIsInstance(info.get("version"), str)
+        self.assertTrue(info["version"])
+        self.assertIsInstance(info.get("uuid"), str)
+        self.assertTrue(info["uuid"])
+
+    def test_up_information(self):
+        response = self.admin.get_up_information()
+        self.assertEqual(response.get_status_code(), 200)
+        self.assertEqual(response.get_result().get("status"), "ok")
+
+    def test_uuids(self):
+        result = self.admin.get_uuids(count=5).get_result()
+        uuids = result["uuids"]
+        self.assertEqual(len(uuids), 5)
+        self.assertEqual(len(set(uuids)), 5)
+        for value in uuids:
+            self.assertRegex(value, r"^[0-9a-f]{32}$")
+
+    def test_all_dbs_contains_created_db(self):
+        db = self.new_db()
+        self.assertIn(db, self.admin.get_all_dbs().get_result())
+        self.admin.delete_database(db=db)
+        self.assertNotIn(db, self.admin.get_all_dbs().get_result())
+
+
+# ================================================================================================
+# Authentication and authorisation
+# ================================================================================================
+
+class AuthTests(SofaTestCase):
+
+    def test_basic_auth_admin(self):
+        db = self.new_db()
+        rev = self.put_doc(db, "a", {"v": 1})
+        doc = self.admin.get_document(db=db, doc_id="a").get_result()
+        self.assertEqual(doc, {"_id": "a", "_rev": rev, "v": 1})
+        session = self.admin.get_session_information().get_result()
+        self.assertTrue(session["ok"])
+        self.assertEqual(session["userCtx"]["name"], ADMIN_NAME)
+        self.assertIn("_admin", session["userCtx"]["roles"])
+
+    def test_wrong_password_is_401(self):
+        # One failure per name: Sofa delays sign-ins of a name after repeated failures.
+        db = self.new_db()
+        bad_admin = client_with(BasicAuthenticator(ADMIN_NAME, ADMIN_PASSWORD + "x"))
+        self.assert_api_error(lambda: bad_admin.get_database_information(db=db), 401, "unauthorized")
+        user, password = self.new_user()
+        bad_user = client_with(BasicAuthenticator(user, password + "x"))
+        self.assert_api_error(lambda: bad_user.get_all_dbs(), 401, "unauthorized")
+        unknown = client_with(BasicAuthenticator(unique_name("nobody"), "whatever"))
+        self.assert_api_error(lambda: unknown.get_server_information(), 401, "unauthorized")
+        # the right password still works
+        self.assertEqual(self.admin.get_database_information(db=db).get_result()["db_name"], db)
+
+    def test_no_credentials_on_new_database(self):
+        db = self.new_db()
+        anonymous = client_with(NoAuthAuthenticator())
+        self.assert_api_error(lambda: anonymous.get_database_information(db=db), (401, 403))
+        self.assert_api_error(
+            lambda: anonymous.put_document(db=db, doc_id="x", document={"v": 1}), (401, 403))
+        # nothing was written
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="x"), 404, "not_found")
+
+    def test_member_user_can_write_and_read_non_member_forbidden(self):
+        db = self.new_db()
+        member, member_password = self.new_user()
+        outsider, outsider_password = self.new_user()
+        self.admin.put_security(db=db, members={"names": [member], "roles": []})
+
+        member_client = client_with(BasicAuthenticator(member, member_password))
+        rev = self.put_doc(db, "m1", {"by": member}, client=member_client)
+        doc = member_client.get_document(db=db, doc_id="m1").get_result()
+        self.assertEqual(doc, {"_id": "m1", "_rev": rev, "by": member})
+        posted = member_client.post_document(db=db, document={"k": "v"}).get_result()
+        self.assertTrue(posted["ok"])
+        self.assertEqual(member_client.get_document(db=db, doc_id=posted["id"]).get_result()["k"], "v")
+        session = member_client.get_session_information().get_result()
+        self.assertEqual(session["userCtx"]["name"], member)
+
+        outsider_client = client_with(BasicAuthenticator(outsider, outsider_password))
+        self.assert_api_error(lambda: outsider_client.get_document(db=db, doc_id="m1"), 403, "forbidden")
+        self.assert_api_error(
+            lambda: outsider_client.put_document(db=db, doc_id="o1", document={"v": 1}), 403, "forbidden")
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="o1"), 404, "not_found")
+
+        # a known user with a wrong password is still unauthorised
+        wrong = client_with(BasicAuthenticator(member, member_password + "x"))
+        self.assert_api_error(lambda: wrong.get_document(db=db, doc_id="m1"), 401, "unauthorized")
+
+    def test_cookie_session_auth(self):
+        db = self.new_db()
+        member, member_password = self.new_user()
+        self.admin.put_security(db=db, members={"names": [member], "roles": []})
+        rev = self.put_doc(db, "c1", {"v": "cookie"})
+
+        cookie_client = client_with(CouchDbSessionAuthenticator(member, member_password))
+        doc = cookie_client.get_document(db=db, doc_id="c1").get_result()
+        self.assertEqual(doc, {"_id": "c1", "_rev": rev, "v": "cookie"})
+        session = cookie_client.get_session_information().get_result()
+        self.assertTrue(session["ok"])
+        self.assertEqual(session["userCtx"]["name"], member)
+        self.assertEqual(session["info"].get("authenticated"), "cookie")
+        # the session cookie was really used (the client sends no Authorization header)
+        self.assertTrue(any(c.name == "AuthSession" for c in cookie_client.jar),
+                        "no AuthSession cookie in the client's jar")
+
+    def test_cookie_session_wrong_password(self):
+        # The authenticator's own POST /_session (body {"username", "password"}) with a wrong
+        # password: 401 `unauthorized` and no AuthSession cookie.
+        member, member_password = self.new_user()
+        authenticator = CouchDbSessionAuthenticator(member, member_password + "x")
+        client_with(authenticator)
+        response = authenticator.token_manager.request_token()
+        self.assertEqual(response.status_code, 401, response.text)
+        self.assertEqual(response.json().get("error"), "unauthorized")
+        self.assertFalse([c for c in response.cookies if c.name == "AuthSession" and c.value])
+        with self.assertRaises(Exception):
+            client_with(CouchDbSessionAuthenticator(member, member_password + "x")).get_session_information()
+
+
+# ================================================================================================
+# Databases
+# ================================================================================================
+
+class DatabaseTests(SofaTestCase):
+
+    def test_database_lifecycle(self):
+        db = self.new_db()
+        info = self.admin.get_database_information(db=db).get_result()
+        self.assertEqual(info["db_name"], db)
+        self.assertEqual(info["doc_count"], 0)
+        self.assertIsInstance(info["update_seq"], str)
+        first_seq = info["update_seq"]
+
+        self.put_doc(db, "a", {"v": 1})
+        self.put_doc(db, "b", {"v": 2})
+        info = self.admin.get_database_information(db=db).get_result()
+        self.assertEqual(info["doc_count"], 2)
+        self.assertIsInstance(info["update_seq"], str)
+        self.assertNotEqual(info["update_seq"], first_seq)
+
+        self.assertEqual(self.admin.head_database(db=db).get_status_code(), 200)
+        self.assertEqual(self.admin.delete_database(db=db).get_result(), {"ok": True})
+        self.assert_api_error(lambda: self.admin.head_database(db=db), 404)
+        self.assert_api_error(lambda: self.admin.get_database_information(db=db), 404, "not_found")
+        self.assert_api_error(lambda: self.admin.delete_database(db=db), 404, "not_found")
+
+    def test_create_existing_database_412(self):
+        db = self.new_db()
+        self.assert_api_error(lambda: self.admin.put_database(db=db), 412, "file_exists")
+
+    def test_missing_database_404(self):
+        name = unique_name()
+        self.assert_api_error(lambda: self.admin.head_database(db=name), 404)
+        self.assert_api_error(lambda: self.admin.get_database_information(db=name), 404, "not_found")
+
+
+# ================================================================================================
+# Documents
+# ================================================================================================
+
+class DocumentTests(SofaTestCase):
+
+    def test_post_document_generated_id(self):
+        db = self.new_db()
+        result = self.admin.post_document(db=db, document={"type": "x", "n": 1}).get_result()
+        self.assertTrue(result["ok"])
+        self.assertTrue(result["id"])
+        self.assertRegex(result["rev"], r"^1-[0-9a-f]+$")
+        doc = self.admin.get_document(db=db, doc_id=result["id"]).get_result()
+        self.assertEqual(doc, {"_id": result["id"], "_rev": result["rev"], "type": "x", "n": 1})
+        other = self.admin.post_document(db=db, document=Document(type="y")).get_result()
+        self.assertNotEqual(other["id"], result["id"])
+
+    def test_put_get_update_conflict_delete(self):
+        db = self.new_db()
+        body = {"s": "text é ✓", "n": 1.5, "l": [1, None, True], "o": {"k": "v"}}
+        rev1 = self.put_doc(db, "doc1", body)
+        self.assertTrue(rev1.startswith("1-"))
+        self.assertEqual(self.admin.get_document(db=db, doc_id="doc1").get_result(),
+                         dict(body, _id="doc1", _rev=rev1))
+
+        # create again without rev → conflict
+        self.assert_api_error(
+            lambda: self.admin.put_document(db=db, doc_id="doc1", document={"x": 1}), 409, "conflict")
+
+        rev2 = self.put_doc(db, "doc1", {"_rev": rev1, "n": 2})
+        self.assertTrue(rev2.startswith("2-"))
+        self.assertEqual(self.admin.get_document(db=db, doc_id="doc1").get_result(),
+                         {"_id": "doc1", "_rev": rev2, "n": 2})
+        # the old revision stays readable by rev
+        old = self.admin.get_document(db=db, doc_id="doc1", rev=rev1).get_result()
+        self.assertEqual(old["_rev"], rev1)
+        self.assertEqual(old["n"], 1.5)
+
+        # stale rev → conflict
+        self.assert_api_error(
+            lambda: self.admin.put_document(db=db, doc_id="doc1", document={"_rev": rev1, "n": 3}),
+            409, "conflict")
+        self.assert_api_error(lambda: self.admin.delete_document(db=db, doc_id="doc1", rev=rev1),
+                              409, "conflict")
+
+        deleted = self.admin.delete_document(db=db, doc_id="doc1", rev=rev2).get_result()
+        self.assertTrue(deleted["ok"])
+        self.assertTrue(deleted["rev"].startswith("3-"))
+        exc = self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="doc1"), 404, "not_found")
+        self.assertEqual(exc.http_response.json().get("reason"), "deleted")
+        # a never-written doc is 404 `missing`
+        exc = self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="nope"), 404, "not_found")
+        self.assertEqual(exc.http_response.json().get("reason"), "missing")
+        self.assertEqual(self.admin.get_database_information(db=db).get_result()["doc_count"], 0)
+
+        # the deleted revision (tombstone) can be read by rev
+        tomb = self.admin.get_document(db=db, doc_id="doc1", rev=deleted["rev"]).get_result()
+        self.assertEqual(tomb, {"_id": "doc1", "_rev": deleted["rev"], "_deleted": True})
+
+        # re-create after delete continues the history
+        rev4 = self.put_doc(db, "doc1", {"again": True})
+        self.assertTrue(rev4.startswith("4-"))
+
+    def test_get_with_revs(self):
+        db = self.new_db()
+        rev1 = self.put_doc(db, "r", {"n": 1})
+        rev2 = self.put_doc(db, "r", {"_rev": rev1, "n": 2})
+        rev3 = self.put_doc(db, "r", {"_rev": rev2, "n": 3})
+        doc = self.admin.get_document(db=db, doc_id="r", revs=True).get_result()
+        self.assertEqual(doc["_rev"], rev3)
+        self.assertEqual(doc["_revisions"], {
+            "start": 3,
+            "ids": [rev3.split("-", 1)[1], rev2.split("-", 1)[1], rev1.split("-", 1)[1]],
+        })
+        info = self.admin.get_document(db=db, doc_id="r", revs_info=True).get_result()
+        self.assertEqual([(r["rev"], r["status"]) for r in info["_revs_info"]][0], (rev3, "available"))
+        self.assertEqual([r["rev"] for r in info["_revs_info"]], [rev3, rev2, rev1])
+
+    def test_local_documents(self):
+        db = self.new_db()
+        result = self.admin.put_local_document(db=db, doc_id="checkpoint", document={"seq": "42"}).get_result()
+        self.assertTrue(result["ok"])
+        self.assertEqual(result["id"], "_local/checkpoint")
+        doc = self.admin.get_local_document(db=db, doc_id="checkpoint").get_result()
+        self.assertEqual(doc["_id"], "_local/checkpoint")
+        self.assertEqual(doc["seq"], "42")
+        # update with the rev given back
+        result2 = self.admin.put_local_document(
+            db=db, doc_id="checkpoint", document={"_rev": doc["_rev"], "seq": "43"}).get_result()
+        self.assertTrue(result2["ok"])
+        self.assertEqual(self.admin.get_local_document(db=db, doc_id="checkpoint").get_result()["seq"], "43")
+        # local docs are not counted and not in _changes
+        self.assertEqual(self.admin.get_database_information(db=db).get_result()["doc_count"], 0)
+        changes = self.admin.post_changes(db=db).get_result()
+        self.assertEqual(changes["results"], [])
+        self.assert_api_error(lambda: self.admin.get_local_document(db=db, doc_id="missing"), 404, "not_found")
+
+
+# ================================================================================================
+# Bulk operations
+# ================================================================================================
+
+class BulkTests(SofaTestCase):
+
+    def test_bulk_docs_ok_and_conflict(self):
+        db = self.new_db()
+        rev_a = self.put_doc(db, "a", {"v": 0})
+        docs = [
+            {"_id": "a", "v": 1},                 # no rev for an existing doc → conflict
+            {"_id": "b", "v": 2},
+            Document(_id="c", v=3),
+            {"_id": "a2", "v": 4},
+        ]
+        results = self.admin.post_bulk_docs(db=db, bulk_docs=BulkDocs(docs=[
+            d if isinstance(d, Document) else Document.from_dict(d) for d in docs])).get_result()
+        self.assertEqual([r["id"] for r in results], ["a", "b", "c", "a2"])
+        self.assertEqual(results[0].get("error"), "conflict")
+        self.assertNotIn("rev", results[0])
+        for r in results[1:]:
+            self.assertTrue(r.get("ok"), r)
+            self.assertRegex(r["rev"], r"^1-[0-9a-f]+$")
+        self.assertEqual(self.admin.get_document(db=db, doc_id="a").get_result()["_rev"], rev_a)
+        self.assertEqual(self.admin.get_document(db=db, doc_id="c").get_result()["v"], 3)
+
+        # an update with the right rev works, a delete through _bulk_docs too
+        results = self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [
+            {"_id": "a", "_rev": rev_a, "v": 10},
+            {"_id": "b", "_rev": results[1]["rev"], "_deleted": True},
+        ]}).get_result()
+        self.assertTrue(all(r.get("ok") for r in results), results)
+        self.assertEqual(self.admin.get_document(db=db, doc_id="a").get_result()["v"], 10)
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="b"), 404, "not_found")
+
+    def test_bulk_docs_new_edits_false_and_revs_diff(self):
+        db = self.new_db()
+        h1, h2, h3 = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
+        rev3 = "3-" + h3
+        other = "1-" + uuid.uuid4().hex
+        body = BulkDocs(new_edits=False, docs=[
+            Document.from_dict({"_id": "rep", "_rev": rev3, "v": "three",
+                                "_revisions": {"start": 3, "ids": [h3, h2, h1]}}),
+            Document.from_dict({"_id": "rep2", "_rev": other, "v": "one"}),
+        ])
+        results = self.admin.post_bulk_docs(db=db, bulk_docs=body).get_result()
+        # CouchDB answers new_edits=false with [] (errors only)
+        for r in results:
+            self.assertNotIn("error", r, results)
+
+        doc = self.admin.get_document(db=db, doc_id="rep", rev=rev3).get_result()
+        self.assertEqual(doc, {"_id": "rep", "_rev": rev3, "v": "three"})
+        self.assertEqual(self.admin.get_document(db=db, doc_id="rep").get_result()["_rev"], rev3)
+        with_revs = self.admin.get_document(db=db, doc_id="rep", revs=True).get_result()
+        self.assertEqual(with_revs["_revisions"], {"start": 3, "ids": [h3, h2, h1]})
+        self.assertEqual(self.admin.get_document(db=db, doc_id="rep2", rev=other).get_result()["v"], "one")
+
+        missing4 = "4-" + uuid.uuid4().hex
+        missing_other = "2-" + uuid.uuid4().hex
+        diff = self.admin.post_revs_diff(db=db, document_revisions={
+            "rep": [rev3, missing4],
+            "rep2": [other],
+            "absent": [missing_other],
+        }).get_result()
+        self.assertEqual(set(diff.keys()), {"rep", "absent"})
+        self.assertEqual(diff["rep"]["missing"], [missing4])
+        self.assertEqual(diff["absent"]["missing"], [missing_other])
+
+        # writing the same revision again is a no-op, a sibling creates a conflict
+        sibling = "3-" + uuid.uuid4().hex
+        self.admin.post_bulk_docs(db=db, bulk_docs=BulkDocs(new_edits=False, docs=[
+            Document.from_dict({"_id": "rep", "_rev": rev3, "v": "three"}),
+            Document.from_dict({"_id": "rep", "_rev": sibling, "v": "sibling",
+                                "_revisions": {"start": 3, "ids": [sibling[2:], h2, h1]}}),
+        ])).get_result()
+        conflicted = self.admin.get_document(db=db, doc_id="rep", conflicts=True).get_result()
+        winner = max(rev3, sibling, key=lambda r: r.split("-", 1)[1])
+        loser = min(rev3, sibling, key=lambda r: r.split("-", 1)[1])
+        self.assertEqual(conflicted["_rev"], winner)
+        self.assertEqual(conflicted["_conflicts"], [loser])
+
+    def test_bulk_get(self):
+        db = self.new_db()
+        rev_a = self.put_doc(db, "a", {"v": "a"})
+        rev_b1 = self.put_doc(db, "b", {"v": "b1"})
+        rev_b2 = self.put_doc(db, "b", {"_rev": rev_b1, "v": "b2"})
+        result = self.admin.post_bulk_get(db=db, docs=[
+            BulkGetQueryDocument(id="a"),
+            BulkGetQueryDocument(id="b", rev=rev_b1),
+            BulkGetQueryDocument(id="missing"),
+        ]).get_result()
+        results = result["results"]
+        self.assertEqual([r["id"] for r in results], ["a", "b", "missing"])
+        self.assertEqual(results[0]["docs"][0]["ok"], {"_id": "a", "_rev": rev_a, "v": "a"})
+        self.assertEqual(results[1]["docs"][0]["ok"], {"_id": "b", "_rev": rev_b1, "v": "b1"})
+        self.assertIn("error", results[2]["docs"][0])
+        self.assertEqual(results[2]["docs"][0]["error"]["error"], "not_found")
+        # revs=True gives _revisions
+        result = self.admin.post_bulk_get(db=db, docs=[BulkGetQueryDocument(id="b")], revs=True).get_result()
+        doc = result["results"][0]["docs"][0]["ok"]
+        self.assertEqual(doc["_rev"], rev_b2)
+        self.assertEqual(doc["_revisions"], {"start": 2, "ids": [rev_b2[2:], rev_b1[2:]]})
+
+    def _all_docs_db(self):
+        db = self.new_db()
+        ids = ["d%02d" % i for i in range(10)]
+        results = self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [
+            {"_id": i, "n": n} for n, i in enumerate(ids)]}).get_result()
+        revs = {r["id"]: r["rev"] for r in results}
+        self.assertEqual(set(revs), set(ids))
+        return db, ids, revs
+
+    def test_all_docs(self):
+        db, ids, revs = self._all_docs_db()
+        everything = self.admin.post_all_docs(db=db).get_result()
+        self.assertEqual(everything["total_rows"], 10)
+        self.assertEqual([r["id"] for r in everything["rows"]], ids)
+        self.assertEqual([r["key"] for r in everything["rows"]], ids)
+        self.assertEqual([r["value"]["rev"] for r in everything["rows"]], [revs[i] for i in ids])
+        self.assertNotIn("doc", everything["rows"][0])
+
+    def test_all_docs_include_docs(self):
+        db, ids, revs = self._all_docs_db()
+        with_docs = self.admin.post_all_docs(db=db, include_docs=True).get_result()
+        self.assertEqual([r["id"] for r in with_docs["rows"]], ids)
+        self.assertEqual(with_docs["rows"][1].get("doc"), {"_id": "d01", "_rev": revs["d01"], "n": 1})
+
+    def test_all_docs_limit(self):
+        db, ids, revs = self._all_docs_db()
+        limited = self.admin.post_all_docs(db=db, limit=3).get_result()
+        self.assertEqual([r["id"] for r in limited["rows"]], ids[:3])
+        self.assertEqual(limited["total_rows"], 10)
+
+    def test_all_docs_start_key_end_key(self):
+        db, ids, revs = self._all_docs_db()
+        ranged = self.admin.post_all_docs(db=db, start_key="d03", end_key="d06").get_result()
+        self.assertEqual([r["id"] for r in ranged["rows"]], ["d03", "d04", "d05", "d06"])
+        exclusive = self.admin.post_all_docs(db=db, start_key="d03", end_key="d06", inclusive_end=False).get_result()
+        self.assertEqual([r["id"] for r in exclusive["rows"]], ["d03", "d04", "d05"])
+
+    def test_all_docs_descending_skip(self):
+        db, ids, revs = self._all_docs_db()
+        descending = self.admin.post_all_docs(db=db, descending=True).get_result()
+        self.assertEqual([r["id"] for r in descending["rows"]], list(reversed(ids)))
+        skipped = self.admin.post_all_docs(db=db, skip=8).get_result()
+        self.assertEqual([r["id"] for r in skipped["rows"]], ["d08", "d09"])
+
+    def test_all_docs_keys(self):
+        db, ids, revs = self._all_docs_db()
+        # a deleted doc and a missing one in `keys`
+        deleted = self.admin.delete_document(db=db, doc_id="d02", rev=revs["d02"]).get_result()
+        keyed = self.admin.post_all_docs(db=db, keys=["d05", "d02", "zz", "d00"]).get_result()
+        rows = keyed["rows"]
+        self.assertEqual([r.get("key") for r in rows], ["d05", "d02", "zz", "d00"])
+        self.assertEqual(rows[0]["value"]["rev"], revs["d05"])
+        self.assertEqual(rows[1]["value"], {"rev": deleted["rev"], "deleted": True})
+        self.assertEqual(rows[2].get("error"), "not_found")
+        self.assertEqual(rows[3]["value"]["rev"], revs["d00"])
+        self.assertEqual(self.admin.post_all_docs(db=db).get_result()["total_rows"], 9)
+
+    def test_all_docs_keys_include_docs(self):
+        db, ids, revs = self._all_docs_db()
+        keyed = self.admin.post_all_docs(db=db, keys=["d05", "d00"], include_docs=True).get_result()
+        self.assertEqual([r.get("doc") for r in keyed["rows"]], [
+            {"_id": "d05", "_rev": revs["d05"], "n": 5},
+            {"_id": "d00", "_rev": revs["d00"], "n": 0},
+        ])
+
+
+# ================================================================================================
+# Changes
+# ================================================================================================
+
+class ChangesTests(SofaTestCase):
+
+    def test_changes_normal_and_since(self):
+        db = self.new_db()
+        self.put_doc(db, "a", {"v": 1})
+        self.put_doc(db, "b", {"v": 2})
+        first = self.admin.post_changes(db=db).get_result()
+        self.assertEqual(sorted(r["id"] for r in first["results"]), ["a", "b"])
+        for r in first["results"]:
+            self.assertIn("seq", r)
+            self.assertRegex(r["changes"][0]["rev"], REV_PATTERN)
+        self.assertIn("last_seq", first)
+        self.assertIsInstance(first["last_seq"], str)
+        last_seq = first["last_seq"]
+
+        rev_c = self.put_doc(db, "c", {"v": 3})
+        rev_a = self.admin.get_document(db=db, doc_id="a").get_result()["_rev"]
+        deleted = self.admin.delete_document(db=db, doc_id="a", rev=rev_a).get_result()
+        later = self.admin.post_changes(db=db, since=last_seq).get_result()
+        by_id = {r["id"]: r for r in later["results"]}
+        self.assertEqual(set(by_id), {"c", "a"})
+        self.assertEqual(by_id["c"]["changes"], [{"rev": rev_c}])
+        self.assertEqual(by_id["a"]["changes"], [{"rev": deleted["rev"]}])
+        self.assertTrue(by_id["a"].get("deleted"))
+        self.assertNotEqual(later["last_seq"], last_seq)
+
+        # since the newest seq → nothing
+        empty = self.admin.post_changes(db=db, since=later["last_seq"]).get_result()
+        self.assertEqual(empty["results"], [])
+
+        # include_docs and limit
+        with_docs = self.admin.post_changes(db=db, include_docs=True).get_result()
+        docs = {r["id"]: r.get("doc") for r in with_docs["results"]}
+        self.assertEqual(docs["c"], {"_id": "c", "_rev": rev_c, "v": 3})
+        limited = self.admin.post_changes(db=db, limit=1).get_result()
+        self.assertEqual(len(limited["results"]), 1)
+
+    def test_longpoll_since_now_times_out_empty(self):
+        db = self.new_db()
+        self.put_doc(db, "a", {"v": 1})
+        started = time.monotonic()
+        result = self.admin.post_changes(db=db, feed="longpoll", since="now", timeout=500).get_result()
+        elapsed = time.monotonic() - started
+        self.assertEqual(result["results"], [])
+        self.assertIn("last_seq", result)
+        self.assertLess(elapsed, 30.0)
+
+    def test_doc_ids_filter(self):
+        db = self.new_db()
+        for i in ("x1", "x2", "x3", "x4"):
+            self.put_doc(db, i, {"id": i})
+        result = self.admin.post_changes(db=db, filter="_doc_ids", doc_ids=["x2", "x4", "nope"]).get_result()
+        self.assertEqual(sorted(r["id"] for r in result["results"]), ["x2", "x4"])
+
+
+# ================================================================================================
+# Attachments
+# ================================================================================================
+
+class AttachmentTests(SofaTestCase):
+
+    def _roundtrip(self, db, doc_id, size, content_type):
+        data = os.urandom(size)
+        rev = self.put_doc(db, doc_id, {"size": size})
+        result = self.admin.put_attachment(
+            db=db, doc_id=doc_id, attachment_name="blob.bin",
+            attachment=io.BytesIO(data), content_type=content_type, rev=rev).get_result()
+        self.assertTrue(result["ok"])
+        self.assertTrue(result["rev"].startswith("2-"))
+        response = self.admin.get_attachment(db=db, doc_id=doc_id, attachment_name="blob.bin")
+        got = attachment_bytes(response)
+        self.assertEqual(len(got), size)
+        self.assertEqual(got, data)
+        self.assertEqual(response.get_headers().get("Content-Type"), content_type)
+        stub = self.admin.get_document(db=db, doc_id=doc_id).get_result()["_attachments"]["blob.bin"]
+        self.assertEqual(stub["content_type"], content_type)
+        self.assertEqual(stub["length"], size)
+        self.assertTrue(stub["stub"])
+        # CouchDB: "starts with prefix which announce hash type (md5-) and continues with
+        # Base64-encoded hash digest"
+        self.assertRegex(stub["digest"], r"^[a-z0-9]+-[A-Za-z0-9+/]+=*$")
+        return data, result["rev"]
+
+    def test_attachment_empty(self):
+        db = self.new_db()
+        self._roundtrip(db, "empty", 0, "application/octet-stream")
+
+    def test_attachment_10_bytes(self):
+        db = self.new_db()
+        self._roundtrip(db, "small", 10, "image/png")
+
+    def test_attachment_1_mib(self):
+        db = self.new_db()
+        self._roundtrip(db, "big", 1024 * 1024, "application/x-sofa-test")
+
+    def test_get_document_with_inline_attachments(self):
+        db = self.new_db()
+        data, rev = self._roundtrip(db, "inl", 10, "text/plain")
+        doc = self.admin.get_document(db=db, doc_id="inl", attachments=True).get_result()
+        att = doc["_attachments"]["blob.bin"]
+        self.assertEqual(doc["_rev"], rev)
+        self.assertEqual(att["content_type"], "text/plain")
+        self.assertNotIn("stub", att)
+        self.assertEqual(base64.b64decode(att["data"]), data)
+
+    def test_inline_attachment_in_document_body(self):
+        db = self.new_db()
+        data = os.urandom(300)
+        text = "hello, sofa".encode()
+        rev = self.put_doc(db, "body", {"kind": "inline", "_attachments": {
+            "raw.bin": {"content_type": "application/octet-stream", "data": base64.b64encode(data).decode()},
+            "hello.txt": {"content_type": "text/plain", "data": base64.b64encode(text).decode()},
+        }})
+        self.assertTrue(rev.startswith("1-"))
+        got = self.admin.get_attachment(db=db, doc_id="body", attachment_name="raw.bin")
+        self.assertEqual(attachment_bytes(got), data)
+        self.assertEqual(got.get_headers().get("Content-Type"), "application/octet-stream")
+        got = self.admin.get_attachment(db=db, doc_id="body", attachment_name="hello.txt")
+        self.assertEqual(attachment_bytes(got), text)
+        self.assertTrue(got.get_headers().get("Content-Type").startswith("text/plain"))
+        doc = self.admin.get_document(db=db, doc_id="body").get_result()
+        self.assertEqual(doc["kind"], "inline")
+        self.assertEqual(doc["_attachments"]["raw.bin"]["length"], 300)
+        self.assertTrue(doc["_attachments"]["raw.bin"]["stub"])
+
+        # an update that keeps the stub keeps the attachment
+        stubs = doc["_attachments"]
+        rev2 = self.put_doc(db, "body", {"_rev": rev, "kind": "updated", "_attachments": stubs})
+        self.assertEqual(
+            self.admin.get_attachment(db=db, doc_id="body", attachment_name="raw.bin", rev=rev2)
+            .get_result().content, data)
+        self.assert_api_error(
+            lambda: self.admin.get_attachment(db=db, doc_id="body", attachment_name="nope.bin"),
+            404, "not_found")
+
+
+# ================================================================================================
+# The client's default configuration: gzip-compressed request bodies
+# ================================================================================================
+
+class GzipTests(SofaTestCase):
+
+    def test_gzip_request_body(self):
+        db = self.new_db()
+        gzip_client = client_with(BasicAuthenticator(ADMIN_NAME, ADMIN_PASSWORD), gzip=True)
+        self.assertTrue(gzip_client.get_enable_gzip_compression())
+        result = gzip_client.put_document(db=db, doc_id="gz", document={"v": "compressed"}).get_result()
+        self.assertTrue(result["ok"])
+        doc = self.admin.get_document(db=db, doc_id="gz").get_result()
+        self.assertEqual(doc, {"_id": "gz", "_rev": result["rev"], "v": "compressed"})
+        results = gzip_client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "g2", "n": 2}]}).get_result()
+        self.assertTrue(results[0]["ok"])
+        self.assertEqual(self.admin.get_document(db=db, doc_id="g2").get_result()["n"], 2)
+
+
+# ================================================================================================
+# Security objects
+# ================================================================================================
+
+class SecurityTests(SofaTestCase):
+
+    def test_security_roundtrip(self):
+        db = self.new_db()
+        initial = self.admin.get_security(db=db).get_result()
+        self.assertFalse(initial.get("members", {}).get("names"))
+        self.assertFalse(initial.get("admins", {}).get("names"))
+        result = self.admin.put_security(
+            db=db,
+            admins={"names": ["boss"], "roles": ["bosses"]},
+            members={"names": ["alice", "bob"], "roles": ["readers"]},
+        ).get_result()
+        self.assertEqual(result, {"ok": True})
+        security = self.admin.get_security(db=db).get_result()
+        self.assertEqual(security["admins"], {"names": ["boss"], "roles": ["bosses"]})
+        self.assertEqual(security["members"], {"names": ["alice", "bob"], "roles": ["readers"]})
+        # replace it
+        self.admin.put_security(db=db, admins={"names": [], "roles": []}, members={"names": ["carol"], "roles": []})
+        security = self.admin.get_security(db=db).get_result()
+        self.assertEqual(security["members"]["names"], ["carol"])
+        self.assertEqual(security["admins"]["names"], [])
+
+
+def main():
+    missing = [n for n, v in (("SOFA_HTTP_URL", URL), ("SOFA_ADMIN_NAME", ADMIN_NAME),
+                              ("SOFA_ADMIN_PASSWORD", ADMIN_PASSWORD)) if not v]
+    if missing:
+        print("missing environment: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    program = unittest.main(exit=False, verbosity=2)
+    return 0 if program.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+import Foundation
+import SofaCluster
+import SofaCore
+import Testing
+
+/// CouchDB's HTTP API (sofa-http) through real processes, driven from Python: by a real CouchDB
+/// client library (IBM's `ibmcloudant`, from PyPI, installed by `scripts/dev.sh test`), by a small
+/// CouchDB-protocol replicator between two clusters, and by raw sockets sending bad input. Each
+/// script is a unittest program in Tests/HTTP; its output is shown when it fails.
+@Suite("HTTP API (sofa-http)", .serialized)
+struct HTTPAPITests {
+    @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, security")
+    func couchClientLibrary() async throws {
+        try await Cluster.with(http: true) { cluster in
+            try await Self.python("couch_client_test.py", cluster, [:])
+        }
+    }
+
+    @Test("two clusters sync through the HTTP API only: documents, revisions, conflicts, deletions and attachments arrive identical")
+    func syncBetweenClustersOverHTTP() async throws {
+        try await Cluster.with(http: true) { source in
+            try await Cluster.with(http: true) { target in
+                try await Self.python("http_sync_test.py", source, [
+                    "SOFA_SOURCE_URL": try #require(source.supervisor.httpURL),
+                    "SOFA_TARGET_URL": try #require(target.supervisor.httpURL),
+                ])
+            }
+        }
+    }
+
+    @Test("bad input gets CouchDB's errors or a closed connection; slow clients and an unread feed stall nothing, memory stays bounded")
+    func badInput() async throws {
+        try await Cluster.with(http: true) { cluster in
+            let pid = try #require(cluster.supervisor.pid(of: "http"))
+            try await Self.python("http_bad_input_test.py", cluster, ["SOFA_HTTP_PID": "\(pid)"])
+        }
+    }
+
+    /// Runs `Tests/HTTP/<script>` against the cluster's HTTP API as its first server admin.
+    static func python(_ script: String, _ cluster: Cluster, _ environment: [String: String]) async throws {
+        let python = try #require(DeployTests.executableOnPath("python3"), "python3 is not on PATH")
+        let path = try DeployTests.repoRoot().appendingPathComponent("Tests/HTTP/\(script)").path
+        let admin = try #require(cluster.supervisor.localAdmin)
+        let given = ["SOFA_HTTP_URL": try #require(cluster.supervisor.httpURL), "SOFA_ADMIN_NAME": admin.user,
+                     "SOFA_ADMIN_PASSWORD": admin.password].merging(environment) { $1 }
+        let result = try await DeployTests.run(python, [path], environment: given)
+        #expect(result.status == 0, "\(script) failed (exit \(result.status)):\n\(result.stderr)\n\(result.stdout)")
+    }
+}
