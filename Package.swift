@@ -49,6 +49,7 @@ let package = Package(
         .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c",
                        providers: [.apt(["libprotobuf-c-dev"])]),
         .systemLibrary(name: "CPosix", path: "Shared/CPosix"),
+        .systemLibrary(name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Sofa's FTS5 tokenizer (Snowball stemming through libstemmer)
         .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
@@ -97,7 +98,7 @@ let package = Package(
         .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
         // CouchDB's HTTP API, beside the gateway: a client of it (the SDK, acting as each HTTP user)
-        .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaBus", log, lifecycle,
+        .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaBus", "CZlib", log, lifecycle,
                                                  .product(name: "Hummingbird", package: "hummingbird"),
                                                  .product(name: "HummingbirdCore", package: "hummingbird"),
                                                  .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -15,6 +15,7 @@ packages=(
     libzmq3-dev
     libssl-dev
     libprotobuf-c-dev
+    zlib1g-dev
     protobuf-c-compiler
     pkg-config
     docker-compose

@@ -9,8 +9,13 @@ extension DocumentStore {
     /// that does not extend the current one makes a conflicting branch (`InsertResult.conflict`).
     /// `body` is sent raw: it must be a JSON object without `_id`, `_rev` or `_deleted`.
     @discardableResult
-    public func insert(id: String, history: [String], body: [UInt8], deleted: Bool = false) async throws(SofaError) -> InsertResult {
-        let reply = try await call(.insertRevision(RevisionInsert(id: id, history: history, body: body, deleted: deleted)))
+    /// `winnerByRevID`: CouchDB's rule for the winner (the best revision by revID, whichever
+    /// branch came first), as an HTTP client's `new_edits=false` write has it; otherwise the
+    /// revision is taken as a peer's (a branch conflicting with the live local line does not win).
+    public func insert(id: String, history: [String], body: [UInt8], deleted: Bool = false,
+                       winnerByRevID: Bool = false) async throws(SofaError) -> InsertResult {
+        let reply = try await call(.insertRevision(RevisionInsert(id: id, history: history, body: body, deleted: deleted,
+                                                                  winnerByRevID: winnerByRevID)))
         guard case .inserted(let result) = reply else { throw unexpected("insert") }
         return result
     }

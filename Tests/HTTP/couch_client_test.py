@@ -590,9 +590,11 @@ class BulkTests(SofaTestCase):
         rows = keyed["rows"]
         self.assertEqual([r.get("key") for r in rows], ["d05", "d02", "zz", "d00"])
         self.assertEqual(rows[0]["value"]["rev"], revs["d05"])
-        self.assertEqual(rows[1]["value"], {"rev": deleted["rev"], "deleted": True})
-        self.assertEqual(rows[2].get("error"), "not_found")
+        self.assertEqual(rows[2], {"key": "zz", "error": "not_found"})
         self.assertEqual(rows[3]["value"]["rev"], revs["d00"])
+        # CouchDB lists a deleted document's row with its tombstone rev
+        self.assertEqual((rows[1].get("id"), rows[1].get("value")),
+                         ("d02", {"rev": deleted["rev"], "deleted": True}), rows[1])
         self.assertEqual(self.admin.post_all_docs(db=db).get_result()["total_rows"], 9)
 
     def test_all_docs_keys_include_docs(self):
@@ -788,6 +790,193 @@ class SecurityTests(SofaTestCase):
         security = self.admin.get_security(db=db).get_result()
         self.assertEqual(security["members"]["names"], ["carol"])
         self.assertEqual(security["admins"]["names"], [])
+
+
+# ================================================================================================
+# Mango: _index, _find, _explain
+# ================================================================================================
+
+class MangoTests(SofaTestCase):
+
+    def _people(self):
+        db = self.new_db()
+        people = [
+            {"_id": "ann", "age": 31, "city": "Oslo", "tags": ["a", "b"], "pet": {"kind": "cat"}},
+            {"_id": "bob", "age": 25, "city": "Rome", "tags": ["b"], "pet": {"kind": "dog"}},
+            {"_id": "cid", "age": 42, "tags": [], "pet": {"kind": "cat"}},
+            {"_id": "dee", "age": 19, "city": "Oslo", "tags": ["c", "a"]},
+        ]
+        self.admin.post_bulk_docs(db=db, bulk_docs={"docs": people})
+        return db
+
+    def find_ids(self, db, selector, **options):
+        result = self.admin.post_find(db=db, selector=selector, fields=["_id"], sort=[{"_id": "asc"}], **options)
+        return [doc["_id"] for doc in result.get_result()["docs"]]
+
+    def test_operators(self):
+        db = self._people()
+        cases = [
+            ({"age": {"$gt": 30}}, ["ann", "cid"]),
+            ({"age": {"$gte": 25, "$lt": 42}}, ["ann", "bob"]),
+            ({"city": "Oslo"}, ["ann", "dee"]),
+            ({"city": {"$ne": "Oslo"}}, ["bob"]),
+            ({"city": {"$exists": False}}, ["cid"]),
+            ({"pet.kind": "cat"}, ["ann", "cid"]),
+            ({"pet": {"kind": "dog"}}, ["bob"]),
+            ({"age": {"$in": [19, 42]}}, ["cid", "dee"]),
+            ({"age": {"$nin": [19, 42]}}, ["ann", "bob"]),
+            ({"tags": {"$size": 0}}, ["cid"]),
+            ({"tags": {"$all": ["a", "b"]}}, ["ann"]),
+            ({"tags": {"$elemMatch": {"$eq": "c"}}}, ["dee"]),
+            ({"tags": {"$allMatch": {"$eq": "b"}}}, ["bob"]),
+            ({"age": {"$mod": [2, 1]}}, ["ann", "bob", "dee"]),
+            ({"city": {"$regex": "^R"}}, ["bob"]),
+            ({"city": {"$type": "string"}}, ["ann", "bob", "dee"]),
+            ({"$or": [{"age": 19}, {"city": "Rome"}]}, ["bob", "dee"]),
+            ({"$and": [{"city": "Oslo"}, {"age": {"$gt": 20}}]}, ["ann"]),
+            ({"$nor": [{"city": "Oslo"}, {"age": 42}]}, ["bob"]),
+            ({"age": {"$not": {"$gt": 30}}}, ["bob", "dee"]),
+        ]
+        for selector, expected in cases:
+            with self.subTest(selector=selector):
+                self.assertEqual(self.find_ids(db, selector), expected)
+
+    def test_fields_sort_limit_skip_bookmark(self):
+        db = self._people()
+        result = self.admin.post_find(db=db, selector={"age": {"$gt": 0}}, fields=["_id", "pet.kind"],
+                                      sort=[{"age": "desc"}], limit=2).get_result()
+        self.assertEqual(result["docs"], [{"_id": "cid", "pet": {"kind": "cat"}}, {"_id": "ann", "pet": {"kind": "cat"}}])
+        following = self.admin.post_find(db=db, selector={"age": {"$gt": 0}}, fields=["_id"], sort=[{"age": "desc"}],
+                                         limit=2, bookmark=result["bookmark"]).get_result()
+        self.assertEqual([d["_id"] for d in following["docs"]], ["bob", "dee"])
+        skipped = self.admin.post_find(db=db, selector={"age": {"$gt": 0}}, fields=["_id"], sort=[{"age": "asc"}],
+                                       skip=3).get_result()
+        self.assertEqual([d["_id"] for d in skipped["docs"]], ["cid"])
+        whole = self.admin.post_find(db=db, selector={"_id": "bob"}).get_result()["docs"][0]
+        self.assertEqual(whole["city"], "Rome")
+        self.assertRegex(whole["_rev"], REV_PATTERN)
+
+    def test_index_lifecycle_and_explain(self):
+        db = self._people()
+        created = self.admin.post_index(db=db, index={"fields": ["age"]}, name="by-age", ddoc="people").get_result()
+        self.assertEqual(created["result"], "created")
+        self.assertEqual(created["name"], "by-age")
+        again = self.admin.post_index(db=db, index={"fields": ["age"]}, name="by-age", ddoc="people").get_result()
+        self.assertEqual(again["result"], "exists")
+        names = [index["name"] for index in self.admin.get_indexes_information(db=db).get_result()["indexes"]]
+        self.assertIn("_all_docs", names)
+        self.assertIn("by-age", names)
+        explained = self.admin.post_explain(db=db, selector={"age": {"$gt": 30}}).get_result()
+        self.assertEqual(explained["index"]["name"], "by-age")
+        self.assertEqual(self.find_ids(db, {"age": {"$gt": 30}}), ["ann", "cid"])
+        self.admin.delete_index(db=db, ddoc="people", type="json", index="by-age")
+        names = [index["name"] for index in self.admin.get_indexes_information(db=db).get_result()["indexes"]]
+        self.assertNotIn("by-age", names)
+
+    def test_bad_selectors_are_400(self):
+        db = self._people()
+        self.assert_api_error(lambda: self.admin.post_find(db=db, selector={"age": {"$bogus": 1}}), 400)
+        self.assert_api_error(lambda: self.admin.post_find(db=db, selector={"age": {"$size": "x"}}), 400)
+
+
+# ================================================================================================
+# Users, design documents, replication, continuous changes, a 64 MiB attachment
+# ================================================================================================
+
+class MoreTests(SofaTestCase):
+
+    def test_a_user_reads_and_changes_their_own_document_but_not_their_roles(self):
+        name, password = self.new_user()
+        user = client_with(BasicAuthenticator(name, password))
+        doc_id = "org.couchdb.user:" + name
+        own = user.get_document(db="_users", doc_id=doc_id).get_result()
+        self.assertEqual(own["name"], name)
+        for secret in ("password", "derived_key"):
+            self.assertNotIn(secret, own)
+        # Their roles: refused. Their password: taken, and the old one stops working.
+        self.assert_api_error(lambda: user.put_document(
+            db="_users", doc_id=doc_id, document=dict(own, roles=["boss"])), 403, "forbidden")
+        new_password = uuid.uuid4().hex
+        user.put_document(db="_users", doc_id=doc_id, document={
+            "_rev": own["_rev"], "name": name, "type": "user", "roles": [], "password": new_password})
+        self.assert_api_error(lambda: client_with(BasicAuthenticator(name, password)).get_session_information(), 401)
+        renamed = client_with(BasicAuthenticator(name, new_password))
+        self.assertEqual(renamed.get_session_information().get_result()["userCtx"]["name"], name)
+        # Another user's document is not theirs to read.
+        other, _ = self.new_user()
+        self.assert_api_error(lambda: renamed.get_document(db="_users", doc_id="org.couchdb.user:" + other), (403, 404))
+
+    def test_a_removed_role_loses_access_on_the_next_request(self):
+        db = self.new_db()
+        name, password = self.new_user(roles=["readers"])
+        self.admin.put_security(db=db, members={"names": [], "roles": ["readers"]}, admins={"names": [], "roles": []})
+        self.put_doc(db, "d", {"v": 1})
+        user = client_with(BasicAuthenticator(name, password))
+        self.assertEqual(user.get_document(db=db, doc_id="d").get_result()["v"], 1)
+        doc_id = "org.couchdb.user:" + name
+        record = self.admin.get_document(db="_users", doc_id=doc_id).get_result()
+        self.admin.put_document(db="_users", doc_id=doc_id, document=dict(record, roles=[]))
+        self.assert_api_error(lambda: user.get_document(db=db, doc_id="d"), 403, "forbidden")
+
+    def test_design_documents_are_stored_and_written_only_by_database_admins(self):
+        db = self.new_db()
+        name, password = self.new_user()
+        self.admin.put_security(db=db, members={"names": [name], "roles": []}, admins={"names": [], "roles": []})
+        design = {"views": {"all": {"map": "function (doc) { emit(doc._id, null); }"}}, "language": "javascript"}
+        rev = self.admin.put_design_document(db=db, ddoc="app", design_document=design).get_result()["rev"]
+        stored = self.admin.get_design_document(db=db, ddoc="app").get_result()
+        self.assertEqual(stored["_id"], "_design/app")
+        self.assertEqual(stored["_rev"], rev)
+        self.assertEqual(stored["views"], design["views"])
+        member = client_with(BasicAuthenticator(name, password))
+        self.assert_api_error(lambda: member.put_design_document(db=db, ddoc="mine", design_document=design), 403, "forbidden")
+        self.assertEqual(member.get_design_document(db=db, ddoc="app").get_result()["_rev"], rev)
+
+    def test_replicate_between_two_databases(self):
+        import requests
+        source, target = self.new_db(), self.new_db()
+        for index in range(20):
+            self.put_doc(source, "doc%02d" % index, {"n": index})
+        response = requests.post(URL + "/_replicate", auth=(ADMIN_NAME, ADMIN_PASSWORD),
+                                 json={"source": source, "target": target}, timeout=120)
+        self.assertEqual(response.status_code, 200, response.text)
+        self.assertTrue(response.json()["ok"])
+        rows = self.admin.post_all_docs(db=target).get_result()["rows"]
+        self.assertEqual([row["id"] for row in rows], ["doc%02d" % i for i in range(20)])
+
+    def test_continuous_changes_stream(self):
+        import json
+        import requests
+        db = self.new_db()
+        for index in range(3):
+            self.put_doc(db, "c%d" % index, {"n": index})
+        response = requests.get(URL + "/" + db + "/_changes", auth=(ADMIN_NAME, ADMIN_PASSWORD), stream=True,
+                                params={"feed": "continuous", "since": "0", "heartbeat": "200", "include_docs": "true"},
+                                timeout=30)
+        self.assertEqual(response.status_code, 200)
+        seen = []
+        lines = response.iter_lines()
+        while len(seen) < 4:
+            line = next(lines)
+            if not line:
+                continue  # a heartbeat
+            change = json.loads(line)
+            seen.append(change["id"])
+            if len(seen) == 3:
+                self.put_doc(db, "late", {"late": True})  # arrives on the open feed
+        response.close()
+        self.assertEqual(seen, ["c0", "c1", "c2", "late"])
+
+    def test_attachment_64_mib(self):
+        db = self.new_db()
+        data = os.urandom(64 << 20)
+        rev = self.admin.put_attachment(db=db, doc_id="big", attachment_name="big.bin", attachment=io.BytesIO(data),
+                                        content_type="application/octet-stream").get_result()["rev"]
+        got = self.admin.get_attachment(db=db, doc_id="big", attachment_name="big.bin", rev=rev)
+        self.assertEqual(attachment_bytes(got), data)
+        stub = self.admin.get_document(db=db, doc_id="big").get_result()["_attachments"]["big.bin"]
+        self.assertEqual(stub["length"], 64 << 20)
+        self.assertTrue(stub["stub"])
 
 
 def main():

@@ -33,7 +33,7 @@ extension CouchAPI {
                     items.append(.put(id: document.id!, rev: document.rev ?? "", body: bytes, deleted: document.deleted))
                 } else {
                     items.append(.insert(RevisionInsert(id: document.id!, history: try document.ancestry(), body: bytes,
-                                                        deleted: document.deleted)))
+                                                        deleted: document.deleted, winnerByRevID: true)))
                 }
             } catch let error as CouchError {
                 refused[index] = ["id": value["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
@@ -87,43 +87,44 @@ extension CouchAPI {
         return Self.json(bytes: out)
     }
 
-    /// `GET` (or `POST` with `keys`) `_all_docs`: rows by ID, streamed page by page.
+    /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.
     func allDocs(_ call: inout CouchCall, _ database: Database, design: Bool = false) async throws -> Response {
-        var keys: [String]?
+        var options = try QueryOptions(call.query)
         if call.method == .post {
-            let body = try await call.objectBody(limit: limits.maxRequestBytes)
-            keys = body["keys"]?.arrayValue?.compactMap(\.stringValue)
+            for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) { options.values[key] = value }
         } else {
             try Self.requireMethod(call, .get, .head)
-            keys = try call.json("keys")?.arrayValue?.compactMap(\.stringValue)
         }
-        if let key = try call.json("key")?.stringValue { keys = [key] }
-        let includeDocs = try call.flag("include_docs")
-        let descending = try call.flag("descending")
+        var keys = try options.strings("keys")
+        if let key = options.values["key"]?.stringValue { keys = [key] }
+        let includeDocs = try options.bool("include_docs")
+        let descending = try options.bool("descending")
         let info = try await database.info()
-        var head = JSONObject([("total_rows", .int(Int64(info.documentCount))), ("offset", .int(Int64(try call.integer("skip") ?? 0)))])
-        if try call.flag("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
+        let skip = try options.count("skip") ?? 0
+        var head = JSONObject([("total_rows", .int(Int64(info.documentCount))), ("offset", .int(Int64(skip)))])
+        if try options.bool("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
         let prefix = Array(JSON.object(head).compactBytes().dropLast()) + Array(",\"rows\":[".utf8)
         if let keys {
             var rows: [UInt8] = []
             for (index, key) in keys.enumerated() {
                 if index > 0 { rows.append(0x2C) }
-                do {
-                    let document = try await database.get(id: key)
+                let found = try await database.allDocs(AllDocsQuery(includeBodies: includeDocs, includeDeleted: true, limit: 1,
+                                                                    startKey: key, endKey: key)).first
+                if let document = found, document.id == key {
                     rows += row(document, includeDocs: includeDocs)
-                } catch {
-                    guard error.is(.notFound) else { throw CouchError(error) }
+                } else {
                     rows += JSON.object(["key": .string(key), "error": "not_found"]).compactBytes()
                 }
             }
             return Self.json(bytes: prefix + rows + Array("]}".utf8))
         }
-        var query = AllDocsQuery(includeBodies: includeDocs, limit: 0, skip: UInt32(try call.integer("skip") ?? 0),
-                                 descending: descending)
-        query.startKey = try (call.json("startkey") ?? call.json("start_key"))?.stringValue ?? (design ? (descending ? "_design0" : "_design/") : "")
-        query.endKey = try (call.json("endkey") ?? call.json("end_key"))?.stringValue ?? (design ? (descending ? "_design/" : "_design0") : "")
-        let inclusiveEnd = try call.flag("inclusive_end", default: true)
-        let limit = try call.integer("limit")
+        var query = AllDocsQuery(includeBodies: includeDocs, limit: 0, skip: UInt32(skip), descending: descending)
+        query.startKey = (options.values["startkey"] ?? options.values["start_key"])?.stringValue
+            ?? (design ? (descending ? "_design0" : "_design/") : "")
+        query.endKey = (options.values["endkey"] ?? options.values["end_key"])?.stringValue
+            ?? (design ? (descending ? "_design/" : "_design0") : "")
+        let inclusiveEnd = try options.bool("inclusive_end", default: true)
+        let limit = try options.count("limit")
         let page = 1000
         let first = query
         let body = ResponseBody { writer in
@@ -156,7 +157,7 @@ extension CouchAPI {
         return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
     }
 
-    private func row(_ document: StoredDocument, includeDocs: Bool) -> [UInt8] {
+    func row(_ document: StoredDocument, includeDocs: Bool) -> [UInt8] {
         var out = Array("{\"id\":".utf8) + JSON.string(document.id).compactBytes()
         out += Array(",\"key\":".utf8) + JSON.string(document.id).compactBytes()
         out += Array(",\"value\":{\"rev\":".utf8) + JSON.string(document.rev).compactBytes()
@@ -190,5 +191,35 @@ extension CouchAPI {
             }
         }
         return Self.json(missingRevs ? ["missing_revs": .object(out)] : .object(out))
+    }
+}
+
+/// A listing's options, from the query string (each value JSON, or text when it is not) and, for
+/// a POST, the body's members.
+struct QueryOptions {
+    var values: [String: JSON] = [:]
+
+    init(_ query: [String: String]) throws(CouchError) {
+        for (key, text) in query { values[key] = JSON.tryParse(text) ?? .string(text) }
+    }
+
+    func bool(_ name: String, default value: Bool = false) throws(CouchError) -> Bool {
+        guard let given = values[name] else { return value }
+        guard let flag = given.boolValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"") }
+        return flag
+    }
+
+    func count(_ name: String) throws(CouchError) -> Int? {
+        guard let given = values[name] else { return nil }
+        guard let number = given.intValue, number >= 0 else {
+            throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer: \"\(name)\"")
+        }
+        return Int(number)
+    }
+
+    func strings(_ name: String) throws(CouchError) -> [String]? {
+        guard let given = values[name] else { return nil }
+        guard let list = given.arrayValue else { throw CouchError(.badRequest, "bad_request", "`\(name)` must be a list") }
+        return list.compactMap(\.stringValue)
     }
 }

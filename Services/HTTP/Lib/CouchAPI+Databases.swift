@@ -51,6 +51,9 @@ extension CouchAPI {
             return Self.json(["ok": true, "instance_start_time": "0"], status: .created)
         case "_revs_limit" where segments.count == 2: return try await revsLimit(&call)
         case "_purge" where segments.count == 2: return try await purge(&call, database)
+        case "_find" where segments.count == 2: return try await find(&call, database, explain: false)
+        case "_explain" where segments.count == 2: return try await find(&call, database, explain: true)
+        case "_index": return try await index(&call, database)
         case "_local", "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
             return try await documentRoute(&call, database, id: segments[1] + "/" + segments[2], attachment: Array(segments.dropFirst(3)))

@@ -51,7 +51,7 @@ extension CouchAPI {
             return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
         }
         let inserted = try await database.insert(id: id, history: try document.ancestry(), body: JSON.object(body).compactBytes(),
-                                                 deleted: document.deleted)
+                                                 deleted: document.deleted, winnerByRevID: true)
         return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
     }
 

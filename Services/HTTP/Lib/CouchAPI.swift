@@ -184,13 +184,13 @@ final class CouchAPI: Sendable {
                     fields[key] = parts.count > 1 ? CouchCall.formDecoded(parts[1]) : ""
                 }
             }
-            guard let name = fields["name"], let password = fields["password"] else {
+            guard let name = fields["name"] ?? fields["username"], let password = fields["password"] else {
                 throw CouchError(.badRequest, "bad_request", "name and password are required")
             }
             return (name, password)
         }
         let body = try await call.objectBody(limit: 64 * 1024)
-        guard let name = body["name"]?.stringValue, let password = body["password"]?.stringValue else {
+        guard let name = (body["name"] ?? body["username"])?.stringValue, let password = body["password"]?.stringValue else {
             throw CouchError(.badRequest, "bad_request", "name and password are required")
         }
         return (name, password)

@@ -75,13 +75,27 @@ struct CouchCall: Sendable {
 
     // MARK: Body
 
-    /// The body, at most `limit` bytes (beyond: 413).
+    /// The body, at most `limit` bytes (beyond: 413), inflated when it is sent compressed
+    /// (`Content-Encoding: gzip` or `deflate`, as CouchDB clients send by default).
     mutating func body(limit: Int) async throws(CouchError) -> [UInt8] {
+        let bytes: [UInt8]
         do {
             let buffer = try await request.collectBody(upTo: limit)
-            return Array(buffer.readableBytesView)
+            bytes = Array(buffer.readableBytesView)
         } catch {
             throw CouchError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
+        }
+        switch header(.contentEncoding)?.lowercased() {
+        case nil, "identity": return bytes
+        case "gzip", "deflate", "x-gzip":
+            do { return try Gzip.inflate(bytes, limit: limit) } catch {
+                switch error {
+                case .tooLarge: throw CouchError(.contentTooLarge, "too_large", "the request body inflates beyond \(limit) bytes")
+                case .invalid: throw CouchError(.badRequest, "bad_request", "the request body is not valid \(header(.contentEncoding) ?? "")")
+                }
+            }
+        case let other?:
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Encoding \(other) is not supported")
         }
     }
 

@@ -8,6 +8,8 @@ public struct RevisionInsertion: Sendable {
     public var id: String
     public var history: [String]
     public var deleted: Bool
+    /// CouchDB's winner rule (see `RevisionInsert.winnerByRevID`): the branch is not a peer's.
+    public var winnerByRevID = false
     let content: Content
 
     /// The body: parsed, or compact JSON bytes found to reference no blob (the service's fast path).
@@ -190,7 +192,8 @@ extension Transaction {
             let result: RevTree.InsertResult
             do throws(SofaError) {
                 result = try tree.insert(history: history, body: body, deleted: insertion.deleted, hasAttachments: hasAttachments,
-                                         remote: DatabaseStore.replicationRemote, allowConflict: true)
+                                         remote: insertion.winnerByRevID ? nil : DatabaseStore.replicationRemote,
+                                         allowConflict: true)
             } catch {
                 return .failure(error)
             }

@@ -82,11 +82,15 @@ extension StorageService {
     static func insertion(_ insert: RevisionInsert) throws(SofaError) -> RevisionInsertion {
         try DocumentID.validate(insert.id)
         guard !insert.history.isEmpty else { throw .invalid("document '\(insert.id)': the history is empty") }
+        var insertion: RevisionInsertion
         if let scan = JSON.scanCompactObject(insert.body), !scan.hasUnderscoreTopLevelKey, !scan.hasDigestKey {
-            return RevisionInsertion(id: insert.id, history: insert.history, content: .compact(insert.body), deleted: insert.deleted)
+            insertion = RevisionInsertion(id: insert.id, history: insert.history, content: .compact(insert.body), deleted: insert.deleted)
+        } else {
+            insertion = RevisionInsertion(id: insert.id, history: insert.history, body: .object(try strictBody(insert.body, id: insert.id)),
+                                          deleted: insert.deleted)
         }
-        return RevisionInsertion(id: insert.id, history: insert.history, body: .object(try strictBody(insert.body, id: insert.id)),
-                                 deleted: insert.deleted)
+        insertion.winnerByRevID = insert.winnerByRevID
+        return insertion
     }
 
     static func wire(_ outcome: InsertOutcome) -> InsertResult {

@@ -5667,7 +5667,7 @@ const ProtobufCMessageDescriptor sofa__wire__list_collections__descriptor =
   (ProtobufCMessageInit) sofa__wire__list_collections__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__insert_revision__field_descriptors[4] =
+static const ProtobufCFieldDescriptor sofa__wire__insert_revision__field_descriptors[5] =
 {
   {
     "id",
@@ -5717,17 +5717,30 @@ static const ProtobufCFieldDescriptor sofa__wire__insert_revision__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "winner_by_rev_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__InsertRevision, winner_by_rev_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__insert_revision__field_indices_by_name[] = {
   2,   /* field[2] = body */
   3,   /* field[3] = deleted */
   1,   /* field[1] = history */
   0,   /* field[0] = id */
+  4,   /* field[4] = winner_by_rev_id */
 };
 static const ProtobufCIntRange sofa__wire__insert_revision__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor sofa__wire__insert_revision__descriptor =
 {
@@ -5737,7 +5750,7 @@ const ProtobufCMessageDescriptor sofa__wire__insert_revision__descriptor =
   "Sofa__Wire__InsertRevision",
   "sofa.wire",
   sizeof(Sofa__Wire__InsertRevision),
-  4,
+  5,
   sofa__wire__insert_revision__field_descriptors,
   sofa__wire__insert_revision__field_indices_by_name,
   1,  sofa__wire__insert_revision__number_ranges,

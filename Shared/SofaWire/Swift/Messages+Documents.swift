@@ -7,12 +7,17 @@ public struct RevisionInsert: Sendable, Equatable {
     public var history: [String]
     public var body: [UInt8]
     public var deleted: Bool
+    /// CouchDB's winner rule: the best revision by revID wins however the branches arrived (an
+    /// HTTP client's `new_edits=false`). Otherwise (a replicator's pull) a branch that conflicts
+    /// with the live local line is flagged conflicting and the local line stays current.
+    public var winnerByRevID: Bool
 
-    public init(id: String, history: [String], body: [UInt8], deleted: Bool = false) {
+    public init(id: String, history: [String], body: [UInt8], deleted: Bool = false, winnerByRevID: Bool = false) {
         self.id = id
         self.history = history
         self.body = body
         self.deleted = deleted
+        self.winnerByRevID = winnerByRevID
     }
 }
 

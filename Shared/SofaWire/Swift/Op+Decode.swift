@@ -190,6 +190,6 @@ extension Op {
     private static func decodeInsert(_ op: Sofa__Wire__InsertRevision) throws(SofaError) -> RevisionInsert {
         RevisionInsert(id: try decodeText(op.id, "insertRevision.id"),
                        history: try decodeStrings(op.n_history, op.history, "insertRevision.history"),
-                       body: decodeBytes(op.body), deleted: op.deleted != 0)
+                       body: decodeBytes(op.body), deleted: op.deleted != 0, winnerByRevID: op.winner_by_rev_id != 0)
     }
 }

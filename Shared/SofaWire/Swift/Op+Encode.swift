@@ -291,6 +291,7 @@ extension Op {
         (op.pointee.n_history, op.pointee.history) = arena.strings(insert.history)
         op.pointee.body = arena.bytes(insert.body)
         op.pointee.deleted = insert.deleted ? 1 : 0
+        op.pointee.winner_by_rev_id = insert.winnerByRevID ? 1 : 0
         return op
     }
 }

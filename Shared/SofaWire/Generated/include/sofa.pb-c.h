@@ -691,10 +691,16 @@ struct  Sofa__Wire__InsertRevision
   char **history;
   ProtobufCBinaryData body;
   protobuf_c_boolean deleted;
+  /*
+   * CouchDB's rule for who wins: the best revision by revID, however the branches arrived (a
+   * client's new_edits=false write); otherwise a branch from a peer that conflicts with the live
+   * local line is flagged conflicting and the local line stays current (LiteCore's pull).
+   */
+  protobuf_c_boolean winner_by_rev_id;
 };
 #define SOFA__WIRE__INSERT_REVISION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__insert_revision__descriptor) \
-    , {0,NULL}, 0,NULL, {0,NULL}, 0 }
+    , {0,NULL}, 0,NULL, {0,NULL}, 0, 0 }
 
 
 typedef enum {
