@@ -98,6 +98,29 @@ import Testing
         }
     }
 
+    /// CouchDB's rule (an HTTP client's `new_edits=false`): the higher revision wins whichever
+    /// branch came first, where a peer's branch (LiteCore's pull) leaves the first one current.
+    @Test func insertByRevIDWinsByRevIDWhateverTheOrder() async throws {
+        try await withRecordedDatabase { _, db, _ in
+            let base = "1-" + String(repeating: "1", count: 32)
+            let low = "2-" + String(repeating: "a", count: 32), high = "2-" + String(repeating: "f", count: 32)
+            for (id, first, second) in [("up", low, high), ("down", high, low)] {
+                var one = RevisionInsertion(id: id, history: [first, base], body: ["first": true])
+                one.winnerByRevID = true
+                _ = try await db.insert(one)
+                var two = RevisionInsertion(id: id, history: [second, base], body: ["first": false])
+                two.winnerByRevID = true
+                _ = try await db.insert(two)
+                #expect(try await db.read(id: id).rev.ascii == high, "\(id)")
+                #expect(try await db.conflicts(id: id) == [low], "\(id)")
+            }
+            // A peer's branch arriving second does not take over the live local line.
+            _ = try await db.insert(RevisionInsertion(id: "peer", history: [low, base], body: [:]))
+            _ = try await db.insert(RevisionInsertion(id: "peer", history: [high, base], body: [:]))
+            #expect(try await db.read(id: "peer").rev.ascii == low)
+        }
+    }
+
     static let badInserts: [(String, [String], SofaError.Code)] = [
         ("history that does not descend", ["3-aa", "1-bb"], .badRevisionID),
         ("history that goes up", ["1-aa", "2-bb"], .badRevisionID),
