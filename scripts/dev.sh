@@ -22,6 +22,7 @@ packages=(
     git
     jq
     tcpdump
+    curl
 )
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }

@@ -96,7 +96,7 @@ import Testing
         let steps = Self.steps(of: readme)
         try #require(steps.count > 40, "the README's commands were not found")
         let bash = try #require(DeployTests.executableOnPath("bash"))
-        try await Cluster.with { cluster in
+        try await Cluster.with(http: true) { cluster in
             try await withTemporaryDirectory { folder in
                 // What a checkout holds, as the README's commands expect it (the built tools in
                 // .build, the fixtures in Tests); the files the commands write stay here.
@@ -110,6 +110,7 @@ import Testing
                 // (The cluster's data directory is not ./.sofa-data here: its secrets folder is named.)
                 var script = "cd \(Self.quoted(folder.path))\nexport SOFA_GATEWAY_URL=\(Self.quoted(cluster.supervisor.gatewayEndpoint))\n"
                     + "export SOFA_KEYS_DIR=\(Self.quoted(TestSecrets.folder.path))\n"
+                    + "export SOFA_HTTP=\(Self.quoted(cluster.supervisor.httpURL ?? ""))\n"
                 for (number, step) in steps.enumerated() {
                     let out = Self.quoted(outputs.appendingPathComponent("\(number)").path)
                     script += "{ \(step.command)\n} >\(out).out 2>\(out).err </dev/null; status=$?; echo $status >\(out).status\n"
