@@ -669,6 +669,33 @@ class ChangesTests(SofaTestCase):
 # Attachments
 # ================================================================================================
 
+class FilteredChangesTests(SofaTestCase):
+
+    def _db(self):
+        db = self.new_db()
+        self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [
+            {"_id": "a", "k": 1}, {"_id": "b", "k": 2}, {"_id": "c", "k": 1}, {"_id": "d", "k": 3},
+            {"_id": "_design/x", "language": "javascript"}]})
+        return db
+
+    def test_selector_filter(self):
+        db = self._db()
+        result = self.admin.post_changes(db=db, filter="_selector", selector={"k": 1}, include_docs=True).get_result()
+        self.assertEqual([row["id"] for row in result["results"]], ["a", "c"])
+        self.assertEqual([row["doc"]["k"] for row in result["results"]], [1, 1])
+        later = self.admin.post_changes(db=db, filter="_selector", selector={"k": 1}, since=result["last_seq"]).get_result()
+        self.assertEqual(later["results"], [])
+
+    def test_n1ql_where_and_design_filters(self):
+        import requests
+        db = self._db()
+        response = requests.get(URL + "/" + db + "/_changes", auth=(ADMIN_NAME, ADMIN_PASSWORD),
+                                params={"filter": "_sofa_where", "where": "k > 1"}, timeout=30)
+        self.assertEqual([row["id"] for row in response.json()["results"]], ["b", "d"])
+        design = self.admin.post_changes(db=db, filter="_design").get_result()
+        self.assertEqual([row["id"] for row in design["results"]], ["_design/x"])
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

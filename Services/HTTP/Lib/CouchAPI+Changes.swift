@@ -10,6 +10,13 @@ internal import Foundation
 // gateway's changes feed (which holds a long poll until a commit or its timeout), with
 // backpressure: a client that stops reading stops the feed, nothing piles up here.
 
+enum ChangesFilter: Sendable {
+    /// A Mango selector, as a JSON query condition.
+    case selector(JSON)
+    /// A N1QL condition.
+    case n1ql(String)
+}
+
 struct ChangesOptions: Sendable {
     var feed = "normal"
     var query = ChangesQuery()
@@ -17,6 +24,10 @@ struct ChangesOptions: Sendable {
     var heartbeatMs: Int?
     var timeoutMs = 60_000
     var designOnly = false
+    /// A `_selector` (a Mango selector) or `_sofa_where` (a N1QL condition) filter: the feed runs
+    /// it as a query over the documents changed since `since`, in sequence order, so an index on
+    /// the fields it names serves it.
+    var filter: ChangesFilter?
 
     static let page = 1000
     /// With bodies, pages are smaller: a page is held here while it is written to a client that
@@ -31,9 +42,10 @@ extension CouchAPI {
     func changes(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         var options = ChangesOptions()
         var docIDs = try call.json("doc_ids")?.arrayValue?.compactMap(\.stringValue)
+        var body: JSONObject?
         if call.method == .post {
-            let body = try await call.objectBody(limit: limits.maxRequestBytes)
-            if let ids = body["doc_ids"]?.arrayValue { docIDs = ids.compactMap(\.stringValue) }
+            body = try await call.objectBody(limit: limits.maxRequestBytes)
+            if let ids = body?["doc_ids"]?.arrayValue { docIDs = ids.compactMap(\.stringValue) }
         } else {
             try Self.requireMethod(call, .get, .head)
         }
@@ -43,6 +55,16 @@ extension CouchAPI {
             guard let docIDs else { throw CouchError(.badRequest, "bad_request", "Filter _doc_ids needs doc_ids") }
             options.query.docIDs = docIDs
         case "_design": options.designOnly = true
+        case "_selector":
+            guard let selector = try body?["selector"] ?? call.json("selector"), selector.objectValue != nil else {
+                throw CouchError(.badRequest, "bad_request", "Filter _selector needs a selector object")
+            }
+            options.filter = .selector(try Mango.condition(selector, at: nil))
+        case "_sofa_where":
+            guard let condition = call.query["where"] ?? body?["where"]?.stringValue, !condition.isEmpty else {
+                throw CouchError(.badRequest, "bad_request", "Filter _sofa_where needs a N1QL condition in `where`")
+            }
+            options.filter = .n1ql(condition)
         case let other?:
             throw CouchError(.notFound, "not_found", "filter \(other) is not available")
         }
@@ -67,15 +89,15 @@ extension CouchAPI {
         }
         if let timeout = try call.integer("timeout") { options.timeoutMs = max(0, timeout) }
         let options0 = options
-        let body: ResponseBody
+        let response: ResponseBody
         switch options.feed {
         case "continuous", "eventsource":
-            body = ResponseBody { writer in
+            response = ResponseBody { writer in
                 try await self.stream(options0, database) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
                 try await writer.finish(nil)
             }
         default:
-            body = ResponseBody { writer in
+            response = ResponseBody { writer in
                 try await writer.write(ByteBuffer(bytes: Array("{\"results\":[\n".utf8)))
                 let last = try await self.collect(options0, database) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
                 try await writer.write(ByteBuffer(bytes: Array("],\n\"last_seq\":\"\(last)\",\"pending\":0}\n".utf8)))
@@ -83,33 +105,23 @@ extension CouchAPI {
             }
         }
         let type = options.feed == "eventsource" ? "text/event-stream" : "application/json"
-        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "must-revalidate"], body: body)
+        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "must-revalidate"], body: response)
     }
 
     /// `normal` and `longpoll`: the changes since `since`, page by page (`longpoll` first waits
-    /// for one); the last sequence.
+    /// until there is one to answer, or the timeout); the last sequence.
     private func collect(_ options: ChangesOptions, _ database: Database,
                          write: (_ bytes: [UInt8]) async throws -> Void) async throws -> UInt64 {
-        var query = options.query
-        if options.feed == "longpoll" && !query.descending {
-            // Wait (in the gateway, a commit away) until there is a change to answer, or the timeout.
-            let deadline = ContinuousClock.now + .milliseconds(options.timeoutMs)
-            while true {
-                var probe = query
-                probe.limit = 1
-                probe.includeBodies = false
-                let left = deadline - ContinuousClock.now
-                probe.waitMs = UInt32(max(0, min(ChangesOptions.maxWaitMs, Int(left.components.seconds * 1000))))
-                let batch = try await database.changes(probe)
-                if !batch.changes.isEmpty || ContinuousClock.now >= deadline { break }
-            }
-        }
+        var since = options.query.since
         var sent = 0
         var first = true
-        var last = query.since
+        let deadline = ContinuousClock.now + .milliseconds(options.timeoutMs)
+        let waits = options.feed == "longpoll" && !options.query.descending
         while options.limit.map({ sent < $0 }) ?? true {
-            query.limit = UInt32(min(options.pageSize, (options.limit ?? Int.max) - sent))
-            let batch = try await database.changes(query)
+            let limit = min(options.pageSize, (options.limit ?? Int.max) - sent)
+            let left = deadline - ContinuousClock.now
+            let waitMs = waits && sent == 0 ? max(0, min(ChangesOptions.maxWaitMs, Int(left.components.seconds * 1000))) : 0
+            let batch = try await page(options, database, since: since, limit: limit, waitMs: waitMs)
             var chunk: [UInt8] = []
             for change in batch.changes {
                 guard let line = Self.changeLine(change, options) else { continue }
@@ -119,28 +131,26 @@ extension CouchAPI {
                 sent += 1
             }
             if !chunk.isEmpty { try await write(chunk) }
-            if query.descending {
-                last = batch.lastSequence
-                break
-            }
-            last = batch.changes.last.map(\.sequence) ?? max(last, batch.lastSequence)
-            guard batch.changes.count == Int(query.limit), query.limit > 0 else { break }
-            query.since = last
+            if options.query.descending { return batch.lastSequence }
+            since = Self.next(after: since, batch, limit: limit)
+            if batch.changes.count == limit, limit > 0 { continue }
+            // A short page: everything up to now is answered, unless a long poll still waits.
+            if waits && sent == 0 && ContinuousClock.now < deadline { continue }
+            break
         }
-        return last
+        return since
     }
 
     /// `continuous` and `eventsource`: a line (or event) per change, a newline every heartbeat,
     /// ending after `timeout` without a change (with no heartbeat) or at the limit.
     private func stream(_ options: ChangesOptions, _ database: Database, write: (_ bytes: [UInt8]) async throws -> Void) async throws {
-        var query = options.query
+        var since = options.query.since
         var sent = 0
         let wait = min(ChangesOptions.maxWaitMs, options.heartbeatMs ?? options.timeoutMs)
         var quietSince = ContinuousClock.now
         while options.limit.map({ sent < $0 }) ?? true {
-            query.limit = UInt32(min(options.pageSize, (options.limit ?? Int.max) - sent))
-            query.waitMs = UInt32(max(0, wait))
-            let batch = try await database.changes(query)
+            let limit = min(options.pageSize, (options.limit ?? Int.max) - sent)
+            let batch = try await page(options, database, since: since, limit: limit, waitMs: max(0, wait))
             var chunk: [UInt8] = []
             for change in batch.changes {
                 guard let line = Self.changeLine(change, options) else { continue }
@@ -151,7 +161,7 @@ extension CouchAPI {
                 }
                 sent += 1
             }
-            if let last = batch.changes.last { query.since = last.sequence }
+            since = Self.next(after: since, batch, limit: limit)
             if !chunk.isEmpty {
                 try await write(chunk)
                 quietSince = ContinuousClock.now
@@ -163,7 +173,59 @@ extension CouchAPI {
                 }
             }
         }
-        if options.feed == "continuous" { try await write(Array("{\"last_seq\":\"\(query.since)\",\"pending\":0}\n".utf8)) }
+        if options.feed == "continuous" { try await write(Array("{\"last_seq\":\"\(since)\",\"pending\":0}\n".utf8)) }
+    }
+
+    /// One page of the feed after `since`: the changes feed itself (waiting up to `waitMs` in the
+    /// gateway for a commit when there is none), or, with a query filter, the matching documents
+    /// changed since then, in sequence order (`lastSequence`: how far the page answers for).
+    private func page(_ options: ChangesOptions, _ database: Database, since: UInt64, limit: Int,
+                      waitMs: Int) async throws -> ChangesBatch {
+        var query = options.query
+        query.since = since
+        query.limit = UInt32(limit)
+        query.waitMs = UInt32(waitMs)
+        guard let filter = options.filter else { return try await database.changes(query) }
+        if waitMs > 0 {
+            var probe = query
+            probe.limit = 1
+            probe.includeBodies = false
+            _ = try await database.changes(probe)
+        }
+        // Read before the query: whatever commits later is either in its answer or after this.
+        let before = try await database.info().lastSequence
+        let result: QueryResult
+        switch filter {
+        case .selector(let condition):
+            result = try await database.query(json: [
+                "WHAT": [["._id"], ["._revisionID"], ["._sequence"], ["."]],
+                "WHERE": ["AND", [">", ["._sequence"], .int(Int64(since))], condition],
+                "ORDER_BY": [["._sequence"]], "LIMIT": .int(Int64(limit)),
+            ])
+        case .n1ql(let condition):
+            result = try await database.query(
+                n1ql: "SELECT META().id, META().revisionID, META().sequence, * FROM _ WHERE META().sequence > $since AND (\(condition)) "
+                    + "ORDER BY META().sequence LIMIT \(limit)", parameters: ["since": .int(Int64(since))])
+        }
+        let changes = result.rows.compactMap { row -> Change? in
+            guard row.count >= 4, let id = row[0]?.stringValue, let rev = row[1]?.stringValue, let sequence = row[2]?.intValue else {
+                return nil
+            }
+            var body: [UInt8] = []
+            if options.query.includeBodies, let document = row[3] {
+                body = (document.objectValue.map { $0["_"]?.objectValue ?? $0 }).map { JSON.object($0).compactBytes() } ?? []
+            }
+            return Change(sequence: UInt64(sequence), id: id, rev: rev, body: body)
+        }
+        let last = changes.count == limit ? changes.last!.sequence : max(before, changes.last?.sequence ?? since)
+        return ChangesBatch(changes: changes, lastSequence: last)
+    }
+
+    /// Where the feed goes on from after a page: its last change when the page is full (there may
+    /// be more), else as far as the page answers for.
+    static func next(after since: UInt64, _ batch: ChangesBatch, limit: Int) -> UInt64 {
+        if batch.changes.count == limit, let last = batch.changes.last { return last.sequence }
+        return max(since, batch.changes.last?.sequence ?? 0, batch.lastSequence)
     }
 
     /// One change as CouchDB lists it; nil for one left out (a purged document, a filter).
