@@ -11,23 +11,50 @@ internal import Foundation
 // stub; `attachments=true` puts the bytes back inline; `/db/id/name` streams one both ways.
 
 extension CouchAPI {
-    /// The body with every inline attachment (`data`, base64) stored and replaced by its stub.
-    func storeInlineAttachments(_ body: JSONObject, _ database: Database, revpos: Int64 = 1) async throws -> JSONObject {
+    /// The body with every inline attachment (`data`, base64, or the bytes of a multipart part
+    /// in `followed`) stored and replaced by its stub. A stub whose digest is not a Sofa blob key
+    /// (a peer's `md5-…`) is matched by name with the document's current attachment and given its
+    /// key; none there is `missing_stub`. Revision IDs are never changed by any of it.
+    func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, revpos: Int64 = 1,
+                                followed: [String: [UInt8]] = [:]) async throws -> JSONObject {
         guard case .object(var attachments)? = body["_attachments"] else { return body }
         var changed = false
+        var current: JSONObject?? = .none
         for (name, value) in attachments {
-            guard var attachment = value.objectValue, let data = attachment["data"]?.stringValue else { continue }
-            guard let bytes = Data(base64Encoded: data, options: .ignoreUnknownCharacters) else {
-                throw CouchError(.badRequest, "bad_request", "Invalid attachment data for \(name)")
+            guard var attachment = value.objectValue else { continue }
+            var bytes: [UInt8]?
+            if let data = attachment["data"]?.stringValue {
+                guard let decoded = Data(base64Encoded: data, options: .ignoreUnknownCharacters) else {
+                    throw CouchError(.badRequest, "bad_request", "Invalid attachment data for \(name)")
+                }
+                bytes = Array(decoded)
+            } else if attachment["follows"]?.boolValue == true {
+                guard let part = followed[name] else {
+                    throw CouchError(.badRequest, "bad_request", "attachment \(name) follows, but no part holds it")
+                }
+                bytes = part
+            } else if let digest = attachment["digest"]?.stringValue, !digest.hasPrefix("sha1-") {
+                if current == .none {
+                    current = .some((try? await database.get(id: id)).flatMap { try? $0.json() }?["_attachments"]?.objectValue)
+                }
+                guard let known = current??[name]?.objectValue, let key = known["digest"]?.stringValue else {
+                    throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(id) for \(name)")
+                }
+                attachment["digest"] = .string(key)
+                attachment["length"] = known["length"] ?? attachment["length"]
+                attachments[name] = .object(attachment)
+                changed = true
+                continue
             }
-            let blob = try await database.putBlob(Array(bytes))
+            guard let bytes else { continue }
+            let blob = try await database.putBlob(bytes)
             attachment["data"] = nil
+            attachment["follows"] = nil
             attachment["digest"] = .string(blob.key)
             attachment["length"] = .int(Int64(blob.length))
             attachment["stub"] = true
             if attachment["content_type"] == nil { attachment["content_type"] = "application/octet-stream" }
             if attachment["revpos"] == nil { attachment["revpos"] = .int(revpos) }
-            attachment["follows"] = nil
             attachments[name] = .object(attachment)
             changed = true
         }

@@ -27,7 +27,8 @@ extension CouchAPI {
                 guard let object = value.objectValue else { throw CouchError(.badRequest, "bad_request", "Document must be a JSON object") }
                 var document = try IncomingDocument(object)
                 if document.id == nil { document.id = try randomBytes(16).hexString }
-                let stored = try await storeInlineAttachments(document.body, database)
+                let stored = try await storeInlineAttachments(document.body, database, id: document.id!,
+                                                              revpos: Self.nextGeneration(document, newEdits: newEdits))
                 let bytes = JSON.object(stored).compactBytes()
                 if newEdits {
                     items.append(.put(id: document.id!, rev: document.rev ?? "", body: bytes, deleted: document.deleted))

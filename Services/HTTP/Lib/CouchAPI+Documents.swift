@@ -17,10 +17,17 @@ extension CouchAPI {
         switch call.method {
         case .get, .head: return try await getDocument(call, database, id: id)
         case .put:
-            var object = try await call.objectBody(limit: limits.maxDocumentBytes)
+            var followed: [String: [UInt8]] = [:]
+            var object: JSONObject
+            if let boundary = Multipart.boundary(of: call.header(.contentType)) {
+                (object, followed) = try await multipartDocument(&call, boundary: boundary)
+            } else {
+                object = try await call.objectBody(limit: limits.maxDocumentBytes)
+            }
             if object["_rev"] == nil, let rev = call.query["rev"] ?? Self.ifMatch(call) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
-            let result = try await write(IncomingDocument(object), database, newEdits: try call.flag("new_edits", default: true))
+            let result = try await write(IncomingDocument(object), database, newEdits: try call.flag("new_edits", default: true),
+                                         followed: followed)
             return Self.written(result, batch: call.query["batch"] == "ok")
         case .delete:
             guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
@@ -44,9 +51,11 @@ extension CouchAPI {
 
     /// One document written as CouchDB would: a new edit (MVCC on `_rev`), or with
     /// `new_edits=false` a revision with its ancestry as given.
-    func write(_ document: IncomingDocument, _ database: Database, newEdits: Bool) async throws -> DocumentRevision {
+    func write(_ document: IncomingDocument, _ database: Database, newEdits: Bool,
+               followed: [String: [UInt8]] = [:]) async throws -> DocumentRevision {
         guard let id = document.id else { throw CouchError(.badRequest, "bad_request", "Document must have an _id") }
-        let body = try await storeInlineAttachments(document.body, database)
+        let body = try await storeInlineAttachments(document.body, database, id: id,
+                                                    revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
         if newEdits {
             return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
         }
@@ -56,6 +65,13 @@ extension CouchAPI {
     }
 
     /// A write's answer: 201 (200 for a deletion, 202 with `batch=ok`), the new revision as ETag.
+    /// The generation the write makes (an attachment added by it has this `revpos`).
+    static func nextGeneration(_ document: IncomingDocument, newEdits: Bool) -> Int64 {
+        let rev = newEdits ? document.rev : (document.history?.first ?? document.rev)
+        let generation = rev.flatMap { Int64($0.prefix { $0 != "-" }) } ?? 0
+        return newEdits ? generation + 1 : max(1, generation)
+    }
+
     static func written(_ result: DocumentRevision, batch: Bool, status: HTTPResponse.Status = .created) -> Response {
         json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : status,
              headers: [.eTag: "\"\(result.rev)\""])
@@ -125,6 +141,15 @@ extension CouchAPI {
                 }
             }
         }
+        if let accept = call.header(.accept), accept.contains("multipart/mixed"), !accept.contains("application/json") {
+            let okPrefix = Array("{\"ok\":".utf8)
+            let (body, boundary) = Multipart.mixed(items.map { item in
+                // Each part is the document alone (`{"ok": doc}` unwrapped), or `{"missing": rev}`.
+                item.starts(with: okPrefix) ? Array(item.dropFirst(okPrefix.count).dropLast()) : item
+            })
+            return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
         var bytes: [UInt8] = [0x5B]
         for (index, item) in items.enumerated() {
             if index > 0 { bytes.append(0x2C) }
@@ -133,6 +158,28 @@ extension CouchAPI {
         bytes.append(0x5D)
         return Self.json(bytes: bytes)
     }
+
+    /// A `multipart/related` write: the document (first part), and the bytes of each attachment
+    /// marked `"follows": true`, by name, in the order of `_attachments`.
+    private func multipartDocument(_ call: inout CouchCall, boundary: String) async throws -> (JSONObject, [String: [UInt8]]) {
+        let body = try await call.body(limit: Self.maxMultipartBytes)
+        guard let parts = Multipart.parts(body, boundary: boundary), let first = parts.first,
+              let object = JSON.tryParse(first.body)?.objectValue else {
+            throw CouchError(.badRequest, "bad_request", "invalid multipart/related body: the first part must be the JSON document")
+        }
+        var followed: [String: [UInt8]] = [:]
+        var next = 1
+        for (name, value) in object["_attachments"]?.objectValue ?? [:] where value["follows"]?.boolValue == true {
+            guard next < parts.count else { throw CouchError(.badRequest, "bad_request", "attachment \(name) has no part") }
+            followed[name] = parts[next].body
+            next += 1
+        }
+        return (object, followed)
+    }
+
+    /// The largest `multipart/related` document write (it is read whole; a larger attachment is
+    /// PUT on its own, streamed).
+    static let maxMultipartBytes = 64 << 20
 
     private func copy(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
         guard var destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {

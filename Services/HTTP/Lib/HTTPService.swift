@@ -24,7 +24,7 @@ internal import Synchronization
 public enum HTTPService {
     /// The connections to the gateway requests are spread over (each is one client there, with its
     /// own share of requests in flight).
-    static let gatewayConnections = 4
+    static let gatewayConnections = 1
 
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let (host, port) = try address(settings.string(.httpAddress, default: "127.0.0.1:5984"))
