@@ -696,6 +696,87 @@ class FilteredChangesTests(SofaTestCase):
         self.assertEqual([row["id"] for row in design["results"]], ["_design/x"])
 
 
+class MultipartTests(SofaTestCase):
+
+    def test_multipart_related_write_and_multipart_mixed_open_revs(self):
+        import json
+        import requests
+        db = self.new_db()
+        boundary = "abc123boundary"
+        first, second = os.urandom(3000), b"plain text part"
+        document = {"kind": "mp", "_attachments": {
+            "one.bin": {"follows": True, "content_type": "application/octet-stream", "length": len(first)},
+            "two.txt": {"follows": True, "content_type": "text/plain", "length": len(second)}}}
+        body = (("--%s\r\nContent-Type: application/json\r\n\r\n" % boundary).encode() + json.dumps(document).encode()
+                + ("\r\n--%s\r\n\r\n" % boundary).encode() + first
+                + ("\r\n--%s\r\n\r\n" % boundary).encode() + second + ("\r\n--%s--" % boundary).encode())
+        response = requests.put(URL + "/" + db + "/mp", data=body, auth=(ADMIN_NAME, ADMIN_PASSWORD),
+                                headers={"Content-Type": 'multipart/related; boundary="%s"' % boundary}, timeout=30)
+        self.assertEqual(response.status_code, 201, response.text)
+        rev = response.json()["rev"]
+        got = self.admin.get_attachment(db=db, doc_id="mp", attachment_name="one.bin")
+        self.assertEqual(attachment_bytes(got), first)
+        got = self.admin.get_attachment(db=db, doc_id="mp", attachment_name="two.txt")
+        self.assertEqual(attachment_bytes(got), second)
+        stub = self.admin.get_document(db=db, doc_id="mp").get_result()["_attachments"]["one.bin"]
+        self.assertEqual((stub["length"], stub["revpos"], stub["stub"]), (len(first), 1, True))
+
+        mixed = requests.get(URL + "/" + db + "/mp", params={"open_revs": json.dumps([rev, "9-" + "a" * 32])},
+                             headers={"Accept": "multipart/mixed"}, auth=(ADMIN_NAME, ADMIN_PASSWORD), timeout=30)
+        self.assertEqual(mixed.status_code, 200)
+        content_type = mixed.headers["Content-Type"]
+        self.assertTrue(content_type.startswith("multipart/mixed"), content_type)
+        part_boundary = content_type.split("boundary=")[1].strip('"')
+        parts = [p for p in mixed.content.split(("--" + part_boundary).encode()) if p.strip() not in (b"", b"--")]
+        documents = [json.loads(p.split(b"\r\n\r\n", 1)[1]) for p in parts]
+        self.assertEqual(documents[0]["_rev"], rev)
+        self.assertEqual(documents[0]["kind"], "mp")
+        self.assertEqual(documents[1], {"missing": "9-" + "a" * 32})
+
+    def test_a_stub_with_a_peers_digest_keeps_the_attachment_and_the_revision(self):
+        db = self.new_db()
+        data = b"attached once"
+        rev1 = self.admin.put_attachment(db=db, doc_id="s", attachment_name="a.txt", attachment=io.BytesIO(data),
+                                         content_type="text/plain").get_result()["rev"]
+        rev2 = "2-" + "b" * 32
+        doc = {"_id": "s", "_rev": rev2, "v": 2,
+               "_revisions": {"start": 2, "ids": ["b" * 32, rev1.split("-", 1)[1]]},
+               "_attachments": {"a.txt": {"stub": True, "digest": "md5-" + base64.b64encode(b"0123456789abcdef").decode(),
+                                          "length": len(data), "revpos": 1, "content_type": "text/plain"}}}
+        self.assertEqual(self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [doc], "new_edits": False}).get_result(), [])
+        current = self.admin.get_document(db=db, doc_id="s").get_result()
+        self.assertEqual(current["_rev"], rev2)
+        got = self.admin.get_attachment(db=db, doc_id="s", attachment_name="a.txt")
+        self.assertEqual(attachment_bytes(got), data)
+        unknown = dict(doc, _id="t", _revisions={"start": 2, "ids": ["b" * 32, "c" * 32]})
+        result = self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [unknown], "new_edits": False}).get_result()
+        self.assertEqual(result[0]["error"], "missing_stub")
+
+
+class CORSTests(SofaTestCase):
+    """The cluster is started with SOFA_CORS_ORIGINS naming this origin (HTTPAPITests)."""
+
+    ORIGIN = os.environ.get("SOFA_TEST_CORS_ORIGIN", "")
+
+    def test_preflight_and_credentials_for_an_allowed_origin_only(self):
+        import requests
+        if not self.ORIGIN:
+            self.skipTest("SOFA_TEST_CORS_ORIGIN is not set")
+        db = self.new_db()
+        preflight = requests.options(URL + "/" + db, headers={
+            "Origin": self.ORIGIN, "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "content-type, authorization"}, timeout=10)
+        self.assertEqual(preflight.status_code, 200)
+        self.assertEqual(preflight.headers.get("Access-Control-Allow-Origin"), self.ORIGIN)
+        self.assertEqual(preflight.headers.get("Access-Control-Allow-Credentials"), "true")
+        self.assertIn("PUT", preflight.headers.get("Access-Control-Allow-Methods", ""))
+        answer = requests.get(URL + "/" + db, auth=(ADMIN_NAME, ADMIN_PASSWORD), headers={"Origin": self.ORIGIN}, timeout=10)
+        self.assertEqual(answer.headers.get("Access-Control-Allow-Origin"), self.ORIGIN)
+        other = requests.get(URL + "/" + db, auth=(ADMIN_NAME, ADMIN_PASSWORD), headers={"Origin": "http://evil.example"},
+                             timeout=10)
+        self.assertIsNone(other.headers.get("Access-Control-Allow-Origin"))
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

@@ -9,10 +9,11 @@ import Testing
 /// script is a unittest program in Tests/HTTP; its output is shown when it fails.
 @Suite("HTTP API (sofa-http)", .serialized)
 struct HTTPAPITests {
-    @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, security")
+    @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, Mango, security, CORS")
     func couchClientLibrary() async throws {
-        try await Cluster.with(http: true) { cluster in
-            try await Self.python("couch_client_test.py", cluster, [:])
+        let origin = "http://app.example"
+        try await Cluster.with(http: true, settings: [Setting.corsOrigins.variable: origin]) { cluster in
+            try await Self.python("couch_client_test.py", cluster, ["SOFA_TEST_CORS_ORIGIN": origin])
         }
     }
 
