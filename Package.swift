@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
     ],
     targets: [
         // System libraries
@@ -102,7 +103,9 @@ let package = Package(
                                                  .product(name: "Hummingbird", package: "hummingbird"),
                                                  .product(name: "HummingbirdCore", package: "hummingbird"),
                                                  .product(name: "HummingbirdTLS", package: "hummingbird"),
-                                                 .product(name: "NIOSSL", package: "swift-nio-ssl")],
+                                                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                                                 .product(name: "NIOPosix", package: "swift-nio"),
+                                                 .product(name: "NIOCore", package: "swift-nio")],
                 path: "Services/HTTP/Lib", swiftSettings: settings),
         // The CLI stands on the SDK, the cluster library and SofaQL (N1QL → JSON) alone
         .target(name: "SofaCLI", dependencies: ["SofaClient", "SofaCluster", "SofaQL", argumentParser],
