@@ -777,6 +777,26 @@ class CORSTests(SofaTestCase):
         self.assertIsNone(other.headers.get("Access-Control-Allow-Origin"))
 
 
+class AttsSinceTests(SofaTestCase):
+
+    def test_atts_since_leaves_what_the_client_has_as_stubs(self):
+        import json
+        import requests
+        db = self.new_db()
+        rev1 = self.admin.put_attachment(db=db, doc_id="d", attachment_name="old.txt", attachment=io.BytesIO(b"old"),
+                                         content_type="text/plain").get_result()["rev"]
+        rev2 = self.admin.put_attachment(db=db, doc_id="d", attachment_name="new.txt", attachment=io.BytesIO(b"new"),
+                                         content_type="text/plain", rev=rev1).get_result()["rev"]
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        full = requests.get(URL + "/" + db + "/d", params={"attachments": "true"}, auth=auth, timeout=10).json()
+        self.assertEqual(base64.b64decode(full["_attachments"]["old.txt"]["data"]), b"old")
+        since = requests.get(URL + "/" + db + "/d", auth=auth, timeout=10,
+                             params={"attachments": "true", "atts_since": json.dumps([rev1]), "rev": rev2}).json()
+        self.assertTrue(since["_attachments"]["old.txt"].get("stub"))
+        self.assertNotIn("data", since["_attachments"]["old.txt"])
+        self.assertEqual(base64.b64decode(since["_attachments"]["new.txt"]["data"]), b"new")
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

@@ -65,10 +65,13 @@ extension CouchAPI {
     }
 
     /// A stored body with its attachments' bytes inline (`data`, base64) instead of stubs.
-    func inlineAttachments(_ body: [UInt8], _ database: Database) async throws -> [UInt8] {
+    /// With `since` (the generation of the newest revision the client has, from `atts_since`),
+    /// an attachment added at or before it stays a stub: the client has its bytes.
+    func inlineAttachments(_ body: [UInt8], _ database: Database, since: Int64? = nil) async throws -> [UInt8] {
         guard var object = JSON.tryParse(body)?.objectValue, case .object(var attachments)? = object["_attachments"] else { return body }
         for (name, value) in attachments {
             guard var attachment = value.objectValue, let digest = attachment["digest"]?.stringValue else { continue }
+            if let since, let revpos = attachment["revpos"]?.intValue, revpos <= since { continue }
             let bytes = try await database.blob(digest)
             attachment["stub"] = nil
             attachment["data"] = .string(Data(bytes).base64EncodedString())

@@ -114,7 +114,12 @@ extension CouchAPI {
         if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
         if try call.flag("attachments"), Self.mayHaveAttachments(document.body) {
             var stored = document
-            stored.body = try await inlineAttachments(document.body, database)
+            // `atts_since`: revisions the client has; the newest generation among them that is
+            // this revision's ancestor bounds what it needs.
+            let since = try call.json("atts_since")?.arrayValue?.compactMap(\.stringValue)
+                .filter { document.history.isEmpty || document.history.contains($0) }
+                .compactMap { Int64($0.prefix { $0 != "-" }) }.max()
+            stored.body = try await inlineAttachments(document.body, database, since: since)
             return OutgoingDocument.bytes(stored, extras: extras)
         }
         return OutgoingDocument.bytes(document, extras: extras)
