@@ -21,6 +21,10 @@ struct CouchCall: Sendable {
         let path = request.uri.path
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard raw.contains("%") else {
+                segments.append(String(raw))
+                continue
+            }
             guard let decoded = String(raw).removingPercentEncoding else {
                 throw CouchError(.badRequest, "bad_request", "the path is not valid percent-encoded UTF-8")
             }
@@ -40,7 +44,8 @@ struct CouchCall: Sendable {
     }
 
     static func formDecoded(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        guard text.contains("%") || text.contains("+") else { return String(text) }
+        return text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 
     func header(_ name: HTTPField.Name) -> String? { request.headers[name] }

@@ -31,7 +31,23 @@ final class HTTPSessions: Sendable {
     private let secret: [UInt8]
     private let admins: [String: PasswordHash]
     private let logger: Logger
-    private let state = Mutex<(verified: [String: Set<[UInt8]>], salts: [String: String])>(([:], [:]))
+    private let state = Mutex<State>(State())
+
+    struct State {
+        /// Names and passwords the gateway accepted (as digests), until the user's document changes.
+        var verified: [String: Set<[UInt8]>] = [:]
+        /// Users' password salts (the cookies' MAC keys), until their documents change.
+        var salts: [String: String] = [:]
+        /// `Authorization` headers already checked, and whose they are: a request with one of them
+        /// costs a lookup, not a decode and a digest.
+        var headers: [String: String] = [:]
+
+        mutating func forget(_ name: String) {
+            verified[name] = nil
+            salts[name] = nil
+            headers = headers.filter { $0.value != name }
+        }
+    }
 
     init(gateway: GatewayPool, secret: [UInt8], admins: [String: PasswordHash], logger: Logger) {
         self.gateway = gateway
@@ -43,6 +59,9 @@ final class HTTPSessions: Sendable {
     /// The request's user: nil when it carries no credentials (or a cookie no longer valid);
     /// basic credentials that are wrong are `401`.
     func user(of call: CouchCall) async throws(CouchError) -> HTTPUser? {
+        if let authorization = call.header(.authorization), let name = state.withLock({ $0.headers[authorization] }) {
+            return HTTPUser(name: name, method: "default")
+        }
         if let authorization = call.header(.authorization), authorization.lowercased().hasPrefix("basic ") {
             guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
                   let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
@@ -50,6 +69,10 @@ final class HTTPSessions: Sendable {
             }
             let name = String(text[..<colon]), password = String(text[text.index(after: colon)...])
             try await check(name: name, password: password)
+            state.withLock { state in
+                if state.headers.count > 10_000 { state.headers.removeAll() }
+                state.headers[authorization] = name
+            }
             return HTTPUser(name: name, method: "default")
         }
         if let cookie = Self.cookie(Self.cookieName, in: call.header(.cookie)) {
@@ -125,16 +148,12 @@ final class HTTPSessions: Sendable {
             do {
                 let batch = try await users.changes(ChangesQuery(since: since, limit: 1000, waitMs: 30_000))
                 state.withLock { state in
-                    for change in batch.changes {
-                        let name = String(change.id.dropFirst("org.couchdb.user:".count))
-                        state.verified[name] = nil
-                        state.salts[name] = nil
-                    }
+                    for change in batch.changes { state.forget(String(change.id.dropFirst("org.couchdb.user:".count))) }
                 }
                 since = max(since, batch.lastSequence)
             } catch {
                 // No `_users` yet (nothing to forget), or the gateway restarting: look again shortly.
-                state.withLock { $0 = ([:], [:]) }
+                state.withLock { $0 = State() }
                 try? await Task.sleep(for: .seconds(1))
             }
         }
