@@ -37,12 +37,12 @@ static int moves_blob_chunks(int argc, char **argv, const char *name) {
 /// to twice the request limit, refused or passed on, reuses the last one's pages instead of
 /// faulting in fresh ones. And its threads share one arena (M_ARENA_MAX 1), so that the pad is kept once rather
 /// than by every thread's arena; processes whose many threads make small allocations (storage,
-/// query) keep one arena per thread.
+/// query) keep one arena per thread. sofa-http has one arena too, without the pads.
 __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv, char **envp) {
     (void)envp;
     if (argc < 1 || argv == NULL || argv[0] == NULL) return;
     static const char *const executables[] = {
-        "sofa", "sofa-storage", "sofa-query", "sofa-blob", "sofa-replicator", "sofa-gateway", "sofa-bench",
+        "sofa", "sofa-storage", "sofa-query", "sofa-blob", "sofa-replicator", "sofa-gateway", "sofa-bench", "sofa-http",
     };
     const char *name = base_name(argv[0]);
     int known = 0;
@@ -54,6 +54,9 @@ __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 2 << 20);
     profile = SOFA_MALLOC_GENERAL;
+    // sofa-http: its event-loop threads take turns at every request (and its attachments pass
+    // through in chunks); one arena keeps what they free for each other instead of a heap each.
+    if (strcmp(name, "sofa-http") == 0) mallopt(M_ARENA_MAX, 1);
     if (moves_blob_chunks(argc, argv, name)) {
         mallopt(M_TOP_PAD, 8 << 20);
         mallopt(M_TRIM_THRESHOLD, 40 << 20);
