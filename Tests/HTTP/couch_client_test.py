@@ -797,6 +797,77 @@ class AttsSinceTests(SofaTestCase):
         self.assertEqual(base64.b64decode(since["_attachments"]["new.txt"]["data"]), b"new")
 
 
+class ListingsTests(SofaTestCase):
+
+    def test_local_docs_and_design_docs_listings(self):
+        import requests
+        db = self.new_db()
+        self.admin.put_local_document(db=db, doc_id="b", document={"v": 2})
+        self.admin.put_local_document(db=db, doc_id="a", document={"v": 1})
+        self.put_doc(db, "plain", {"v": 0})
+        self.admin.put_design_document(db=db, ddoc="d1", design_document={"language": "javascript"})
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        local = requests.get(URL + "/" + db + "/_local_docs", params={"include_docs": "true"}, auth=auth, timeout=10).json()
+        self.assertEqual([row["id"] for row in local["rows"]], ["_local/a", "_local/b"])
+        self.assertEqual([row["doc"]["v"] for row in local["rows"]], [1, 2])
+        self.assertTrue(all(row["value"]["rev"].startswith("0-") for row in local["rows"]))
+        design = requests.get(URL + "/" + db + "/_design_docs", auth=auth, timeout=10).json()
+        self.assertEqual([row["id"] for row in design["rows"]], ["_design/d1"])
+        everything = [row["id"] for row in self.admin.post_all_docs(db=db).get_result()["rows"]]
+        self.assertEqual(everything, ["_design/d1", "plain"])
+
+    def test_database_maintenance_endpoints(self):
+        import requests
+        db = self.new_db()
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        rev = self.put_doc(db, "p", {"v": 1})
+        self.assertEqual(requests.post(URL + "/" + db + "/_compact", auth=auth, json={}, timeout=30).status_code, 202)
+        self.assertEqual(requests.post(URL + "/" + db + "/_ensure_full_commit", auth=auth, json={}, timeout=10).json()["ok"], True)
+        self.assertEqual(requests.get(URL + "/" + db + "/_revs_limit", auth=auth, timeout=10).json(), 1000)
+        self.assertEqual(requests.put(URL + "/" + db + "/_revs_limit", auth=auth, data="500", timeout=10).json(), {"ok": True})
+        purged = requests.post(URL + "/" + db + "/_purge", auth=auth, json={"p": [rev]}, timeout=10)
+        self.assertEqual(purged.status_code, 201, purged.text)
+        self.assertEqual(purged.json()["purged"], {"p": [rev]})
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="p"), 404, "not_found")
+
+    def test_copy_range_and_eventsource(self):
+        import requests
+        db = self.new_db()
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        self.put_doc(db, "src", {"v": 7})
+        copied = requests.request("COPY", URL + "/" + db + "/src", headers={"Destination": "dst"}, auth=auth, timeout=10)
+        self.assertEqual(copied.status_code, 201, copied.text)
+        self.assertEqual(self.admin.get_document(db=db, doc_id="dst").get_result()["v"], 7)
+        rev = self.admin.put_attachment(db=db, doc_id="r", attachment_name="r.bin", attachment=io.BytesIO(bytes(range(100))),
+                                        content_type="application/octet-stream").get_result()["rev"]
+        part = requests.get(URL + "/" + db + "/r/r.bin", headers={"Range": "bytes=10-19"}, auth=auth, timeout=10)
+        self.assertEqual(part.status_code, 206)
+        self.assertEqual(part.content, bytes(range(10, 20)))
+        self.assertEqual(part.headers["Content-Range"], "bytes 10-19/100")
+        events = requests.get(URL + "/" + db + "/_changes", params={"feed": "eventsource", "since": "0", "timeout": "200"},
+                              auth=auth, stream=True, timeout=10)
+        self.assertTrue(events.headers["Content-Type"].startswith("text/event-stream"))
+        data = [line[6:] for line in events.iter_lines(decode_unicode=True) if line.startswith("data: ")]
+        self.assertEqual(sorted(__import__("json").loads(item)["id"] for item in data), ["dst", "r", "src"])
+
+    def test_replication_progress_endpoints(self):
+        import requests
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        source, target = self.new_db(), self.new_db()
+        self.put_doc(source, "x", {"v": 1})
+        started = requests.post(URL + "/_replicate", auth=auth, json={"source": source, "target": target, "continuous": True},
+                                timeout=30)
+        self.assertEqual(started.status_code, 202, started.text)
+        job = started.json()["_local_id"]
+        jobs = requests.get(URL + "/_scheduler/jobs", auth=auth, timeout=10).json()
+        self.assertIn(job, [entry["id"] for entry in jobs["jobs"]])
+        tasks = requests.get(URL + "/_active_tasks", auth=auth, timeout=10).json()
+        self.assertIn(job, [task["replication_id"] for task in tasks])
+        cancelled = requests.post(URL + "/_replicate", auth=auth, json={"source": source, "target": target, "cancel": True},
+                                  timeout=30)
+        self.assertEqual(cancelled.status_code, 200, cancelled.text)
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

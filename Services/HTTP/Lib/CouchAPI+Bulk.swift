@@ -89,7 +89,8 @@ extension CouchAPI {
     }
 
     /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.
-    func allDocs(_ call: inout CouchCall, _ database: Database, design: Bool = false) async throws -> Response {
+    /// `idPrefix`: the listing of `_design_docs` or `_local_docs` (IDs with that prefix only).
+    func allDocs(_ call: inout CouchCall, _ database: Database, idPrefix: String? = nil) async throws -> Response {
         var options = try QueryOptions(call.query)
         if call.method == .post {
             for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) { options.values[key] = value }
@@ -120,10 +121,10 @@ extension CouchAPI {
             return Self.json(bytes: prefix + rows + Array("]}".utf8))
         }
         var query = AllDocsQuery(includeBodies: includeDocs, limit: 0, skip: UInt32(skip), descending: descending)
-        query.startKey = (options.values["startkey"] ?? options.values["start_key"])?.stringValue
-            ?? (design ? (descending ? "_design0" : "_design/") : "")
-        query.endKey = (options.values["endkey"] ?? options.values["end_key"])?.stringValue
-            ?? (design ? (descending ? "_design/" : "_design0") : "")
+        // Within a prefix, the bounds stay inside it: from `prefix` to `prefix` + U+FFFF.
+        let (lowest, highest) = idPrefix.map { ($0, $0 + "\u{FFFF}") } ?? ("", "")
+        query.startKey = (options.values["startkey"] ?? options.values["start_key"])?.stringValue ?? (descending ? highest : lowest)
+        query.endKey = (options.values["endkey"] ?? options.values["end_key"])?.stringValue ?? (descending ? lowest : highest)
         let inclusiveEnd = try options.bool("inclusive_end", default: true)
         let limit = try options.count("limit")
         let page = 1000

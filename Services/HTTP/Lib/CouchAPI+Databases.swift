@@ -31,7 +31,8 @@ extension CouchAPI {
         }
         switch segments[1] {
         case "_all_docs" where segments.count == 2: return try await allDocs(&call, database)
-        case "_design_docs" where segments.count == 2: return try await allDocs(&call, database, design: true)
+        case "_design_docs" where segments.count == 2: return try await allDocs(&call, database, idPrefix: "_design/")
+        case "_local_docs" where segments.count == 2: return try await allDocs(&call, database, idPrefix: "_local/")
         case "_bulk_docs" where segments.count == 2: return try await bulkDocs(&call, database)
         case "_bulk_get" where segments.count == 2: return try await bulkGet(&call, database)
         case "_changes" where segments.count == 2: return try await changes(&call, database)

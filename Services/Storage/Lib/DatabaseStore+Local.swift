@@ -21,6 +21,12 @@ enum LocalDocuments {
         if isLocal(id) { throw .invalid("'\(id)' is a local document: use the local-document calls") }
     }
 
+    /// Whether an all-docs query lists local documents (both bounds inside `_local/`, as
+    /// CouchDB's `_local_docs`); the default store never holds such IDs.
+    static func isListing(_ query: AllDocsQuery) -> Bool {
+        isLocal(query.startKey) && isLocal(query.endKey)
+    }
+
     static func generation(_ rev: String) -> UInt64? {
         guard rev.hasPrefix("0-"), let n = UInt64(rev.dropFirst(2)), n > 0 else { return nil }
         return n
@@ -77,6 +83,24 @@ extension DatabaseStore {
             }
             guard let result else { throw .notFound("local document '\(id)' not found") }
             return result
+        }
+    }
+
+    /// Local documents in ID order between the query's bounds (inclusive), after `skip`, at most
+    /// `limit` (0: no limit).
+    public func localDocs(_ query: AllDocsQuery) async throws(SofaError) -> [LocalDocument] {
+        let (low, high) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)
+        let sql = "SELECT key, version, body FROM kv_local WHERE key >= ? AND key <= ? ORDER BY key "
+            + (query.descending ? "DESC" : "ASC") + " LIMIT ? OFFSET ?"
+        let bindings: [SQLiteValue] = [.text(low), .text(high), .integer(query.limit > 0 ? Int64(query.limit) : -1),
+                                       .integer(Int64(query.skip))]
+        return try await read { (reader) throws(SofaError) -> [LocalDocument] in
+            var documents: [LocalDocument] = []
+            try reader.run(sql, bindings) { row in
+                documents.append(LocalDocument(id: row.text(0), rev: String(decoding: row.blob(1), as: UTF8.self),
+                                               body: query.includeBodies ? row.blob(2) : []))
+            }
+            return documents
         }
     }
 

@@ -255,6 +255,10 @@ public final class StorageService: Sendable {
             return .expiration(try await db.nextExpiration(in: collection))
         case .changes(let query):
             return .changes(try await db.changes(query, in: collection))
+        case .allDocs(let query) where LocalDocuments.isListing(query):
+            return .documents(try await db.localDocs(query).map {
+                StoredDocument(id: $0.id, rev: $0.rev, body: query.includeBodies ? $0.body : [], deleted: false, sequence: 0)
+            })
         case .allDocs(let query):
             return .documents(try await db.allDocs(query, in: collection).map(\.stored))
         case .rawPut(let store, let key, let version, let body):
