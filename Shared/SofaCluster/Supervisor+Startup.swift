@@ -24,7 +24,7 @@ extension Supervisor {
 
     /// Waits until sofa-http accepts connections (it listens once it reaches the gateway).
     func waitForHTTP(until deadline: ContinuousClock.Instant) async throws(SofaError) {
-        guard let port = options.httpPort else { return }
+        guard let url = httpURL, let port = url.split(separator: ":").last.flatMap({ Int($0) }) else { return }
         while ContinuousClock.now < deadline {
             try checkStillStarting()
             if Self.accepts(port: port) { return }

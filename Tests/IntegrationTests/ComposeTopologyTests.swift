@@ -24,7 +24,7 @@ import Testing
         for environment in local.values { settings.merge(environment) { $1 } }
         let gatewayPort = try #require(ports[7420], "compose gives no address on 7420")
 
-        try await Cluster.with(gatewayPort: gatewayPort, settings: settings) { cluster in
+        try await Cluster.with(gatewayPort: gatewayPort, http: true, settings: settings) { cluster in
             #expect(cluster.supervisor.gatewayEndpoint == "tcp://127.0.0.1:\(gatewayPort)")
             for (role, environment) in local {
                 let given = try #require(cluster.supervisor.settings(of: role == .query ? "query-1" : role.rawValue))
@@ -59,13 +59,19 @@ import Testing
 
     /// The port of a compose address (`tcp://storage:7421`, `tcp://*:7421`).
     static func composePort(_ value: String) -> Int? {
-        value.hasPrefix("tcp://") ? DeployTests.port(of: value) : nil
+        if value.hasPrefix("tcp://") || value.hasPrefix("http://") { return DeployTests.port(of: value) }
+        // sofa-http's `HOST:PORT`, an IPv4 host.
+        let parts = value.split(separator: ":")
+        guard parts.count == 2, parts[0].allSatisfy({ $0.isNumber || $0 == "." }) else { return nil }
+        return Int(parts[1])
     }
 
     /// A compose address on this host: a service name becomes 127.0.0.1, `*` stays, the port is
     /// the free one in its place; any other value as it is.
     static func local(_ value: String, ports: [Int: Int]) -> String {
         guard let port = composePort(value), let free = ports[port] else { return value }
+        if value.hasPrefix("http://") { return "http://127.0.0.1:\(free)" }
+        if !value.hasPrefix("tcp://") { return "127.0.0.1:\(free)" }
         let host = value.dropFirst("tcp://".count).split(separator: ":").first.map(String.init) ?? ""
         return "tcp://\(host == "*" ? "*" : "127.0.0.1"):\(free)"
     }

@@ -89,7 +89,7 @@ import Testing
         let ready = await up.waitForOutput("ready tcp://127.0.0.1:\(port)\n", within: .seconds(60))
         try #require(ready, "no ready line: \(up.stdout) \(up.stderr)")
         let children = up.children
-        #expect(children.count == 5, "\(children)")  // storage, blob, replicator, gateway, one query worker
+        #expect(children.count == 6, "\(children)")  // storage, blob, replicator, gateway, http, one query worker
         let clock = ContinuousClock()
         let signalled = clock.now
         kill(up.pid, SIGINT)

@@ -17,7 +17,9 @@ final class UpProcess: @unchecked Sendable {  // safe: `process` is set up in in
     init(_ arguments: [String], dataDirectory: URL) throws {
         self.dataDirectory = dataDirectory
         process.executableURL = Supervisor.defaultBinDirectory.appendingPathComponent("sofa")
-        process.arguments = ["up", "--data-dir", dataDirectory.path] + arguments
+        // The HTTP API on a free port unless the test names one (5984 may be another cluster's).
+        let http = arguments.contains("--http-port") ? [] : ["--http-port", "\(try freePort())"]
+        process.arguments = ["up", "--data-dir", dataDirectory.path] + http + arguments
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -72,6 +72,13 @@ struct Ping: AsyncParsableCommand {
     @Option(help: "Seconds to wait.") var timeout: Double = 5
 
     func run() async throws {
+        if endpoint.hasPrefix("http://") {
+            try await reporting {
+                let status = try HTTPUp.check(endpoint, timeoutMs: Int(timeout * 1000))
+                printJSON(.object(JSONObject([("service", "http"), ("status", .string(status))])))
+            }
+            return
+        }
         try await reporting {
             // A service's own socket admits only the cluster's key: speak as the cluster when this
             // user can read its secrets (a health check on the service's host), else as anyone.
@@ -84,6 +91,49 @@ struct Ping: AsyncParsableCommand {
                                           ("pid", .int(Int64(info.pid))), ("version", .string(info.version)),
                                           ("uptime_ms", .int(Int64(info.uptimeMs)))])))
         }
+    }
+}
+
+/// `GET /_up` of sofa-http (CouchDB's health endpoint), over a plain socket.
+enum HTTPUp {
+    static func check(_ url: String, timeoutMs: Int) throws(SofaError) -> String {
+        let hostPort = url.dropFirst("http://".count).split(separator: "/").first.map(String.init) ?? ""
+        guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else {
+            throw SofaError(.invalidParameter, "expected http://HOST:PORT, not \(url)")
+        }
+        let host = String(hostPort[..<colon])
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
+            throw SofaError(.invalidParameter, "expected an IPv4 address in \(url)")
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SofaError(.posix, errno, "socket failed") }
+        defer { close(fd) }
+        var limit = timeval(tv_sec: timeoutMs / 1000, tv_usec: Int((timeoutMs % 1000) * 1000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SofaError(.unavailable, "nothing answers at \(url): \(String(cString: strerror(errno)))") }
+        let request = Array("GET /_up HTTP/1.1\r\nHost: \(hostPort)\r\nConnection: close\r\n\r\n".utf8)
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            throw SofaError(.unavailable, "cannot send to \(url)")
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while answer.count < 65536 {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            answer += buffer[0..<count]
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        guard text.hasPrefix("HTTP/1.1 200") else {
+            throw SofaError(.unavailable, "\(url)/_up answered: \(text.split(separator: "\r\n").first ?? "nothing")")
+        }
+        return "ok"
     }
 }
 
