@@ -32,12 +32,17 @@ extension SofaClient {
     /// let handle = try await client.replicate(from: "app", to: "tcp://10.0.0.2:7420/app", mode: .continuous)
     /// for try await status in handle.updates() { print(status.state, status.docsWritten) }
     /// ```
+    ///
+    /// A side on another cluster with a key of its own is reached as a user of it: `sourceAccess`
+    /// or `targetAccess` names that cluster's public key and the user's name and password there
+    /// (the replicator keeps them with the replication's record; no read returns them).
     public func replicate(from source: String, to target: String, direction: ReplicationDirection = .push,
                           mode: ReplicationMode = .oneShot, filter: ReplicationFilter = .none,
-                          conflicts: ConflictPolicy = .auto, collection: String = "") async throws(SofaError) -> ReplicationHandle {
+                          conflicts: ConflictPolicy = .auto, collection: String = "",
+                          sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil) async throws(SofaError) -> ReplicationHandle {
         let spec = ReplicationSpec(source: source, target: target, direction: direction, continuous: mode == .continuous,
                                    docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts,
-                                   collection: collection)
+                                   collection: collection, sourceAccess: sourceAccess, targetAccess: targetAccess)
         guard case .replications(let started) = try await call(.startReplication(spec)) else { throw unexpected("startReplication") }
         return ReplicationHandle(client: self, initial: started)
     }

@@ -271,7 +271,8 @@ struct FakePeers: PeerProvider {
 
     init(_ peers: FakePeer...) { self.peers = Dictionary(uniqueKeysWithValues: peers.map { ($0.name, $0) }) }
 
-    func peer(_ endpoint: ReplicationEndpoint, collection: String) async throws(SofaError) -> any ReplicationPeer {
+    func peer(_ endpoint: ReplicationEndpoint, collection: String, owner: String,
+              access: RemoteAccess?) async throws(SofaError) -> any ReplicationPeer {
         guard let peer = peers[endpoint.database] else { throw .notFound("no database '\(endpoint.database)'") }
         return peer
     }

@@ -8,18 +8,27 @@ internal import SofaWire
 // (read the source, write the target: both are a member's rights), or whose other side's gateway
 // is in `SOFA_REPLICATION_PEERS` (outbound connections are a permission); they see and stop
 // only the replications whose local databases they are a member of. The rights are checked when
-// the replication is started, listed or stopped; the replicator runs it as the cluster.
+// the replication is started, listed or stopped, and the replicator runs it as its user (the
+// spec's `owner`), so that every read and write it makes is checked as that user's too.
+//
+// `_replicator` documents hold credentials for other clusters: the replicator (the cluster's own
+// key) reads them as stored; everyone else reads them without (`ReplicationDocument`), and a
+// user's document runs as that user (its `owner` is set on write).
 
 extension GatewayService {
     func replicationRequest(_ request: Request, principal: Principal?, timeout: Duration) async -> Response {
         guard let principal else { return .failure(request.id, AccessRules.notSignedIn(request.operation.kind)) }
         if principal.isServerAdmin { return await replicator.send(request, timeout: timeout) }
         switch request.operation {
-        case .startReplication(let spec):
+        case .startReplication(var spec):
             for side in [spec.source, spec.target] {
                 if let refusal = await mayUse(side, principal) { return .failure(request.id, refusal) }
             }
-            return await replicator.send(request, timeout: timeout)  // audited by `handle`, as an admin's
+            // It runs as its user: every call it makes is checked against that user's rights.
+            spec.owner = principal.name
+            var started = request
+            started.operation = .startReplication(spec)
+            return await replicator.send(started, timeout: timeout)  // audited by `handle`, as an admin's
         case .listReplications(let id, _, _):
             let response = await replicator.send(request, timeout: timeout)
             guard case .success(.replications(let all)) = response.outcome else { return response }
@@ -60,5 +69,37 @@ extension GatewayService {
                               + "(its security object)")
         }
         return nil
+    }
+}
+
+extension GatewayService {
+    /// A request on `_replicator` from anyone but the cluster's own services: a user's write is
+    /// stamped with its owner; what is read comes back without stored credentials.
+    func replicatorDocumentsRequest(_ request: Request, principal: Principal?) async -> Response {
+        var request = request
+        if let principal, !principal.isServerAdmin, case .putDocument(let id, let rev, let body, let deleted) = request.operation,
+           var object = JSON.tryParse(body)?.objectValue {
+            object["owner"] = .string(principal.name)
+            request.operation = .putDocument(id: id, rev: rev, body: JSON.object(object).compactBytes(), deleted: deleted)
+        }
+        var response = await route(request, principal: principal)
+        func clean(_ document: StoredDocument) -> StoredDocument {
+            var document = document
+            document.body = ReplicationDocument.withoutCredentials(document.body)
+            return document
+        }
+        switch response.outcome {
+        case .success(.document(let document)): response.outcome = .success(.document(clean(document)))
+        case .success(.documents(let documents)): response.outcome = .success(.documents(documents.map(clean)))
+        case .success(.changes(var batch)):
+            batch.changes = batch.changes.map { change in
+                var change = change
+                change.body = ReplicationDocument.withoutCredentials(change.body)
+                return change
+            }
+            response.outcome = .success(.changes(batch))
+        default: break
+        }
+        return response
     }
 }

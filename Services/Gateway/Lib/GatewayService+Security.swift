@@ -21,8 +21,9 @@ extension GatewayService {
         case .principal(let known): principal = known
         case .unknownUser: return .decode
         }
-        guard let kind = OperationKind(rawValue: forwarded.operationField),
-              forwarded.database != Identities.usersDatabase else { return .decode }
+        // `_users` and `_replicator` are decoded: their documents are rewritten on the way.
+        guard let kind = OperationKind(rawValue: forwarded.operationField), forwarded.database != Identities.usersDatabase,
+              forwarded.database != ReplicationDocument.database else { return .decode }
         // A request that names no database is refused as it is passed on (with what it lacks).
         if kind.route.needsDatabase && forwarded.database.isEmpty { return .pass }
         let need = AccessRules.need(kind)

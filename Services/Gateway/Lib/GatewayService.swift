@@ -282,8 +282,12 @@ public final class GatewayService: Sendable {
            request.operation.kind != .createDatabase, request.operation.kind != .deleteDatabase {
             return await usersRequest(request, principal: principal)
         }
-        let response = await route(request, principal: principal)
         let kind = request.operation.kind
+        if request.database == ReplicationDocument.database, principal != .cluster, kind.route.needsDatabase,
+           kind != .createDatabase, kind != .deleteDatabase {
+            return await replicatorDocumentsRequest(request, principal: principal)
+        }
+        let response = await route(request, principal: principal)
         if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
         if kind == .deleteDatabase && request.database == Identities.usersDatabase { identities.usersChanged() }
         if Self.isAudited(kind), case .success = response.outcome {
@@ -293,7 +297,7 @@ public final class GatewayService: Sendable {
     }
 
     /// A request that may run, to where it goes.
-    private func route(_ request: Request, principal: Principal?) async -> Response {
+    func route(_ request: Request, principal: Principal?) async -> Response {
         switch Self.destination(of: request) {
         case .refused(let error):
             return .failure(request.id, error)

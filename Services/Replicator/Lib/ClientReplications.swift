@@ -30,14 +30,24 @@ actor ClientReplications {
     static func isClientDocument(_ docID: String) -> Bool { docID.hasPrefix(prefix) }
     static func replicationID(_ docID: String) -> String { String(docID.dropFirst(prefix.count)) }
 
-    /// The `_replicator` document of one started replication (one direction), without status.
-    static func document(_ status: ReplicationStatus) -> JSONObject {
-        JSONObject([
-            ("source", .string(status.source)), ("target", .string(status.target)), ("direction", "push"),
+    /// The `_replicator` document of one started replication (one direction), without status;
+    /// with its plan, whom it runs as and how it reaches another cluster's side (the stored
+    /// credentials, which only the replicator reads back).
+    static func document(_ status: ReplicationStatus, _ plan: ReplicationPlan? = nil) -> JSONObject {
+        func side(_ endpoint: String, _ access: RemoteAccess?) -> JSON {
+            guard let access else { return .string(endpoint) }
+            return ["url": .string(endpoint), "server_key": .string(access.serverKey),
+                    "auth": ["basic": ["username": .string(access.user), "password": .string(access.password)]]]
+        }
+        var document = JSONObject([
+            ("source", side(status.source, plan?.sourceAccess)), ("target", side(status.target, plan?.targetAccess)),
+            ("direction", "push"),
             ("continuous", .bool(status.continuous)), ("doc_ids", .array(status.docIDs.map(JSON.string))),
             ("filter", .string(status.filter)), ("conflicts", .string(status.conflicts.rawValue)),
             ("collection", .string(status.collection)), ("started_by", "client"),
         ])
+        if let owner = plan?.owner, !owner.isEmpty { document["owner"] = .string(owner) }
+        return document
     }
 
     private let connections: Connections
@@ -82,12 +92,13 @@ actor ClientReplications {
     /// already (started again while it runs) or has ended already (stopped, or a quick one-shot
     /// that completed: nothing to resume). A record left by an earlier run (a failed one, kept
     /// until stopped) is replaced.
-    func record(_ ids: [String]) async throws(SofaError) {
-        for id in ids {
+    func record(_ plans: [ReplicationPlan]) async throws(SofaError) {
+        for plan in plans {
+            let id = plan.id
             guard let run = await registry.run(of: id), records[id]?.run != run,
                   let status = await registry.status(id), status.state != .stopped, status.state != .completed else { continue }
             let db = try await database()
-            let body = Array(JSON.object(Self.document(status)).compactString.utf8)
+            let body = Array(JSON.object(Self.document(status, plan)).compactString.utf8)
             do {
                 try await put(db, id, body)
             } catch where error.is(.notFound) {
@@ -222,7 +233,8 @@ actor ClientReplications {
         do {
             let doc = try await db.get(id: docID)
             guard !doc.deleted else { return nil }   // the follower reports the deletion
-            var body = Self.document(status)
+            // The record as it is (whom it runs as, its sides' access), with its status replaced.
+            var body = (try? doc.json())?.objectValue ?? Self.document(status)
             body["status"] = .array([PersistentReplications.statusJSON(status)])
             _ = try await db.put(id: docID, body: Array(JSON.object(body).compactString.utf8), rev: doc.rev)
         } catch {

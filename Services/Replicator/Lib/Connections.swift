@@ -6,7 +6,13 @@ internal import SofaBus
 /// takes concurrent calls). ZeroMQ reconnects a connection by itself when its peer comes back.
 actor Connections: PeerProvider {
     private let localGateway: String
-    private var clients: [String: SofaClient] = [:]
+    /// By gateway and, for another cluster reached as a user of it, that user's access.
+    private var clients: [Key: SofaClient] = [:]
+
+    struct Key: Hashable {
+        var gateway: String
+        var access: RemoteAccess?
+    }
     /// Long enough for a long-polled changes read (`Replication.longPollMs`) plus a margin.
     static let callTimeout: Duration = .seconds(45)
     static let connectTimeout: Duration = .seconds(5)
@@ -15,24 +21,43 @@ actor Connections: PeerProvider {
         self.localGateway = localGateway
     }
 
-    func database(_ endpoint: ReplicationEndpoint) async throws(SofaError) -> Database {
-        let gateway = endpoint.gateway ?? localGateway
-        if let client = clients[gateway] { return client.database(endpoint.database) }
-        // As the cluster (its own key): this cluster's gateway, or another that shares the key.
-        let cluster = Curve.cluster
-        let client = try await SofaClient.connect(gateway, serverKey: cluster?.publicKey, clientSecretKey: cluster?.secretKey,
-                                                  timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
-        if let raced = clients[gateway] {
-            client.close()
-            return raced.database(endpoint.database)
+    /// A database of `endpoint`'s cluster used as `owner` ("" = the cluster itself), or with
+    /// `access` as that user of another cluster with its own key.
+    func database(_ endpoint: ReplicationEndpoint, owner: String = "", access: RemoteAccess? = nil) async throws(SofaError) -> Database {
+        let key = Key(gateway: endpoint.gateway ?? localGateway, access: access)
+        let client: SofaClient
+        if let known = clients[key] {
+            client = known
+        } else {
+            let made: SofaClient
+            if let access {
+                // As that user, pinning that cluster's key (a fresh key of our own).
+                made = try await SofaClient.connect(key.gateway, serverKey: access.serverKey,
+                                                    credentials: .init(name: access.user, password: access.password),
+                                                    timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
+            } else {
+                // As the cluster (its own key): this cluster's gateway, or another that shares the key.
+                let cluster = Curve.cluster
+                made = try await SofaClient.connect(key.gateway, serverKey: cluster?.publicKey, clientSecretKey: cluster?.secretKey,
+                                                    timeout: Self.callTimeout, connectTimeout: Self.connectTimeout)
+            }
+            if let raced = clients[key] {
+                made.close()
+                client = raced
+            } else {
+                clients[key] = made
+                client = made
+            }
         }
-        clients[gateway] = client
-        return client.database(endpoint.database)
+        // The cluster's own connection runs each call as the owner, whose permissions the gateway checks.
+        let acting = access == nil && !owner.isEmpty ? client.acting(as: owner) : client
+        return acting.database(endpoint.database)
     }
 
     /// A database of `endpoint`'s cluster, in the replicated collection.
-    func peer(_ endpoint: ReplicationEndpoint, collection: String) async throws(SofaError) -> any ReplicationPeer {
-        ClusterPeer(try await database(endpoint), collection: collection)
+    func peer(_ endpoint: ReplicationEndpoint, collection: String, owner: String,
+              access: RemoteAccess?) async throws(SofaError) -> any ReplicationPeer {
+        ClusterPeer(try await database(endpoint, owner: owner, access: access), collection: collection)
     }
 
     func closeAll() {

@@ -200,11 +200,21 @@ actor PersistentReplications {
         case .bool(let value)?: continuous = value
         default: throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"continuous\" must be a boolean")
         }
-        return ReplicationSpec(source: try string("source"), target: try string("target"),
+        func side(_ key: String) throws(SofaError) -> (endpoint: String, access: RemoteAccess?) {
+            if body[key] == nil || body[key] == .null { return ("", nil) }
+            guard let side = ReplicationDocument.side(body[key]) else {
+                throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"\(key)\" must be a database, a "
+                                + "tcp://host:port/db, or {\"url\", \"server_key\", \"auth\": {\"basic\": {\"username\", \"password\"}}}")
+            }
+            return side
+        }
+        let (source, sourceAccess) = try side("source"), (target, targetAccess) = try side("target")
+        return ReplicationSpec(source: source, target: target,
                                direction: try ReplicationDirection.parse(try string("direction")), continuous: continuous,
                                docIDs: docIDs, filter: try string("filter"),
                                conflicts: try ConflictPolicy.parse(try string("conflicts")),
-                               collection: try string("collection"))
+                               collection: try string("collection"), owner: try string("owner"),
+                               sourceAccess: sourceAccess, targetAccess: targetAccess)
     }
 
     /// Keeps the document's `status` up to date while its replications run: written after each

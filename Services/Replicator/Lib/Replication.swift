@@ -16,6 +16,12 @@ public struct ReplicationPlan: Sendable, Equatable {
     public var conflicts: ConflictPolicy
     /// "scope.collection" or "collection" on both sides; "" = the default collection.
     public var collection: String
+    /// The user it runs as on this cluster and on another that shares its key ("" = the
+    /// cluster), with that user's permissions at every call.
+    public var owner = ""
+    /// How a side of another cluster with its own key is reached: as a user of it.
+    public var sourceAccess: RemoteAccess?
+    public var targetAccess: RemoteAccess?
 
     public init(id: String, source: ReplicationEndpoint, target: ReplicationEndpoint, continuous: Bool,
                 docIDs: [String], filter: String = "", conflicts: ConflictPolicy, collection: String = "") {
@@ -123,8 +129,8 @@ final class Replication: Sendable {
     }
 
     private func runOnce() async throws(SofaError) {
-        let source = try await connections.peer(plan.source, collection: plan.collection)
-        let target = try await connections.peer(plan.target, collection: plan.collection)
+        let source = try await connections.peer(plan.source, collection: plan.collection, owner: plan.owner, access: plan.sourceAccess)
+        let target = try await connections.peer(plan.target, collection: plan.collection, owner: plan.owner, access: plan.targetAccess)
         let sourceInfo = try await Self.info(source, "source", plan.source)
         let targetInfo = try await Self.info(target, "target", plan.target)
         guard sourceInfo.versioning == targetInfo.versioning else {

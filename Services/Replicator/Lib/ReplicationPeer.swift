@@ -34,8 +34,10 @@ protocol ReplicationPeer: Sendable {
 
 /// Where a replication finds its two sides (`Connections`: the SDK's connections to clusters).
 protocol PeerProvider: Sendable {
-    /// A database of `endpoint`'s cluster, in the replicated collection ("" = the default one).
-    func peer(_ endpoint: ReplicationEndpoint, collection: String) async throws(SofaError) -> any ReplicationPeer
+    /// A database of `endpoint`'s cluster, in the replicated collection ("" = the default one),
+    /// used as `owner` ("" = the cluster) or, with `access`, as that user of another cluster.
+    func peer(_ endpoint: ReplicationEndpoint, collection: String, owner: String,
+              access: RemoteAccess?) async throws(SofaError) -> any ReplicationPeer
 }
 
 /// A database of a Sofa cluster, through the SDK.

@@ -92,13 +92,14 @@ public final class ReplicatorService: Sendable {
     /// The start and the record are made with the IDs locked, so that the end of an earlier run
     /// (deleting its record) cannot come between them.
     func startRecorded(_ spec: ReplicationSpec) async throws(SofaError) -> [ReplicationStatus] {
-        let ids = try plan(spec).map(\.id)
+        let plans = try plan(spec)
+        let ids = plans.map(\.id)
         await clientRecords.lock(ids)
         var before: [String: UInt64] = [:]
         for id in ids { before[id] = await registry.run(of: id) }
         do {
             let started = try await start(spec)
-            try await clientRecords.record(ids)
+            try await clientRecords.record(plans)
             await clientRecords.unlock(ids)
             return started
         } catch {
@@ -121,17 +122,27 @@ public final class ReplicatorService: Sendable {
         for id in spec.docIDs where !DocumentID.isValid(id) {
             throw SofaError(.badDocID, "invalid document ID '\(id)' in the replication's filter")
         }
-        let legs: [(ReplicationEndpoint, ReplicationEndpoint)]
+        typealias Side = (endpoint: ReplicationEndpoint, access: RemoteAccess?)
+        let legs: [(Side, Side)]
+        let ours: Side = (source, spec.sourceAccess), theirs: Side = (target, spec.targetAccess)
         switch spec.direction {
-        case .push: legs = [(source, target)]
-        case .pull: legs = [(target, source)]
-        case .both: legs = [(source, target), (target, source)]
+        case .push: legs = [(ours, theirs)]
+        case .pull: legs = [(theirs, ours)]
+        case .both: legs = [(ours, theirs), (theirs, ours)]
+        }
+        for side in [ours, theirs] where side.access != nil && side.endpoint.gateway == nil {
+            throw SofaError(.invalidParameter, "credentials are for another cluster's database, not for '\(side.endpoint)'")
         }
         return legs.map { from, to in
-            let id = ReplicationID.derive(source: from, target: to, docIDs: spec.docIDs, filter: spec.filter,
+            let id = ReplicationID.derive(source: from.endpoint, target: to.endpoint, docIDs: spec.docIDs, filter: spec.filter,
                                           collection: spec.collection)
-            return ReplicationPlan(id: id, source: from, target: to, continuous: spec.continuous, docIDs: spec.docIDs,
-                                   filter: spec.filter, conflicts: spec.conflicts, collection: spec.collection)
+            var plan = ReplicationPlan(id: id, source: from.endpoint, target: to.endpoint, continuous: spec.continuous,
+                                       docIDs: spec.docIDs, filter: spec.filter, conflicts: spec.conflicts,
+                                       collection: spec.collection)
+            plan.owner = spec.owner
+            plan.sourceAccess = from.access
+            plan.targetAccess = to.access
+            return plan
         }
     }
 

@@ -367,6 +367,51 @@ void   sofa__wire__start_replication__free_unpacked
   assert(message->base.descriptor == &sofa__wire__start_replication__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__remote_access__init
+                     (Sofa__Wire__RemoteAccess         *message)
+{
+  static const Sofa__Wire__RemoteAccess init_value = SOFA__WIRE__REMOTE_ACCESS__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__remote_access__get_packed_size
+                     (const Sofa__Wire__RemoteAccess *message)
+{
+  assert(message->base.descriptor == &sofa__wire__remote_access__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__remote_access__pack
+                     (const Sofa__Wire__RemoteAccess *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__remote_access__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__remote_access__pack_to_buffer
+                     (const Sofa__Wire__RemoteAccess *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__remote_access__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__RemoteAccess *
+       sofa__wire__remote_access__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__RemoteAccess *)
+     protobuf_c_message_unpack (&sofa__wire__remote_access__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__remote_access__free_unpacked
+                     (Sofa__Wire__RemoteAccess *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__remote_access__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__stop_replication__init
                      (Sofa__Wire__StopReplication         *message)
 {
@@ -4686,7 +4731,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[8] =
+static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[11] =
 {
   {
     "source",
@@ -4784,6 +4829,42 @@ static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "owner",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, owner),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "source_access",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, source_access),
+    &sofa__wire__remote_access__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "target_access",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, target_access),
+    &sofa__wire__remote_access__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
   7,   /* field[7] = collection */
@@ -4792,13 +4873,16 @@ static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
   2,   /* field[2] = direction */
   4,   /* field[4] = doc_ids */
   5,   /* field[5] = filter */
+  8,   /* field[8] = owner */
   0,   /* field[0] = source */
+  9,   /* field[9] = source_access */
   1,   /* field[1] = target */
+  10,   /* field[10] = target_access */
 };
 static const ProtobufCIntRange sofa__wire__start_replication__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
 {
@@ -4808,11 +4892,75 @@ const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
   "Sofa__Wire__StartReplication",
   "sofa.wire",
   sizeof(Sofa__Wire__StartReplication),
-  8,
+  11,
   sofa__wire__start_replication__field_descriptors,
   sofa__wire__start_replication__field_indices_by_name,
   1,  sofa__wire__start_replication__number_ranges,
   (ProtobufCMessageInit) sofa__wire__start_replication__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__remote_access__field_descriptors[3] =
+{
+  {
+    "server_key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RemoteAccess, server_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RemoteAccess, user),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "password",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__RemoteAccess, password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__remote_access__field_indices_by_name[] = {
+  2,   /* field[2] = password */
+  0,   /* field[0] = server_key */
+  1,   /* field[1] = user */
+};
+static const ProtobufCIntRange sofa__wire__remote_access__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__remote_access__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.RemoteAccess",
+  "RemoteAccess",
+  "Sofa__Wire__RemoteAccess",
+  "sofa.wire",
+  sizeof(Sofa__Wire__RemoteAccess),
+  3,
+  sofa__wire__remote_access__field_descriptors,
+  sofa__wire__remote_access__field_indices_by_name,
+  1,  sofa__wire__remote_access__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__remote_access__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__stop_replication__field_descriptors[1] =

@@ -59,10 +59,20 @@ public struct ReplicationSpec: Sendable, Equatable {
     /// The collection replicated, the same on both sides ("scope.collection" or "collection");
     /// "" = the default collection.
     public var collection: String
+    /// The user it runs as, with that user's permissions ("" = the cluster); the gateway sets it
+    /// for a replication a user starts.
+    public var owner: String
+    /// How each side is reached when it is another cluster's with its own key: as a user of it.
+    public var sourceAccess: RemoteAccess?
+    public var targetAccess: RemoteAccess?
 
     public init(source: String, target: String, direction: ReplicationDirection = .push, continuous: Bool = false,
-                docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto, collection: String = "") {
+                docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto, collection: String = "",
+                owner: String = "", sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil) {
         self.collection = collection
+        self.owner = owner
+        self.sourceAccess = sourceAccess
+        self.targetAccess = targetAccess
         self.source = source
         self.target = target
         self.direction = direction

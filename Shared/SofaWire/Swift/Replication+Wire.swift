@@ -39,7 +39,25 @@ enum ReplicationWire {
         op.pointee.filter = arena.string(spec.filter)
         op.pointee.conflicts = arena.string(spec.conflicts.rawValue)
         op.pointee.collection = arena.string(spec.collection)
+        op.pointee.owner = arena.string(spec.owner)
+        op.pointee.source_access = spec.sourceAccess.map { access($0, arena) }
+        op.pointee.target_access = spec.targetAccess.map { access($0, arena) }
         return op
+    }
+
+    static func access(_ access: RemoteAccess, _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__RemoteAccess> {
+        let m: UnsafeMutablePointer<Sofa__Wire__RemoteAccess> = arena.message { sofa__wire__remote_access__init($0) }
+        m.pointee.server_key = arena.string(access.serverKey)
+        m.pointee.user = arena.string(access.user)
+        m.pointee.password = arena.string(access.password)
+        return m
+    }
+
+    static func decodeAccess(_ m: UnsafeMutablePointer<Sofa__Wire__RemoteAccess>?, _ field: String) throws(SofaError) -> RemoteAccess? {
+        guard let m else { return nil }
+        return RemoteAccess(serverKey: try decodeString(m.pointee.server_key, "\(field).serverKey"),
+                            user: try decodeString(m.pointee.user, "\(field).user"),
+                            password: try decodeString(m.pointee.password, "\(field).password"))
     }
 
     static func decodeStart(_ op: Sofa__Wire__StartReplication) throws(SofaError) -> ReplicationSpec {
@@ -50,7 +68,10 @@ enum ReplicationWire {
                         docIDs: try decodeTexts(op.n_doc_ids, op.doc_ids, "startReplication.docIDs"),
                         filter: try decodeString(op.filter, "startReplication.filter"),
                         conflicts: try ConflictPolicy.parse(try decodeString(op.conflicts, "startReplication.conflicts")),
-                        collection: try decodeString(op.collection, "startReplication.collection"))
+                        collection: try decodeString(op.collection, "startReplication.collection"),
+                        owner: try decodeString(op.owner, "startReplication.owner"),
+                        sourceAccess: try decodeAccess(op.source_access, "startReplication.sourceAccess"),
+                        targetAccess: try decodeAccess(op.target_access, "startReplication.targetAccess"))
     }
 
     static func list(_ statuses: [ReplicationStatus], _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__ReplicationList> {

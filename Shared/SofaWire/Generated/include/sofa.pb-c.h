@@ -23,6 +23,7 @@ typedef struct Sofa__Wire__SetSecurity Sofa__Wire__SetSecurity;
 typedef struct Sofa__Wire__RevsDiffRequest Sofa__Wire__RevsDiffRequest;
 typedef struct Sofa__Wire__RevsDiffEntry Sofa__Wire__RevsDiffEntry;
 typedef struct Sofa__Wire__StartReplication Sofa__Wire__StartReplication;
+typedef struct Sofa__Wire__RemoteAccess Sofa__Wire__RemoteAccess;
 typedef struct Sofa__Wire__StopReplication Sofa__Wire__StopReplication;
 typedef struct Sofa__Wire__ListReplications Sofa__Wire__ListReplications;
 typedef struct Sofa__Wire__QueryRequest Sofa__Wire__QueryRequest;
@@ -378,10 +379,31 @@ struct  Sofa__Wire__StartReplication
    * "scope.collection" or "collection" on both sides; "" = the default one
    */
   char *collection;
+  /*
+   * The user the replication runs as ("" = the cluster); the gateway sets it for a user's.
+   */
+  char *owner;
+  /*
+   * How to reach another cluster's side as a user of it (its key, the user's name and password).
+   */
+  Sofa__Wire__RemoteAccess *source_access;
+  Sofa__Wire__RemoteAccess *target_access;
 };
 #define SOFA__WIRE__START_REPLICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__start_replication__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL }
+
+
+struct  Sofa__Wire__RemoteAccess
+{
+  ProtobufCMessage base;
+  char *server_key;
+  char *user;
+  char *password;
+};
+#define SOFA__WIRE__REMOTE_ACCESS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__remote_access__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Sofa__Wire__StopReplication
@@ -1700,6 +1722,25 @@ Sofa__Wire__StartReplication *
                       const uint8_t       *data);
 void   sofa__wire__start_replication__free_unpacked
                      (Sofa__Wire__StartReplication *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__RemoteAccess methods */
+void   sofa__wire__remote_access__init
+                     (Sofa__Wire__RemoteAccess         *message);
+size_t sofa__wire__remote_access__get_packed_size
+                     (const Sofa__Wire__RemoteAccess   *message);
+size_t sofa__wire__remote_access__pack
+                     (const Sofa__Wire__RemoteAccess   *message,
+                      uint8_t             *out);
+size_t sofa__wire__remote_access__pack_to_buffer
+                     (const Sofa__Wire__RemoteAccess   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__RemoteAccess *
+       sofa__wire__remote_access__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__remote_access__free_unpacked
+                     (Sofa__Wire__RemoteAccess *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__StopReplication methods */
 void   sofa__wire__stop_replication__init
@@ -3152,6 +3193,9 @@ typedef void (*Sofa__Wire__RevsDiffEntry_Closure)
 typedef void (*Sofa__Wire__StartReplication_Closure)
                  (const Sofa__Wire__StartReplication *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__RemoteAccess_Closure)
+                 (const Sofa__Wire__RemoteAccess *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__StopReplication_Closure)
                  (const Sofa__Wire__StopReplication *message,
                   void *closure_data);
@@ -3391,6 +3435,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__set_security__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__remote_access__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__stop_replication__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__list_replications__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__query_request__descriptor;
