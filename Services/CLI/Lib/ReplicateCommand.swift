@@ -28,20 +28,42 @@ struct Replicate: AsyncParsableCommand {
     @Flag(name: .customLong("no-wait"), help: "One-shot: return at once instead of waiting for the end.") var noWait = false
     @Option(name: .customLong("wait-seconds"), help: "One-shot: give up waiting after this many seconds.") var waitSeconds: Int = 3600
     @Flag(name: .customLong("create-target"), help: "Create the receiving database when it does not exist.") var createTarget = false
+    @Option(name: .customLong("remote-server-key"),
+            help: "The other cluster's public key, when it has its own: the replication reaches it as --remote-user.")
+    var remoteServerKey: String?
+    @Option(name: .customLong("remote-user"), help: "The user the replication is on the other cluster.") var remoteUser: String?
+    @Option(name: .customLong("remote-password"),
+            help: "That user's password (else SOFA_REMOTE_PASSWORD); stored with the replication, never shown.")
+    var remotePassword: String?
     @OptionGroup var options: GatewayOptions
+
+    /// How the side on another cluster is reached, when it has a key of its own.
+    func remoteAccess() throws(SofaError) -> RemoteAccess? {
+        guard let remoteServerKey else {
+            if remoteUser != nil { throw SofaError(.invalidParameter, "--remote-user needs --remote-server-key") }
+            return nil
+        }
+        guard let remoteUser, let password = remotePassword ?? ProcessInfo.processInfo.environment["SOFA_REMOTE_PASSWORD"] else {
+            throw SofaError(.invalidParameter, "--remote-server-key needs --remote-user and --remote-password (or SOFA_REMOTE_PASSWORD)")
+        }
+        return RemoteAccess(serverKey: remoteServerKey, user: remoteUser, password: password)
+    }
 
     func run() async throws {
         try await reporting {
+            let access = try remoteAccess()
             let client = try await options.connect()
             defer { client.close() }
             let policy = try ConflictPolicy.parse(conflicts)
             let ids = docIDs.flatMap { $0.split(separator: ",").map(String.init) }.filter { !$0.isEmpty }
             let sides = try ReplicationSides(source: source, target: target, direction: direction)
-            let sending = try await sides.prepareReceiving(create: createTarget, client: client, options: options)
+            // With its own key, the other cluster's database is the replicator's to find and use.
+            let sending = access == nil ? try await sides.prepareReceiving(create: createTarget, client: client, options: options) : nil
             let handle = try await client.replicate(
                 from: source, to: target, direction: ReplicationDirection(rawValue: direction.rawValue) ?? .push,
                 mode: continuous ? .continuous : .oneShot, filter: ReplicationFilter(docIDs: ids, expression: filter),
-                conflicts: policy, collection: collection)
+                conflicts: policy, collection: collection,
+                sourceAccess: sides.source.gateway == nil ? nil : access, targetAccess: sides.target.gateway == nil ? nil : access)
             guard !continuous && !noWait else {
                 printJSON(.array(handle.initial.map(replicationJSON)))
                 return
