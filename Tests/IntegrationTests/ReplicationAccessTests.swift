@@ -90,4 +90,28 @@ import Testing
             try await admin.stopReplication(status.id)
         }
     }
+
+    @Test func replicationDocumentsAreTheirOwnersAlone() async throws {
+        try await Cluster.with { cluster in
+            let admin = cluster.client
+            for name in ["ann", "bob"] { try await admin.users.create(name, password: "\(name)-pw", roles: ["replicators"]) }
+            _ = try? await admin.createDatabase(ReplicationDocument.database)
+            let documents = admin.database(ReplicationDocument.database)
+            try await documents.setSecurityObject(json: try JSON.parse(#"{"members":{"roles":["replicators"]}}"#))
+            func connect(_ name: String) async throws -> SofaClient {
+                try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, serverKey: cluster.supervisor.serverKey,
+                                             credentials: .init(name: name, password: "\(name)-pw"))
+            }
+            let ann = try await connect("ann"), bob = try await connect("bob")
+            defer { ann.close(); bob.close() }
+            // Ann's document says it is the admin's: the gateway makes it hers.
+            _ = try await ann.database(ReplicationDocument.database)
+                .put(id: "anns", json: #"{"source":"nowhere-a","target":"nowhere-b","owner":"admin"}"#)
+            #expect(try await documents.get(id: "anns").json()["owner"]?.stringValue == "ann")
+            let refused = await #expect(throws: SofaError.self) { _ = try await bob.database(ReplicationDocument.database).get(id: "anns") }
+            #expect(refused?.is(.forbidden) == true)
+            #expect(try await bob.database(ReplicationDocument.database).allDocs(includeBodies: true).isEmpty)
+            #expect(try await ann.database(ReplicationDocument.database).allDocs(includeBodies: true).map(\.id) == ["anns"])
+        }
+    }
 }

@@ -82,6 +82,12 @@ extension GatewayService {
             object["owner"] = .string(principal.name)
             request.operation = .putDocument(id: id, rev: rev, body: JSON.object(object).compactBytes(), deleted: deleted)
         }
+        // A user who is not a server admin sees only their own documents (where the database's
+        // security object lets them in at all).
+        let isOwn: ([UInt8]) -> Bool = { body in
+            guard let principal, !principal.isServerAdmin else { return true }
+            return JSON.tryParse(body)?["owner"]?.stringValue == principal.name
+        }
         var response = await route(request, principal: principal)
         func clean(_ document: StoredDocument) -> StoredDocument {
             var document = document
@@ -89,10 +95,17 @@ extension GatewayService {
             return document
         }
         switch response.outcome {
-        case .success(.document(let document)): response.outcome = .success(.document(clean(document)))
-        case .success(.documents(let documents)): response.outcome = .success(.documents(documents.map(clean)))
+        case .success(.document(let document)):
+            response.outcome = isOwn(document.body) ? .success(.document(clean(document)))
+                : .failure(.forbidden("only server admins may read another user's replication documents"))
+        case .success(.documents(let documents)):
+            response.outcome = .success(.documents(documents.filter { isOwn($0.body) }.map(clean)))
         case .success(.changes(var batch)):
-            batch.changes = batch.changes.map { change in
+            // Bodies are needed to tell whose a change is; without them, only admins list changes.
+            if let principal, !principal.isServerAdmin, !batch.changes.isEmpty, batch.changes.allSatisfy({ $0.body.isEmpty }) {
+                batch.changes = []
+            }
+            batch.changes = batch.changes.filter { $0.body.isEmpty || isOwn($0.body) }.map { change in
                 var change = change
                 change.body = ReplicationDocument.withoutCredentials(change.body)
                 return change
