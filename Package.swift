@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "sofa-replicator", targets: ["SofaReplicatorMain"]),
         .executable(name: "sofa-gateway", targets: ["SofaGatewayMain"]),
         .executable(name: "sofa-http", targets: ["SofaHTTPMain"]),
+        .executable(name: "sofa-js", targets: ["SofaJSMain"]),
         .executable(name: "sofa-bench", targets: ["SofaBenchMain"]),
         .library(name: "SofaClient", targets: ["SofaClient"]),
     ],
@@ -51,6 +52,7 @@ let package = Package(
                        providers: [.apt(["libprotobuf-c-dev"])]),
         .systemLibrary(name: "CPosix", path: "Shared/CPosix"),
         .systemLibrary(name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CDuktape", path: "Shared/CDuktape", pkgConfig: "duktape", providers: [.apt(["duktape-dev"])]),
 
         // Sofa's FTS5 tokenizer (Snowball stemming through libstemmer)
         .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
@@ -73,7 +75,7 @@ let package = Package(
                 path: "Shared/SofaBus", swiftSettings: settings),
         // The service runtime: servers, broker and workers, pub/sub, reply budgets, settings,
         // lifecycle, logging, allocator profiles (only the services link it)
-        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", log, lifecycle],
+        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", "CSofaSpawn", log, lifecycle],
                 path: "Shared/SofaServer", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
                 swiftSettings: settings),
@@ -133,6 +135,9 @@ let package = Package(
                           path: "Services/Gateway/Main", swiftSettings: settings),
         .executableTarget(name: "SofaHTTPMain", dependencies: ["SofaHTTP", "SofaServer"],
                           path: "Services/HTTP/Main", swiftSettings: settings),
+        // Design documents' JavaScript (Duktape), in a process of its own: `sofa-js`
+        .target(name: "SofaJS", dependencies: ["SofaCore", "CDuktape"], path: "Services/JS/Lib", swiftSettings: settings),
+        .executableTarget(name: "SofaJSMain", dependencies: ["SofaJS"], path: "Services/JS/Main", swiftSettings: settings),
         .executableTarget(name: "SofaCLIMain", dependencies: ["SofaCLI"],
                           path: "Services/CLI/Main", swiftSettings: settings),
 
@@ -160,7 +165,7 @@ let package = Package(
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
-                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaHTTPMain", "SofaCLIMain", "SofaBenchMain"],
+                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaHTTPMain", "SofaJSMain", "SofaCLIMain", "SofaBenchMain"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),
     ]
 )

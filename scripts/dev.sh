@@ -16,6 +16,7 @@ packages=(
     libssl-dev
     libprotobuf-c-dev
     zlib1g-dev
+    duktape-dev
     protobuf-c-compiler
     pkg-config
     docker-compose

@@ -12,9 +12,19 @@
 #include <spawn.h>
 #include <unistd.h>
 
-int sofa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *output) {
+/// The common start: `input` non-NULL gives the child a pipe as stdin (its write end stored
+/// there) and leaves it this process's stderr; NULL gives it /dev/null and the output pipe as
+/// stderr too.
+static int spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *input, int *output) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+    int in[2] = {-1, -1};
+    if (input != NULL && pipe2(in, O_CLOEXEC) != 0) {
+        int saved = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return saved;
+    }
 
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
@@ -23,7 +33,13 @@ int sofa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *
     rc = posix_spawnattr_init(&attributes);
     if (rc != 0) goto destroy_actions;
 
-    if ((rc = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)) != 0
+    if (input != NULL) {
+        if ((rc = posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO)) != 0
+            || (rc = posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO)) != 0
+            || (rc = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1)) != 0) {
+            goto destroy_attributes;
+        }
+    } else if ((rc = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)) != 0
         || (rc = posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO)) != 0
         || (rc = posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO)) != 0
         || (rc = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1)) != 0) {
@@ -52,10 +68,21 @@ destroy_actions:
     posix_spawn_file_actions_destroy(&actions);
 close_pipe:
     close(fds[1]);
+    if (input != NULL) close(in[0]);
     if (rc != 0) {
         close(fds[0]);
+        if (input != NULL) close(in[1]);
         return rc;
     }
     *output = fds[0];
+    if (input != NULL) *input = in[1];
     return 0;
+}
+
+int sofa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *output) {
+    return spawn(path, argv, envp, pid, NULL, output);
+}
+
+int sofa_spawn_piped(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *input, int *output) {
+    return spawn(path, argv, envp, pid, input, output);
 }

@@ -11,4 +11,9 @@
 /// (then nothing was started and nothing is left open).
 int sofa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *output);
 
+/// The same with a pipe for stdin as well, whose write end (close-on-exec) is stored in `*input`;
+/// the child's stdout is the output pipe and its stderr this process's (a helper that answers
+/// requests line by line on its stdin and stdout, and logs on stderr).
+int sofa_spawn_piped(const char *path, char *const argv[], char *const envp[], pid_t *pid, int *input, int *output);
+
 #endif

@@ -1,0 +1,123 @@
+internal import CDuktape
+internal import Foundation
+internal import SofaCore
+
+/// `sofa-js`: design documents' JavaScript (map and reduce functions, `validate_doc_update`,
+/// filters), run in Duktape in a process of its own. The process that needs it (a query worker,
+/// storage) sends one command per line on stdin and reads one answer per line on stdout — the
+/// line protocol of CouchDB's query servers — and kills it when an answer takes too long: an
+/// endless loop costs a restart of this process, never a stall of the one that asked. Its memory
+/// is bounded by `RLIMIT_DATA`, so an allocation without end fails here too.
+///
+/// Commands (JSON arrays) and answers, each `{"logs": [...], "result": …}`:
+///
+///     ["reset"]                                   → true
+///     ["add_fun", "function (doc) {…}"]           → true, or {"error": "compilation_error", "reason": …}
+///     ["map_doc", doc]                            → per function, [[key, value], …] or {"error": …}
+///     ["reduce", [sources], [[[key, id], value], …]] → [true, [result per function]]
+///     ["rereduce", [sources], [values]]           → [true, [result per function]]
+///     ["validate", source, newDoc, oldDoc, userCtx, secObj] → 1, or the thrown {"forbidden"|"unauthorized": …}
+///     ["filter", source, [docs], req]             → [true, [true|false per document]]
+public enum QueryServer {
+    /// The functions every design-document function sees, as CouchDB provides them: `emit`,
+    /// `log`, `sum`, `toJSON`, `isArray`; and the dispatcher of the commands above.
+    static let runtime = #"""
+    var __sofa = { funs: [], logs: [], emitted: null };
+    function log(message) { __sofa.logs.push(typeof message === 'string' ? message : JSON.stringify(message)); }
+    function isArray(value) { return Array.isArray(value); }
+    function toJSON(value) { return JSON.stringify(value); }
+    function sum(values) { var total = 0; for (var i = 0; i < values.length; i++) { total += values[i]; } return total; }
+    function emit(key, value) {
+      if (__sofa.emitted === null) { throw new Error('emit() is for map functions'); }
+      __sofa.emitted.push([key === undefined ? null : key, value === undefined ? null : value]);
+    }
+    function __compile(source) {
+      var fun = eval('(' + source + ')');
+      if (typeof fun !== 'function') { throw new TypeError('not a function: ' + String(source).slice(0, 80)); }
+      return fun;
+    }
+    function __run(command) {
+      switch (command[0]) {
+      case 'reset': __sofa.funs = []; return true;
+      case 'add_fun':
+        try { __sofa.funs.push(__compile(command[1])); return true; }
+        catch (e) { return { error: 'compilation_error', reason: String(e) }; }
+      case 'map_doc':
+        return __sofa.funs.map(function (fun) {
+          __sofa.emitted = [];
+          try { fun(command[1]); return __sofa.emitted; }
+          catch (e) { return { error: 'map_error', reason: String(e) }; }
+          finally { __sofa.emitted = null; }
+        });
+      case 'reduce':
+        var keys = command[2].map(function (row) { return row[0]; });
+        var values = command[2].map(function (row) { return row[1]; });
+        return [true, command[1].map(function (source) { return __compile(source)(keys, values, false); })];
+      case 'rereduce':
+        return [true, command[1].map(function (source) { return __compile(source)(null, command[2], true); })];
+      case 'validate':
+        try { __compile(command[1])(command[2], command[3], command[4], command[5]); return 1; }
+        catch (e) {
+          if (e && typeof e === 'object' && (e.forbidden !== undefined || e.unauthorized !== undefined)) { return e; }
+          return { error: 'validation_error', reason: String(e) };
+        }
+      case 'filter':
+        var filter = __compile(command[1]);
+        return [true, command[2].map(function (doc) { return !!filter(doc, command[3]); })];
+      default:
+        return { error: 'unknown_command', reason: 'unknown command: ' + String(command[0]) };
+      }
+    }
+    function __dispatch(line) {
+      __sofa.logs = [];
+      var result;
+      try { result = __run(JSON.parse(line)); }
+      catch (e) { result = { error: 'js_error', reason: String(e) }; }
+      return JSON.stringify({ logs: __sofa.logs, result: result === undefined ? null : result });
+    }
+    """#
+
+    /// The heap size a process may use (RLIMIT_DATA): beyond it allocations fail.
+    public static let memoryLimit = 256 << 20
+
+    /// Serves commands from stdin until it closes.
+    public static func main() -> Int32 {
+        var limit = rlimit(rlim_cur: rlim_t(memoryLimit), rlim_max: rlim_t(memoryLimit))
+        setrlimit(Int32(RLIMIT_DATA.rawValue), &limit)
+        guard let context = sofa_duk_create({ _, message in
+            // Duktape cannot go on (an error outside any protected call): the parent starts another.
+            FileHandle.standardError.write(Data("sofa-js: fatal: \(message.map { String(cString: $0) } ?? "")\n".utf8))
+            exit(70)
+        }) else {
+            FileHandle.standardError.write(Data("sofa-js: cannot create a JavaScript heap\n".utf8))
+            return 70
+        }
+        guard sofa_duk_eval(context, runtime) == 0 else {
+            FileHandle.standardError.write(Data("sofa-js: the runtime does not load: \(String(cString: sofa_duk_top_string(context)))\n".utf8))
+            return 70
+        }
+        sofa_duk_pop(context)
+        while let line = readLine(strippingNewline: true) {
+            if line.isEmpty { continue }
+            let status = sofa_duk_call1(context, "__dispatch", line)
+            let answer = String(cString: sofa_duk_top_string(context))
+            sofa_duk_pop(context)
+            // An error the dispatcher could not catch (out of memory while answering, say) is answered too.
+            let failure: JSON = ["logs": [], "result": ["error": "js_error", "reason": .string(answer)]]
+            guard reply(Array((status == 0 ? answer : failure.compactString).utf8) + [0x0A]) else { return 74 }
+        }
+        return 0
+    }
+
+    /// Writes one answer line to stdout; false when the parent is gone.
+    static func reply(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+}

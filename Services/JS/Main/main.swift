@@ -1,0 +1,4 @@
+import Foundation
+import SofaJS
+
+exit(QueryServer.main())

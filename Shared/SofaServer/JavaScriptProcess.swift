@@ -1,0 +1,133 @@
+public import SofaCore
+internal import Foundation
+internal import CSofaSpawn
+internal import CPosix
+
+/// A `sofa-js` child process (Services/JS: design documents' JavaScript in Duktape) and the line
+/// protocol to it: one command, one answer, each a line of JSON. A command that is not answered
+/// within its time (an endless loop) kills the child; so does one that makes it die (memory);
+/// the next command starts another, with the functions added before added again. The caller
+/// gets an error for that one command and nothing else stalls.
+///
+/// One thread at a time uses it (a worker's queue): it blocks that thread while it waits.
+public final class JavaScriptProcess {
+    public struct Answer: Sendable {
+        public var result: JSON
+        /// What the functions `log()`ged while answering.
+        public var logs: [String]
+    }
+
+    private let executable: String
+    private var pid: pid_t = 0
+    private var input: Int32 = -1
+    private var output: Int32 = -1
+    private var buffer: [UInt8] = []
+    /// The functions added since the last reset, added again to a new child.
+    private var functions: [String] = []
+
+    /// `executable` nil: `sofa-js` beside this process's own executable.
+    public init(executable: String? = nil) {
+        self.executable = executable ?? Self.besideThisExecutable("sofa-js")
+    }
+
+    deinit { stop() }
+
+    public static func besideThisExecutable(_ name: String) -> String {
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Forgets the added functions.
+    public func reset(timeout: Duration = .seconds(5)) throws(SofaError) {
+        functions = []
+        _ = try call(["reset"], timeout: timeout)
+    }
+
+    /// Adds a function (its source); `.invalidQuery` with the engine's reason when it does not compile.
+    public func add(function source: String, timeout: Duration = .seconds(5)) throws(SofaError) {
+        let answer = try call(["add_fun", .string(source)], timeout: timeout)
+        if let reason = answer.result["reason"]?.stringValue {
+            throw SofaError(.invalidQuery, "the function does not compile: \(reason)")
+        }
+        functions.append(source)
+    }
+
+    /// Sends one command and waits up to `timeout` for its answer.
+    public func call(_ command: JSON, timeout: Duration) throws(SofaError) -> Answer {
+        if pid == 0 { try start() }
+        let line = command.compactBytes() + [0x0A]
+        let deadline = ContinuousClock.now + timeout
+        do throws(SofaError) {
+            try write(line)
+            let text = try readLine(until: deadline)
+            guard let answer = JSON.tryParse(text), let result = answer["result"] else {
+                throw SofaError(.corruptData, "sofa-js answered something that is not an answer")
+            }
+            return Answer(result: result, logs: answer["logs"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    private func start() throws(SofaError) {
+        var childPID: pid_t = 0, childInput: Int32 = -1, childOutput: Int32 = -1
+        let arguments = [executable]
+        let cArguments = arguments.map { strdup($0) } + [nil]
+        let environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in cArguments { free(pointer) }
+            for pointer in environment { free(pointer) }
+        }
+        let rc = sofa_spawn_piped(executable, cArguments, environment, &childPID, &childInput, &childOutput)
+        guard rc == 0 else { throw SofaError(.posix, rc, "cannot start \(executable): \(String(cString: strerror(rc)))") }
+        (pid, input, output, buffer) = (childPID, childInput, childOutput, [])
+        let added = functions
+        functions = []
+        for source in added { try add(function: source) }
+    }
+
+    /// Ends the child (killed: it may be in an endless loop) and forgets it.
+    private func stop() {
+        guard pid != 0 else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        close(input)
+        close(output)
+        (pid, input, output, buffer) = (0, -1, -1, [])
+    }
+
+    private func write(_ bytes: [UInt8]) throws(SofaError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(input, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw SofaError(.ioError, "sofa-js is gone (writing: \(String(cString: strerror(errno))))") }
+            offset += written
+        }
+    }
+
+    private func readLine(until deadline: ContinuousClock.Instant) throws(SofaError) -> [UInt8] {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            let left = deadline - ContinuousClock.now
+            let ms = Int32(clamping: max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            guard ms > 0 else { throw SofaError(.timeout, "the JavaScript function did not finish in time (it was stopped)") }
+            var descriptor = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, ms)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(output, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw SofaError(.ioError, "sofa-js ended while running the function (out of memory?)") }
+            buffer += chunk[0..<count]
+            guard buffer.count <= 64 << 20 else { throw SofaError(.messageTooLarge, "sofa-js's answer is larger than 64 MiB") }
+        }
+    }
+}
