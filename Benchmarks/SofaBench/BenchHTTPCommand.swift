@@ -19,7 +19,7 @@ extension Bench {
                 beside the SDK's gets with 64 in flight; moves a --blob-mib MiB attachment up and down over HTTP \
                 beside the SDK's blob upload and download; then streams a --stream-mib MiB attachment up and down \
                 and reports sofa-http's peak resident memory (VmHWM). The HTTP client is the bench's own \
-                (keep-alive HTTP/1.1, one thread per connection).
+                (keep-alive HTTP/1.1, one thread per connection); when Debian's wrk is installed, the same gets from wrk too.
                 """)
         @Option(help: "Documents to import.") var docs: Int = 100_000
         @Option(help: "Documents per bulk request.") var batch: Int = 1000
@@ -121,6 +121,12 @@ extension Bench {
                         ("http_get_connections", .int(Int64(connections))),
                         ("http_get_p50_us", .double(percentile(latencies, 0.5))), ("http_get_p99_us", .double(percentile(latencies, 0.99))),
                         ("http_gets_ratio", ratio(httpGets, zmqGets))]
+            // The same gets from Debian's wrk, when it is installed (a load generator in C: the
+            // bench's own client threads share the 2 cores with the server).
+            if let wrk = try await Self.wrk(port: port, user: user, password: password, connections: connections) {
+                figures += [("wrk_gets_per_s", .int(Int64(wrk.perSecond))), ("wrk_get_p50_us", .double(wrk.p50)),
+                            ("wrk_get_p99_us", .double(wrk.p99)), ("wrk_gets_ratio", ratio(wrk.perSecond, zmqGets))]
+            }
 
             // Attachments up and down, beside the SDK's blobs.
             let size = blobMib << 20
@@ -168,6 +174,40 @@ extension Bench {
                 }
                 return (up, Double(size) / seconds(since: started) / 1e6)
             }[0]
+        }
+
+        /// `wrk -t2 -c<connections> -d5s --latency` on the 300-byte document; nil when wrk is not on PATH.
+        static func wrk(port: Int, user: String, password: String, connections: Int) async throws
+            -> (perSecond: Double, p50: Double, p99: Double)? {
+            let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+            guard let path = paths.map({ "\($0)/wrk" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+                return nil
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            let token = Data("\(user):\(password)".utf8).base64EncodedString()
+            process.arguments = ["-t2", "-c\(connections)", "-d5s", "--latency", "-H", "Authorization: Basic \(token)",
+                                 "http://127.0.0.1:\(port)/bench-http/doc-0000001"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let output = String(decoding: try pipe.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
+            process.waitUntilExit()
+            func microseconds(_ label: String) -> Double? {
+                guard let line = output.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }),
+                      let text = line.split(separator: " ", omittingEmptySubsequences: true).last else { return nil }
+                for (unit, scale) in [("us", 1.0), ("ms", 1000.0), ("s", 1_000_000.0)] where text.hasSuffix(unit) {
+                    return Double(text.dropLast(unit.count)).map { ($0 * scale).rounded() }
+                }
+                return nil
+            }
+            guard let rate = output.split(separator: "\n").first(where: { $0.hasPrefix("Requests/sec:") })
+                .flatMap({ Double($0.split(separator: " ", omittingEmptySubsequences: true).last ?? "") }),
+                  let p50 = microseconds("50%"), let p99 = microseconds("99%") else {
+                throw SofaError(.unexpectedError, "wrk printed no figures:\n\(output)")
+            }
+            return (rate, p50, p99)
         }
 
         func seconds(since start: ContinuousClock.Instant) -> Double {
