@@ -1,0 +1,175 @@
+public import SofaCore
+internal import Foundation
+
+/// CouchDB's built-in reduce functions, computed here (no JavaScript): `_count`, `_sum` (numbers
+/// and arrays of numbers, element by element), `_stats` (`sum`, `count`, `min`, `max`, `sumsqr`
+/// of numbers) and `_approx_count_distinct` (distinct keys, by a HyperLogLog sketch of 2^11
+/// registers: its results merge when reductions are reduced again). Each has the two steps of
+/// every reduce: `reduce` over rows (keys and values) and `rereduce` over earlier reductions.
+public enum BuiltinReduce: String, Sendable, CaseIterable {
+    case count = "_count"
+    case sum = "_sum"
+    case stats = "_stats"
+    case approxCountDistinct = "_approx_count_distinct"
+
+    /// The reduction of rows `(key, value)`.
+    public func reduce(keys: [JSON], values: [JSON]) throws(SofaError) -> JSON {
+        switch self {
+        case .count: return .int(Int64(values.count))
+        case .sum: return try Self.sum(values)
+        case .stats:
+            var stats = Stats()
+            for value in values {
+                guard let number = ViewCollation.number(value) else {
+                    throw SofaError(.invalidQuery, "_stats reduces numbers, not \(value.compactString)")
+                }
+                stats.add(number)
+            }
+            return stats.json
+        case .approxCountDistinct:
+            var sketch = HyperLogLog()
+            for key in keys { sketch.add(key.canonicalBytes()) }
+            return sketch.json
+        }
+    }
+
+    /// The reduction of earlier reductions (of this same function).
+    public func rereduce(_ reductions: [JSON]) throws(SofaError) -> JSON {
+        switch self {
+        case .count: return try Self.sum(reductions)
+        case .sum: return try Self.sum(reductions)
+        case .stats:
+            var stats = Stats()
+            for reduction in reductions {
+                guard let other = Stats(reduction) else { throw SofaError(.invalidQuery, "not a _stats reduction: \(reduction.compactString)") }
+                stats.merge(other)
+            }
+            return stats.json
+        case .approxCountDistinct:
+            var sketch = HyperLogLog()
+            for reduction in reductions {
+                guard let other = HyperLogLog(reduction) else { throw SofaError(.invalidQuery, "not an _approx_count_distinct reduction") }
+                sketch.merge(other)
+            }
+            return sketch.json
+        }
+    }
+
+    /// What a reduction shows a client (an `_approx_count_distinct` sketch becomes its estimate).
+    public func present(_ reduction: JSON) -> JSON {
+        guard self == .approxCountDistinct, let sketch = HyperLogLog(reduction) else { return reduction }
+        return .int(Int64(sketch.estimate.rounded()))
+    }
+
+    /// Numbers summed; arrays of numbers summed element by element (the shorter padded with 0).
+    static func sum(_ values: [JSON]) throws(SofaError) -> JSON {
+        var total: Double = 0, integral = true, vector: [Double]?
+        for value in values {
+            switch value {
+            case .int(let n): total += Double(n)
+            case .double(let d):
+                total += d
+                integral = false
+            case .array(let items):
+                var sums = vector ?? []
+                for (index, item) in items.enumerated() {
+                    guard let number = ViewCollation.number(item) else {
+                        throw SofaError(.invalidQuery, "_sum adds numbers or arrays of numbers, not \(value.compactString)")
+                    }
+                    if case .double = item { integral = false }
+                    if index < sums.count { sums[index] += number } else { sums.append(number) }
+                }
+                vector = sums
+            default:
+                throw SofaError(.invalidQuery, "_sum adds numbers or arrays of numbers, not \(value.compactString)")
+            }
+        }
+        func number(_ value: Double) -> JSON {
+            integral && value.rounded() == value && abs(value) < 9e15 ? .int(Int64(value)) : .double(value)
+        }
+        guard var sums = vector else { return number(total) }
+        if total != 0 { sums = sums.isEmpty ? [total] : [sums[0] + total] + sums.dropFirst() }
+        return .array(sums.map(number))
+    }
+
+    struct Stats {
+        var sum: Double = 0, count: Double = 0, min = Double.infinity, max = -Double.infinity, sumsqr: Double = 0
+
+        init() {}
+
+        init?(_ json: JSON) {
+            guard let s = json["sum"].flatMap(ViewCollation.number), let c = json["count"].flatMap(ViewCollation.number),
+                  let lo = json["min"].flatMap(ViewCollation.number), let hi = json["max"].flatMap(ViewCollation.number),
+                  let q = json["sumsqr"].flatMap(ViewCollation.number) else { return nil }
+            (sum, count, min, max, sumsqr) = (s, c, lo, hi, q)
+        }
+
+        mutating func add(_ value: Double) {
+            sum += value
+            count += 1
+            min = Swift.min(min, value)
+            max = Swift.max(max, value)
+            sumsqr += value * value
+        }
+
+        mutating func merge(_ other: Stats) {
+            sum += other.sum
+            count += other.count
+            min = Swift.min(min, other.min)
+            max = Swift.max(max, other.max)
+            sumsqr += other.sumsqr
+        }
+
+        var json: JSON {
+            func number(_ value: Double) -> JSON {
+                value.isFinite && value.rounded() == value && abs(value) < 9e15 ? .int(Int64(value)) : .double(value.isFinite ? value : 0)
+            }
+            return ["sum": number(sum), "count": number(count), "min": number(min), "max": number(max), "sumsqr": number(sumsqr)]
+        }
+    }
+}
+
+/// A HyperLogLog sketch (2^11 registers, a 64-bit FNV-1a hash): distinct values counted in 2 KiB,
+/// within about 2.3% of the truth, and sketches merge.
+struct HyperLogLog {
+    static let bits = 11
+    static let count = 1 << bits
+    var registers = [UInt8](repeating: 0, count: HyperLogLog.count)
+
+    init() {}
+
+    /// A sketch from its JSON form (`{"hll": base64}`).
+    init?(_ json: JSON) {
+        guard let text = json["hll"]?.stringValue, let data = Data(base64Encoded: text), data.count == Self.count else { return nil }
+        registers = Array(data)
+    }
+
+    var json: JSON { ["hll": .string(Data(registers).base64EncodedString())] }
+
+    mutating func add(_ bytes: [UInt8]) {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        // Mixed again (FNV's low bits are weak) before splitting into register and rank.
+        hash ^= hash >> 33
+        hash = hash &* 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        let index = Int(hash >> UInt64(64 - Self.bits))
+        let rest = hash << UInt64(Self.bits)
+        let rank = UInt8(min(64 - Self.bits, rest.leadingZeroBitCount) + 1)
+        registers[index] = max(registers[index], rank)
+    }
+
+    mutating func merge(_ other: HyperLogLog) {
+        for index in registers.indices { registers[index] = max(registers[index], other.registers[index]) }
+    }
+
+    var estimate: Double {
+        let m = Double(Self.count)
+        let alpha = 0.7213 / (1 + 1.079 / m)
+        let harmonic = registers.reduce(0.0) { $0 + pow(2.0, -Double($1)) }
+        let raw = alpha * m * m / harmonic
+        let zeros = Double(registers.filter { $0 == 0 }.count)
+        if raw <= 2.5 * m, zeros > 0 { return m * log(m / zeros) }
+        return raw
+    }
+}

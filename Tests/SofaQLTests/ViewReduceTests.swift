@@ -1,0 +1,52 @@
+import SofaCore
+import Testing
+@testable import SofaQL
+
+/// View keys in CouchDB's collation, and CouchDB's built-in reduce functions.
+@Suite struct ViewReduceTests {
+    /// CouchDB's documented order of view keys (its "Views Collation" list, in part), shuffled
+    /// and sorted back.
+    @Test func keysSortByCouchDBsCollation() throws {
+        let ordered: [JSON] = try [
+            "null", "false", "true", "1", "2", "3.0", "4",
+            #""a""#, #""A""#, #""aa""#, #""b""#, #""B""#, #""ba""#, #""bb""#,
+            #"["a"]"#, #"["b"]"#, #"["b","c"]"#, #"["b","c","a"]"#, #"["b","d"]"#, #"["b","d","e"]"#,
+            #"{"a":1}"#, #"{"a":2}"#, #"{"b":1}"#, #"{"b":2}"#, #"{"b":2,"a":1}"#, #"{"b":2,"c":2}"#,
+        ].map { (text: String) throws(SofaError) -> JSON in try JSON.parse(text) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            let sorted = ordered.shuffled(using: &generator).sorted(by: ViewCollation.isOrdered)
+            #expect(sorted == ordered)
+        }
+        #expect(ViewCollation.compare(.int(3), .double(3.0)) == 0)
+        #expect(ViewCollation.compare(.string("é"), .string("f")) < 0)  // by Unicode rules, not bytes
+    }
+
+    @Test func countSumAndStatsReduceAndRereduce() throws {
+        let values: [JSON] = [1, 2, 3.5, 4]
+        let keys = values.map { _ in JSON.null }
+        #expect(try BuiltinReduce.count.reduce(keys: keys, values: values) == 4)
+        #expect(try BuiltinReduce.count.rereduce([4, 6]) == 10)
+        #expect(try BuiltinReduce.sum.reduce(keys: keys, values: values) == .double(10.5))
+        #expect(try BuiltinReduce.sum.reduce(keys: [nil, nil], values: [[1, 2], [10, 20, 30]]) == [11, 22, 30])
+        #expect(throws: SofaError.self) { try BuiltinReduce.sum.reduce(keys: [nil], values: ["x"]) }
+        let first = try BuiltinReduce.stats.reduce(keys: [nil, nil], values: [2, 4])
+        #expect(first == ["sum": 6, "count": 2, "min": 2, "max": 4, "sumsqr": 20])
+        let second = try BuiltinReduce.stats.reduce(keys: [nil], values: [-1])
+        #expect(try BuiltinReduce.stats.rereduce([first, second]) == ["sum": 5, "count": 3, "min": -1, "max": 4, "sumsqr": 21])
+    }
+
+    @Test func approximateDistinctCountsMergeAndStayClose() throws {
+        let reduce = BuiltinReduce.approxCountDistinct
+        var parts: [JSON] = []
+        for part in 0..<10 {
+            // 10 parts of 1,000 keys each, half of every part repeated in the next.
+            let keys = (0..<1000).map { JSON.string("key-\(part * 500 + $0)") }
+            parts.append(try reduce.reduce(keys: keys, values: keys.map { _ in nil }))
+        }
+        let estimate = try #require(reduce.present(try reduce.rereduce(parts)).intValue)
+        #expect(abs(Double(estimate) - 5500) / 5500 < 0.08, "\(estimate) for 5,500 distinct keys")
+        let small = try reduce.reduce(keys: ["a", "b", "a", "c"], values: [nil, nil, nil, nil])
+        #expect(reduce.present(small) == 3)
+    }
+}
