@@ -58,6 +58,8 @@ public enum Setting: String, CaseIterable, Sendable {
     /// The first server admin of a new secrets folder (else `admin` with a random password).
     case adminUser = "ADMIN_USER"
     case adminPassword = "ADMIN_PASSWORD"
+    /// The most client connections the gateway (and sofa-http) hold at once; more are refused.
+    case maxConnections = "MAX_CONNECTIONS"
     /// Where sofa-http serves CouchDB's HTTP API: `HOST:PORT` (`sofa up`: 127.0.0.1:5984).
     case httpAddress = "HTTP_ADDRESS"
     /// A PEM certificate (chain) and its private key: sofa-http serves HTTPS with them.
@@ -125,9 +127,9 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .replicator: return common + [.maxRequestBytes]
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
-                                        .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers]
+                                        .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers, .maxConnections]
         case .query: return common + [.heartbeatMs]
-        case .http: return common + [.httpTLSCert, .httpTLSKey, .corsOrigins, .maxRequestBytes, .maxDocumentBytes]
+        case .http: return common + [.httpTLSCert, .httpTLSKey, .corsOrigins, .maxRequestBytes, .maxDocumentBytes, .maxConnections]
         }
     }
 

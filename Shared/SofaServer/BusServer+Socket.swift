@@ -11,24 +11,30 @@ internal import Foundation
 extension BusServer {
     /// A PAIR socket receiving `socket`'s DISCONNECTED events; nil when the monitor cannot start
     /// (requests of a client that went away then run to their end).
-    static func monitor(_ socket: ZMQSocket) -> ZMQSocket? {
+    /// With `countingClients`, its ACCEPTED events too (`ClientConnections`).
+    static func monitor(_ socket: ZMQSocket, countingClients: Bool = false) -> ZMQSocket? {
         let endpoint = "inproc://bus-server-monitor-\(UUID().uuidString)"
-        guard zmq_socket_monitor(socket.handle, endpoint, ZMQ_EVENT_DISCONNECTED) == 0,
+        let events = ZMQ_EVENT_DISCONNECTED | (countingClients ? ZMQ_EVENT_ACCEPTED : 0)
+        guard zmq_socket_monitor(socket.handle, endpoint, events) == 0,
               let monitor = try? ZMQSocket(type: ZMQ_PAIR), (try? monitor.connect(endpoint)) != nil else { return nil }
         return monitor
     }
 
     /// Cancels the handler tasks of requests that came in on the connections that closed.
-    func disconnected(_ monitor: ZMQSocket, forwarding: Forwarding?, logger: Logger) {
+    /// (A client socket's monitor also counts the connections that opened, `ClientConnections`.)
+    func disconnected(_ monitor: ZMQSocket, forwarding: Forwarding?, logger: Logger, countingClients: Bool) {
         var closed: [Int32] = []
         while case .message(let frames)? = try? monitor.receive() {
             // First frame: the event (16 bits) then its value (32 bits, the descriptor), host order.
             guard let head = frames.first, head.count >= 6 else { continue }
             let event = Int32(head[0]) | Int32(head[1]) << 8
+            let descriptor = Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24
+            if event == ZMQ_EVENT_ACCEPTED, countingClients { ClientConnections.opened(descriptor) }
             guard event == ZMQ_EVENT_DISCONNECTED else { continue }
-            closed.append(Int32(head[2]) | Int32(head[3]) << 8 | Int32(head[4]) << 16 | Int32(head[5]) << 24)
+            closed.append(descriptor)
         }
         guard !closed.isEmpty else { return }
+        if countingClients { ClientConnections.closed(closed) }
         forwarding?.disconnected?(Set(closed))
         if let dropped = fair?.dropWaiting(connections: Set(closed)), dropped > 0 {
             logger.debug("client went away: dropping its waiting requests", metadata: ["requests": "\(dropped)"])
@@ -221,13 +227,17 @@ final class ServerDriver: SocketLoopDriver {
     private var lastSweep = monotonicMs()
     private var lastBrokerTurn: UInt64 = 0
 
+    /// Whether its monitor counts client connections (the clients' socket, `Curve.clientDomain`).
+    let countsClients: Bool
+
     init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
-         maxBulkItems: Int,
+         maxBulkItems: Int, countsClients: Bool,
          cancelOnDisconnect: Bool, forwarding: BusServer.Forwarding?, logger: Logger, direct: BusServer.DirectHandler?,
          handler: @escaping BusServer.Handler) {
         self.server = server
         self.socket = socket
-        let monitor = cancelOnDisconnect ? BusServer.monitor(socket) : nil
+        self.countsClients = countsClients
+        let monitor = cancelOnDisconnect || countsClients ? BusServer.monitor(socket, countingClients: countsClients) : nil
         self.monitor = monitor
         let own = monitor.map { [socket, $0] } ?? [socket]
         self.ownSockets = own.count
@@ -272,7 +282,7 @@ final class ServerDriver: SocketLoopDriver {
                 broker.turn(posted: brokerWork, readable: brokerReadable)
             }
         }
-        if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger) }
+        if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger, countingClients: countsClients) }
         server.send(replies, on: socket)
         if monotonicMs() &- lastSweep >= 50 {
             lastSweep = monotonicMs()

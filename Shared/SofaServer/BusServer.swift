@@ -178,7 +178,8 @@ public final class BusServer: Sendable {
                                    broker: broker?.0, budget: replyBudget, limits: forwarding?.limits)
             return (server, ServerDriver(server: server, socket: socket, upstreams: hosted, broker: broker?.1,
                                          maxRequestBytes: maxRequestBytes,
-                                         maxBulkItems: maxBulkItems, cancelOnDisconnect: cancelOnDisconnect,
+                                         maxBulkItems: maxBulkItems, countsClients: domain == Curve.clientDomain && Curve.applies(to: endpoint),
+                                         cancelOnDisconnect: cancelOnDisconnect,
                                          forwarding: forwarding, logger: logger, direct: direct, handler: handler))
         }
     }

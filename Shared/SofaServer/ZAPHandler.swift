@@ -44,6 +44,10 @@ public final class ZAPHandler: Sendable {
         case Curve.internalDomain:
             return z85 == clusterKey ? ("200", "OK", z85) : ("400", "not a member of this cluster", "")
         case Curve.clientDomain:
+            // At the limit, only the cluster's own services (its key) still get in.
+            if z85 != clusterKey, ClientConnections.isFull {
+                return ("400", "too many connections (SOFA_MAX_CONNECTIONS: \(ClientConnections.count) are open)", "")
+            }
             return ("200", "OK", z85)
         default:
             return ("400", "unknown domain", "")

@@ -198,4 +198,37 @@ import Testing
             }
         }
     }
+
+    /// `SOFA_MAX_CONNECTIONS`: beyond it a new client's handshake is refused (the cluster's own
+    /// services still get in); once clients leave, new ones are admitted again.
+    @Test func theGatewayHoldsAtMostItsConnections() async throws {
+        try await Cluster.with(settings: [Setting.maxConnections.variable: "3"]) { cluster in
+            func connect() async throws -> SofaClient {
+                try await SofaClient.connect(cluster.supervisor.gatewayEndpoint, serverKey: cluster.supervisor.serverKey,
+                                             timeout: .seconds(5), handshakeTimeout: .seconds(2))
+            }
+            var admitted: [SofaClient] = []
+            var refusal: SofaError?
+            for _ in 0..<6 {
+                do { admitted.append(try await connect()) } catch {
+                    refusal = error as? SofaError
+                    break
+                }
+            }
+            // The fixture's own client is one of the three (one more may pass while its accept is
+            // being counted).
+            #expect(admitted.count <= 3, "\(admitted.count) more clients were admitted")
+            #expect(refusal?.is(.unauthorized) == true, "\(String(describing: refusal))")
+            for client in admitted { client.close() }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var again: SofaClient?
+            while again == nil {
+                try #require(ContinuousClock.now < deadline, "no client was admitted after the others left")
+                again = try? await connect()
+            }
+            again?.close()
+            // The fixture's client (admitted before the limit was reached) still works.
+            #expect(try await cluster.client.session().isServerAdmin)
+        }
+    }
 }

@@ -54,6 +54,7 @@ public final class GatewayService: Sendable {
                 "user": "\(admins.admins.keys.sorted().joined(separator: ","))",
                 "credentials": "\(folder.path)/\(SecretsFolder.localAdminFile)"])
         }
+        ClientConnections.setLimit(settings.int(.maxConnections, default: ClientConnections.defaultLimit))
         let identities = Identities(admins: admins.admins, clusterKey: Curve.cluster?.publicKey,
                                     trustsUnkeyedPeers: !Curve.applies(to: settings.gatewayEndpoint))
         let replicator = try await BusClient.connect(settings.replicatorURL, peerName: "replicator")

@@ -55,7 +55,8 @@ public enum HTTPService {
             responder: CallbackResponder { (request: Request, context: BasicRequestContext) in await api.respond(request, context) },
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "Sofa/\(ServiceRuntime.version)",
-                                                    availableConnectionsDelegate: MaximumAvailableConnections(4096)),
+                                                    availableConnectionsDelegate: MaximumAvailableConnections(
+                                                        settings.int(.maxConnections, default: ClientConnections.defaultLimit))),
             onServerRunning: { channel in
                 logger.info("http serving", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "")",
                                                        "tls": "\(!cert.isEmpty)"])
