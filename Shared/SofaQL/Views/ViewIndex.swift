@@ -1,0 +1,234 @@
+internal import CSQLite
+public import SofaCore
+
+/// One row a map function emitted for a document.
+public struct ViewRow: Sendable, Equatable {
+    public var id: String
+    public var key: JSON
+    public var value: JSON
+
+    public init(id: String, key: JSON, value: JSON) {
+        self.id = id
+        self.key = key
+        self.value = value
+    }
+}
+
+/// A view query's options, as CouchDB names them (`startkey`, `endkey`, `key`, `keys`, …).
+public struct ViewQueryOptions: Sendable {
+    public var key: JSON?
+    public var keys: [JSON]?
+    public var startKey: JSON?
+    public var endKey: JSON?
+    public var startKeyDocID: String?
+    public var endKeyDocID: String?
+    public var inclusiveEnd = true
+    public var descending = false
+    public var limit: Int?
+    public var skip = 0
+    /// With a reduce function: false lists the rows instead.
+    public var reduce = true
+    public var group = false
+    public var groupLevel: Int?
+
+    public init() {}
+}
+
+/// What a view query answers: rows (with the view's row count and the offset of the first), or
+/// reductions (one per group; key nil for the whole range).
+public enum ViewResult: Sendable, Equatable {
+    case rows(total: Int, offset: Int, rows: [ViewRow])
+    case reduced([ViewGroup])
+}
+
+public struct ViewGroup: Sendable, Equatable {
+    public var key: JSON?
+    public var value: JSON
+
+    public init(key: JSON?, value: JSON) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// A view's persistent index, in a SQLite database of its own (views are not the storage
+/// writer's): its rows ordered by CouchDB's collation of keys (a `sofa_view` collation on the key
+/// column, `ViewCollation`), then by document ID; the documents that have rows; and the last
+/// sequence indexed. A new `signature` (the view's code changed) empties it.
+///
+/// Tables, for view `N` (a hash of its name): `view_meta(name, signature, last_seq)`,
+/// `view_rows_N(key, docid, value)` with an index on `(key, docid)`, keys and values as canonical
+/// JSON text.
+public final class ViewIndex {
+    let connection: SQLiteConnection
+    let rows: String
+    public let name: String
+    public private(set) var lastSequence: UInt64 = 0
+
+    public init(connection: SQLiteConnection, name: String, signature: String) throws(SofaError) {
+        self.connection = connection
+        self.name = name
+        rows = "view_rows_" + Self.tableSuffix(name)
+        try Self.registerCollation(on: connection.handle)
+        try connection.execute("CREATE TABLE IF NOT EXISTS view_meta (name TEXT PRIMARY KEY, signature TEXT NOT NULL, last_seq INTEGER NOT NULL)")
+        var stored: (String, UInt64)?
+        try connection.run("SELECT signature, last_seq FROM view_meta WHERE name = ?", [.text(name)]) { row in
+            stored = (row.text(0), UInt64(row.integer(1)))
+        }
+        if let stored, stored.0 == signature {
+            lastSequence = stored.1
+        } else {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                try connection.execute("DROP TABLE IF EXISTS \(rows)")
+                try connection.run("INSERT INTO view_meta (name, signature, last_seq) VALUES (?, ?, 0) "
+                                   + "ON CONFLICT(name) DO UPDATE SET signature = excluded.signature, last_seq = 0",
+                                   [.text(name), .text(signature)])
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        try connection.execute("""
+            CREATE TABLE IF NOT EXISTS \(rows) (key TEXT NOT NULL COLLATE sofa_view, docid TEXT NOT NULL, value TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS \(rows)_key ON \(rows) (key COLLATE sofa_view, docid);
+            CREATE INDEX IF NOT EXISTS \(rows)_doc ON \(rows) (docid);
+            """)
+    }
+
+    /// Replaces the rows of each document (none: the document is deleted or emits nothing) and
+    /// records `sequence` as indexed, in one transaction.
+    public func apply(_ documents: [(id: String, rows: [(key: JSON, value: JSON)])], through sequence: UInt64) throws(SofaError) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            for document in documents {
+                try connection.run("DELETE FROM \(rows) WHERE docid = ?", [.text(document.id)])
+                for row in document.rows {
+                    try connection.run("INSERT INTO \(rows) (key, docid, value) VALUES (?, ?, ?)",
+                                       [.text(row.key.canonicalString), .text(document.id), .text(row.value.canonicalString)])
+                }
+            }
+            try connection.run("UPDATE view_meta SET last_seq = ? WHERE name = ?", [.integer(Int64(sequence)), .text(name)])
+            try connection.execute("COMMIT")
+            lastSequence = sequence
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The rows of `options`' range (or keys), or their reductions by `reduce` (keys and values
+    /// of rows, or `nil` keys and earlier reductions when `rereduce`).
+    public func query(_ options: ViewQueryOptions,
+                      reduce: ((_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON)? = nil) throws(SofaError) -> ViewResult {
+        var selected: [ViewRow] = []
+        if let keys = options.keys ?? options.key.map({ [$0] }) {
+            for key in keys {
+                var one = options
+                (one.startKey, one.endKey, one.keys, one.key, one.inclusiveEnd) = (key, key, nil, nil, true)
+                selected += try range(one, limit: nil, skip: 0)
+            }
+        } else {
+            selected = try range(options, limit: reduce == nil || !options.reduce ? options.limit : nil,
+                                 skip: reduce == nil || !options.reduce ? options.skip : 0)
+        }
+        guard let reduce, options.reduce else {
+            if options.keys != nil || options.key != nil {
+                selected = Array(selected.dropFirst(options.skip).prefix(options.limit ?? .max))
+            }
+            return .rows(total: try count(), offset: try offset(options), rows: selected)
+        }
+        let groupAll = !options.group && options.groupLevel == nil
+        var groups: [ViewGroup] = []
+        var start = selected.startIndex
+        while start < selected.endIndex {
+            let key: JSON? = groupAll ? Optional<JSON>.none : .some(Self.groupKey(selected[start].key, level: options.groupLevel))
+            var end = start + 1
+            while end < selected.endIndex,
+                  key.map({ ViewCollation.compare(Self.groupKey(selected[end].key, level: options.groupLevel), $0) == 0 }) ?? true {
+                end += 1
+            }
+            let slice = selected[start..<end]
+            let value = try reduce(slice.map { [$0.key, .string($0.id)] }, slice.map(\.value), false)
+            groups.append(ViewGroup(key: key, value: value))
+            start = end
+        }
+        if groupAll && groups.isEmpty { groups = [ViewGroup(key: nil, value: try reduce([], [], false))] }
+        return .reduced(Array(groups.dropFirst(options.skip).prefix(options.limit ?? .max)))
+    }
+
+    /// A key cut to `level` elements (an array key) for `group_level`; other keys whole.
+    static func groupKey(_ key: JSON, level: Int?) -> JSON {
+        guard let level, case .array(let items) = key else { return key }
+        return .array(Array(items.prefix(level)))
+    }
+
+    /// The rows between the options' bounds, in key order (then document ID), reversed when
+    /// `descending` (its start key is then the highest).
+    private func range(_ options: ViewQueryOptions, limit: Int?, skip: Int) throws(SofaError) -> [ViewRow] {
+        var conditions: [String] = []
+        var bindings: [SQLiteValue] = []
+        let (after, before) = options.descending ? ("<", ">") : (">", "<")
+        if let start = options.startKey {
+            if let id = options.startKeyDocID {
+                conditions.append("(key \(after) ? OR (key = ? AND docid \(after)= ?))")
+                bindings += [.text(start.canonicalString), .text(start.canonicalString), .text(id)]
+            } else {
+                conditions.append("key \(after)= ?")
+                bindings.append(.text(start.canonicalString))
+            }
+        }
+        if let end = options.endKey {
+            if let id = options.endKeyDocID {
+                conditions.append("(key \(before) ? OR (key = ? AND docid \(before)\(options.inclusiveEnd ? "=" : "") ?))")
+                bindings += [.text(end.canonicalString), .text(end.canonicalString), .text(id)]
+            } else {
+                conditions.append("key \(before)\(options.inclusiveEnd ? "=" : "") ?")
+                bindings.append(.text(end.canonicalString))
+            }
+        }
+        let order = options.descending ? "DESC" : "ASC"
+        let sql = "SELECT key, docid, value FROM \(rows)" + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
+            + " ORDER BY key \(order), docid \(order) LIMIT ? OFFSET ?"
+        bindings += [.integer(Int64(limit ?? -1)), .integer(Int64(skip))]
+        var result: [ViewRow] = []
+        try connection.run(sql, bindings) { row throws(SofaError) in
+            result.append(ViewRow(id: row.text(1), key: try JSON.parse(row.text(0)), value: try JSON.parse(row.text(2))))
+        }
+        return result
+    }
+
+    /// Every row of the view (CouchDB's `total_rows`).
+    public func count() throws(SofaError) -> Int {
+        var total = 0
+        try connection.run("SELECT COUNT(*) FROM \(rows)") { total = Int($0.integer(0)) }
+        return total
+    }
+
+    /// How many rows come before the first one the options ask for (CouchDB's `offset`).
+    private func offset(_ options: ViewQueryOptions) throws(SofaError) -> Int {
+        guard let start = options.startKey ?? options.key ?? options.keys?.first else { return options.skip }
+        var before = 0
+        try connection.run("SELECT COUNT(*) FROM \(rows) WHERE key \(options.descending ? ">" : "<") ?", [.text(start.canonicalString)]) {
+            before = Int($0.integer(0))
+        }
+        return before + options.skip
+    }
+
+    static func tableSuffix(_ name: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return String(hash, radix: 16)
+    }
+
+    /// `sofa_view`: keys (canonical JSON text) in CouchDB's collation.
+    static func registerCollation(on db: OpaquePointer) throws(SofaError) {
+        let rc = sqlite3_create_collation_v2(db, "sofa_view", SQLITE_UTF8, nil, { _, count1, bytes1, count2, bytes2 in
+            let a = JSON.tryParse(UnsafeRawBufferPointer(start: bytes1, count: Int(count1))) ?? .null
+            let b = JSON.tryParse(UnsafeRawBufferPointer(start: bytes2, count: Int(count2))) ?? .null
+            return Int32(ViewCollation.compare(a, b))
+        }, nil)
+        guard rc == SQLITE_OK else { throw SofaError(.sqlite, rc, "cannot register the view collation") }
+    }
+}

@@ -1,0 +1,119 @@
+import Dispatch
+import Foundation
+import SofaCore
+import Testing
+@testable import SofaQL
+
+/// A view's persistent index: rows in CouchDB's key order, incremental updates, every query
+/// option, and reductions with group levels.
+@Suite struct ViewIndexTests {
+    /// Runs `body` with a view index in a temporary file, on the connection's queue.
+    func withIndex<T>(signature: String = "v1", file: URL? = nil,
+                      _ body: (ViewIndex) throws -> T) throws -> T {
+        let path = file ?? FileManager.default.temporaryDirectory.appendingPathComponent("view-\(UUID().uuidString).sqlite3")
+        defer { if file == nil { try? FileManager.default.removeItem(at: path) } }
+        let queue = DispatchQueue(label: "view-index-test")
+        return try queue.sync {
+            let connection = try SQLiteConnection(path: path.path, queue: queue, options: .scratch)
+            return try body(try ViewIndex(connection: connection, name: "app/by_key", signature: signature))
+        }
+    }
+
+    static let mixed: [JSON] = [nil, false, true, 1, 2.5, "a", "A", "b", ["a"], ["a", 1], ["b"], ["x": 1]]
+
+    @Test func rowsComeInCollationOrderWithEveryRangeOption() throws {
+        try withIndex { index in
+            // One document per key, IDs in reverse so that byte order of IDs cannot explain the order.
+            let documents = Self.mixed.enumerated().map { offset, key in
+                (id: "d\(99 - offset)", rows: [(key: key, value: JSON.int(Int64(offset)))])
+            }
+            try index.apply(documents, through: 12)
+            guard case .rows(let total, let offset, let rows) = try index.query(ViewQueryOptions()) else { throw Failure("no rows") }
+            #expect(total == 12 && offset == 0)
+            #expect(rows.map(\.key) == Self.mixed)
+
+            var options = ViewQueryOptions()
+            options.startKey = "a"
+            options.endKey = ["a", 1]
+            guard case .rows(_, let from, let slice) = try index.query(options) else { throw Failure("no rows") }
+            #expect(slice.map(\.key) == ["a", "A", "b", ["a"], ["a", 1]])
+            #expect(from == 5)
+            options.inclusiveEnd = false
+            guard case .rows(_, _, let exclusive) = try index.query(options) else { throw Failure("no rows") }
+            #expect(exclusive.last?.key == ["a"])
+
+            var descending = ViewQueryOptions()
+            descending.descending = true
+            descending.startKey = "b"
+            descending.limit = 3
+            descending.skip = 1
+            guard case .rows(_, _, let down) = try index.query(descending) else { throw Failure("no rows") }
+            #expect(down.map(\.key) == ["A", "a", 2.5])
+
+            var keys = ViewQueryOptions()
+            keys.keys = [true, "b", "nope", nil]
+            guard case .rows(_, _, let picked) = try index.query(keys) else { throw Failure("no rows") }
+            #expect(picked.map(\.key) == [true, "b", nil])
+        }
+    }
+
+    @Test func updatesReplaceADocumentsRowsAndTheLastSequenceIsKept() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("view-\(UUID().uuidString).sqlite3")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try withIndex(file: file) { (index) throws -> Void in
+            try index.apply([("a", [("x", 1), ("y", 2)]), ("b", [("x", 3)])], through: 2)
+            try index.apply([("a", [("z", 9)]), ("b", [])], through: 4)  // a changed, b deleted
+            guard case .rows(let total, _, let rows) = try index.query(ViewQueryOptions()) else { throw Failure("no rows") }
+            #expect(total == 1 && rows == [ViewRow(id: "a", key: "z", value: 9)])
+        }
+        // Reopened with the same code: where it was. With new code: empty, from sequence 0.
+        try withIndex(file: file) { (index) throws -> Void in
+            #expect(index.lastSequence == 4)
+            #expect(try index.count() == 1)
+        }
+        try withIndex(signature: "v2", file: file) { (index) throws -> Void in
+            #expect(index.lastSequence == 0)
+            #expect(try index.count() == 0)
+        }
+    }
+
+    @Test func reductionsByGroupLevel() throws {
+        try withIndex { index in
+            // Ages by [year, month] of birth.
+            let people: [(String, JSON, Int64)] = [("p1", [1990, 1], 30), ("p2", [1990, 1], 40), ("p3", [1990, 5], 20),
+                                                   ("p4", [1991, 2], 50), ("p5", [1992, 7], 10)]
+            try index.apply(people.map { (id: $0.0, rows: [(key: $0.1, value: JSON.int($0.2))]) }, through: 5)
+            let stats = BuiltinReduce.stats
+            let reduce: (_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON = {
+                (keys, values, rereduce) throws(SofaError) -> JSON in
+                if rereduce { return try stats.rereduce(values) }
+                return try stats.reduce(keys: keys ?? [], values: values)
+            }
+            let whole = try index.query(ViewQueryOptions(), reduce: reduce)
+            #expect(whole == .reduced([ViewGroup(key: nil, value: ["sum": 150, "count": 5, "min": 10, "max": 50, "sumsqr": 5500])]),
+                    "\(whole)")
+            var byYear = ViewQueryOptions()
+            byYear.groupLevel = 1
+            guard case .reduced(let years) = try index.query(byYear, reduce: reduce) else { throw Failure("not reduced") }
+            #expect(years.map(\.key) == [[1990], [1991], [1992]])
+            #expect(years.map { $0.value["count"] } == [3, 1, 1])
+            var exact = ViewQueryOptions()
+            exact.group = true
+            exact.startKey = [1990, 1]
+            exact.endKey = [1990, 12]
+            guard case .reduced(let months) = try index.query(exact, reduce: reduce) else { throw Failure("not reduced") }
+            #expect(months.map(\.key) == [[1990, 1], [1990, 5]])
+            #expect(months.map { $0.value["sum"] } == [70, 20])
+            var plain = ViewQueryOptions()
+            plain.reduce = false
+            plain.limit = 2
+            guard case .rows(_, _, let rows) = try index.query(plain, reduce: reduce) else { throw Failure("not rows") }
+            #expect(rows.map(\.id) == ["p1", "p2"])
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
