@@ -110,6 +110,20 @@ class HTTPBadInputTest(unittest.TestCase):
             feed.close()
         self.assertServes()
 
+    def test_z_failed_sign_ins_from_one_address_are_delayed(self):
+        # Each attempt names another (unknown) user: only this address's failures add up.
+        took = []
+        for attempt in range(5):
+            started = time.monotonic()
+            response = requests.get(self.url + "/_session", auth=("nobody%d" % attempt, "wrong"), timeout=30)
+            took.append(time.monotonic() - started)
+            self.assertEqual(response.status_code, 401)
+        self.assertGreaterEqual(took[3], 0.25, took)   # the fourth waits 250 ms, the fifth 500 ms
+        self.assertGreaterEqual(took[4], 0.5, took)
+        # A right password resets the count (after its own wait).
+        name, password = self.session.auth
+        self.assertEqual(requests.get(self.url + "/_session", auth=(name, password + ""), timeout=30).status_code, 200)
+
     def raw(self, request):
         connection = socket.create_connection(self.address, timeout=10)
         try:

@@ -33,12 +33,13 @@ final class CouchAPI: Sendable {
     }
 
     /// Every request's answer: an error of the API or of Sofa becomes CouchDB's error body.
-    func respond(_ request: Request, _ context: BasicRequestContext) async -> Response {
+    func respond(_ request: Request, _ context: CouchContext) async -> Response {
         let origin = request.headers[.origin]
         if request.method == .options, let preflight = cors.preflight(request) { return preflight }
         var response: Response
         do {
             var call = try CouchCall(request)
+            call.clientAddress = context.clientAddress
             call.user = try await sessions.user(of: call)
             response = try await route(&call)
             if let renewed = call.user?.renewedCookie { response.headers[.setCookie] = sessions.setCookieHeader(renewed) }
@@ -155,7 +156,7 @@ final class CouchAPI: Sendable {
             return Self.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
             let (name, password) = try await credentials(&call)
-            try await sessions.check(name: name, password: password)
+            try await sessions.check(name: name, password: password, from: call.clientAddress)
             let roles = try await gateway.acting(as: name).session().roles
             guard let cookie = await sessions.makeCookie(for: name) else {
                 throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")

@@ -14,6 +14,8 @@ struct CouchCall: Sendable {
     let query: [String: String]
     /// Who is asking (nil: nobody signed in).
     var user: HTTPUser?
+    /// The client's IP address ("" when unknown).
+    var clientAddress = ""
 
     init(_ request: Request) throws(CouchError) {
         self.request = request

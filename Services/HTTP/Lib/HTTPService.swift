@@ -52,7 +52,7 @@ public enum HTTPService {
             server = .http1(configuration: .init(idleTimeout: .seconds(300)))
         }
         let app = Application(
-            responder: CallbackResponder { (request: Request, context: BasicRequestContext) in await api.respond(request, context) },
+            responder: CallbackResponder { (request: Request, context: CouchContext) in await api.respond(request, context) },
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "Sofa/\(ServiceRuntime.version)",
                                                     availableConnectionsDelegate: MaximumAvailableConnections(
@@ -122,9 +122,21 @@ final class GatewayPool: Sendable {
     func close() { for client in clients { client.close() } }
 }
 
+/// A request's context: Hummingbird's, and the client's address (failed sign-ins are delayed per
+/// address, as the gateway delays its own clients').
+struct CouchContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let clientAddress: String
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? ""
+    }
+}
+
 /// The HTTP server as a part of the process; it closes the gateway connections when it stops.
 struct HTTPPart: ProcessPart {
-    let app: Application<CallbackResponder<BasicRequestContext>>
+    let app: Application<CallbackResponder<CouchContext>>
     let gateway: GatewayPool
 
     func run() async throws {
