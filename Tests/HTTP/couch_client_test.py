@@ -868,6 +868,109 @@ class ListingsTests(SofaTestCase):
         self.assertEqual(cancelled.status_code, 200, cancelled.text)
 
 
+class ViewTests(SofaTestCase):
+    """Views: JavaScript map functions in design documents, indexed by the query workers."""
+
+    DESIGN = {
+        "language": "javascript",
+        "views": {
+            "by_type": {"map": "function (doc) { if (doc.type) { emit(doc.type, doc.age || 0); } }", "reduce": "_count"},
+            "ages": {"map": "function (doc) { if (doc.born) { emit(doc.born, doc.age); } }", "reduce": "_stats"},
+            "total": {"map": "function (doc) { if (doc.age) { emit(doc._id, doc.age); } }",
+                      "reduce": "function (keys, values, rereduce) { return sum(values); }"},
+            "picky": {"map": "function (doc) { if (doc.type === 'dog') { throw new Error('no dogs'); } emit(doc._id, null); }"},
+        },
+    }
+
+    def _animals(self):
+        db = self.new_db()
+        self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [
+            {"_id": "a", "type": "cat", "age": 3, "born": [2020, 5]},
+            {"_id": "b", "type": "dog", "age": 5, "born": [2019, 1]},
+            {"_id": "c", "type": "cat", "age": 7, "born": [2020, 9]},
+            {"_id": "d", "type": "bird"}]})
+        self.admin.put_design_document(db=db, ddoc="zoo", design_document=self.DESIGN)
+        return db
+
+    def view(self, db, name, **params):
+        import json
+        import requests
+        query = {key: (value if key == "update" else json.dumps(value)) for key, value in params.items()}
+        response = requests.get(URL + "/" + db + "/_design/zoo/_view/" + name, params=query,
+                                auth=(ADMIN_NAME, ADMIN_PASSWORD), timeout=60)
+        self.assertEqual(response.status_code, 200, response.text)
+        return response.json()
+
+    def test_rows_keys_ranges_and_docs(self):
+        db = self._animals()
+        rows = self.view(db, "by_type", reduce=False)
+        self.assertEqual(rows["total_rows"], 4)
+        self.assertEqual([(r["key"], r["id"]) for r in rows["rows"]], [("bird", "d"), ("cat", "a"), ("cat", "c"), ("dog", "b")])
+        cats = self.view(db, "by_type", reduce=False, key="cat", include_docs=True)
+        self.assertEqual([r["doc"]["age"] for r in cats["rows"]], [3, 7])
+        self.assertEqual(cats["offset"], 1)
+        ranged = self.view(db, "by_type", reduce=False, startkey="c", endkey="d", inclusive_end=False)
+        self.assertEqual([r["id"] for r in ranged["rows"]], ["a", "c"])
+        down = self.view(db, "by_type", reduce=False, descending=True, limit=2, skip=1)
+        self.assertEqual([r["id"] for r in down["rows"]], ["c", "a"])
+        # The same through the client library's view call.
+        result = self.admin.post_view(db=db, ddoc="zoo", view="by_type", keys=["dog", "bird"], reduce=False).get_result()
+        self.assertEqual([r["id"] for r in result["rows"]], ["b", "d"])
+
+    def test_reductions_and_group_levels(self):
+        db = self._animals()
+        self.assertEqual(self.view(db, "by_type")["rows"], [{"key": None, "value": 4}])
+        self.assertEqual(self.view(db, "by_type", group=True)["rows"],
+                         [{"key": "bird", "value": 1}, {"key": "cat", "value": 2}, {"key": "dog", "value": 1}])
+        years = self.view(db, "ages", group_level=1)["rows"]
+        self.assertEqual([(r["key"], r["value"]["count"], r["value"]["sum"]) for r in years], [([2019], 1, 5), ([2020], 2, 10)])
+        self.assertEqual(self.view(db, "total")["rows"], [{"key": None, "value": 15}])
+
+    def test_updates_deletions_and_a_map_that_throws(self):
+        db = self._animals()
+        self.assertEqual(self.view(db, "by_type", group=True)["rows"][1], {"key": "cat", "value": 2})
+        a = self.admin.get_document(db=db, doc_id="a").get_result()
+        self.admin.put_document(db=db, doc_id="a", document=dict(a, type="dog"))
+        c = self.admin.get_document(db=db, doc_id="c").get_result()
+        self.admin.delete_document(db=db, doc_id="c", rev=c["_rev"])
+        stale = self.view(db, "by_type", group=True, update="false")["rows"]
+        self.assertEqual(stale[1], {"key": "cat", "value": 2})  # not brought up to date
+        fresh = self.view(db, "by_type", group=True)["rows"]
+        self.assertEqual(fresh, [{"key": "bird", "value": 1}, {"key": "dog", "value": 2}])
+        # The map throws on dogs: those documents are left out, the others indexed.
+        self.assertEqual([r["id"] for r in self.view(db, "picky")["rows"]], ["d"])
+        # Changed code rebuilds the index.
+        design = self.admin.get_design_document(db=db, ddoc="zoo").get_result()
+        design["views"]["picky"]["map"] = "function (doc) { emit(doc._id, 1); }"
+        self.admin.put_design_document(db=db, ddoc="zoo", design_document=design)
+        self.assertEqual([r["id"] for r in self.view(db, "picky")["rows"]], ["a", "b", "d"])
+
+    def test_a_map_that_loops_is_bounded_and_other_queries_go_on(self):
+        import threading
+        import requests
+        db = self.new_db()
+        self.put_doc(db, "only", {"v": 1})
+        self.admin.put_design_document(db=db, ddoc="zoo", design_document={
+            "views": {"spin": {"map": "function (doc) { while (true) {} }"}}})
+        answers = {}
+
+        def spin():
+            answers["spin"] = self.view(db, "spin")
+        worker = threading.Thread(target=spin)
+        worker.start()
+        started = time.monotonic()
+        # Meanwhile, other requests are answered at once.
+        for _ in range(5):
+            self.assertEqual(self.admin.get_document(db=db, doc_id="only").get_result()["v"], 1)
+            found = requests.post(URL + "/" + db + "/_find", json={"selector": {"v": 1}}, auth=(ADMIN_NAME, ADMIN_PASSWORD),
+                                  timeout=10)
+            self.assertEqual(len(found.json()["docs"]), 1)
+        self.assertLess(time.monotonic() - started, 4)
+        worker.join(timeout=60)
+        self.assertFalse(worker.is_alive())
+        self.assertEqual(answers["spin"]["rows"], [])   # the document was skipped, the query answered
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

@@ -75,7 +75,7 @@ public enum AccessRules {
         case .putDocument, .deleteDocument, .insertRevision, .bulkWrite, .resolveConflict, .setExpiration:
             return designWrite ? .databaseAdmin : .member
         case .getDocument, .databaseInfo, .listCollections, .conflicts, .getExpiration, .nextExpiration, .changes,
-             .allDocs, .revsDiff, .query, .listIndexes, .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort,
+             .allDocs, .revsDiff, .query, .viewQuery, .listIndexes, .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort,
              .blobRead, .blobStat:
             return .member
         }

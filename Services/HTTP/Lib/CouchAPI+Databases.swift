@@ -55,6 +55,8 @@ extension CouchAPI {
         case "_find" where segments.count == 2: return try await find(&call, database, explain: false)
         case "_explain" where segments.count == 2: return try await find(&call, database, explain: true)
         case "_index": return try await index(&call, database)
+        case "_design" where segments.count == 5 && segments[3] == "_view":
+            return try await viewQuery(&call, database, design: segments[2], view: segments[4])
         case "_local", "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
             return try await documentRoute(&call, database, id: segments[1] + "/" + segments[2], attachment: Array(segments.dropFirst(3)))
@@ -63,6 +65,23 @@ extension CouchAPI {
         default:
             return try await documentRoute(&call, database, id: segments[1], attachment: Array(segments.dropFirst(2)))
         }
+    }
+
+    /// `GET /db/_design/ddoc/_view/name` (options in the query, each JSON) or `POST` (options,
+    /// `keys` among them, in the body).
+    func viewQuery(_ call: inout CouchCall, _ database: Database, design: String, view: String) async throws -> Response {
+        var options = try QueryOptions(call.query)
+        if call.method == .post {
+            for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) { options.values[key] = value }
+        } else {
+            try Self.requireMethod(call, .get, .head)
+        }
+        var given = JSONObject()
+        for (key, value) in options.values.sorted(by: { $0.key < $1.key }) {
+            // `update` is a word, not JSON (update=lazy); the rest are JSON values.
+            given[key] = key == "update" ? .string(value.stringValue ?? value.compactString) : value
+        }
+        return Self.json(try await database.view(design + "/" + view, options: given))
     }
 
     func databaseInfo(_ database: Database) async throws -> JSON {

@@ -5,7 +5,7 @@ internal import Foundation
 
 /// `sofa-query`: a worker that connects to the gateway's broker, announces itself, heartbeats and
 /// takes up to `capacity` requests at once: queries (run by `QueryEngine` on the shared data volume,
-/// read-only), health and echo.
+/// read-only), views (`ViewEngine`: their indexes are the workers' to write), health and echo.
 public enum QueryService {
     /// Queries the broker hands a worker at once. They run one after the other on the engine's
     /// queue; the ones waiting save the round trip to the broker between two queries. The broker
@@ -18,6 +18,7 @@ public enum QueryService {
         let instance = settings.instance ?? ServiceRuntime.defaultInstance("query")
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
+        let views = ViewEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), logger: logger)
         let worker = try await BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
                                             logger: logger, direct: { request, reply in
@@ -26,6 +27,9 @@ public enum QueryService {
             return engine.handle(request, spec, reply: reply)
         }) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
+            if case .viewQuery(let design, let view, let options) = request.operation {
+                return await views.handle(request, design: design, view: view, options: options)
+            }
             return await handler.handle(request)
         }
         logger.info("query worker started", metadata: ["broker": "\(settings.brokerURL)", "instance": "\(instance)"])

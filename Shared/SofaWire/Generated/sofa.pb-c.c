@@ -52,6 +52,51 @@ void   sofa__wire__request__free_unpacked
   assert(message->base.descriptor == &sofa__wire__request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__view_query__init
+                     (Sofa__Wire__ViewQuery         *message)
+{
+  static const Sofa__Wire__ViewQuery init_value = SOFA__WIRE__VIEW_QUERY__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__view_query__get_packed_size
+                     (const Sofa__Wire__ViewQuery *message)
+{
+  assert(message->base.descriptor == &sofa__wire__view_query__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__view_query__pack
+                     (const Sofa__Wire__ViewQuery *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__view_query__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__view_query__pack_to_buffer
+                     (const Sofa__Wire__ViewQuery *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__view_query__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__ViewQuery *
+       sofa__wire__view_query__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__ViewQuery *)
+     protobuf_c_message_unpack (&sofa__wire__view_query__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__view_query__free_unpacked
+                     (Sofa__Wire__ViewQuery *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__view_query__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__authenticate__init
                      (Sofa__Wire__Authenticate         *message)
 {
@@ -3787,7 +3832,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[53] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[54] =
 {
   {
     "id",
@@ -4425,6 +4470,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[53]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "view_query",
+    80,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, view_query),
+    &sofa__wire__view_query__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   4,   /* field[4] = acting_user */
@@ -4480,14 +4537,16 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   52,   /* field[52] = set_security */
   46,   /* field[46] = start_replication */
   47,   /* field[47] = stop_replication */
+  53,   /* field[53] = view_query */
 };
-static const ProtobufCIntRange sofa__wire__request__number_ranges[4 + 1] =
+static const ProtobufCIntRange sofa__wire__request__number_ranges[5 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
   { 60, 45 },
   { 70, 49 },
-  { 0, 53 }
+  { 80, 53 },
+  { 0, 54 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4497,11 +4556,75 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  53,
+  54,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
-  4,  sofa__wire__request__number_ranges,
+  5,  sofa__wire__request__number_ranges,
   (ProtobufCMessageInit) sofa__wire__request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__view_query__field_descriptors[3] =
+{
+  {
+    "design",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ViewQuery, design),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "view",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ViewQuery, view),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "options",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ViewQuery, options),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__view_query__field_indices_by_name[] = {
+  0,   /* field[0] = design */
+  2,   /* field[2] = options */
+  1,   /* field[1] = view */
+};
+static const ProtobufCIntRange sofa__wire__view_query__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor sofa__wire__view_query__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.ViewQuery",
+  "ViewQuery",
+  "Sofa__Wire__ViewQuery",
+  "sofa.wire",
+  sizeof(Sofa__Wire__ViewQuery),
+  3,
+  sofa__wire__view_query__field_descriptors,
+  sofa__wire__view_query__field_indices_by_name,
+  1,  sofa__wire__view_query__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__view_query__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__authenticate__field_descriptors[2] =

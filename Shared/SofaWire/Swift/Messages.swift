@@ -108,6 +108,9 @@ public enum Op: Sendable, Equatable {
     /// The envelope's database's security object, answered `.json`; `setSecurity` replaces it.
     case getSecurity
     case setSecurity(JSON)
+    /// A design document's view (query workers), answered `.json` in CouchDB's shape; see
+    /// `ViewQuery` in sofa.proto for the options.
+    case viewQuery(design: String, view: String, options: JSON)
 }
 
 /// The answer to one request: its id and either a reply or an error.

@@ -109,6 +109,14 @@ extension Op {
                 throw SofaError(.badJSON, "the security object is not JSON")
             }
             return .setSecurity(json)
+        case SOFA__WIRE__REQUEST__OP_VIEW_QUERY:
+            let op = try required(m.view_query, "viewQuery")
+            let bytes = decodeBytes(op.options)
+            guard let options = bytes.isEmpty ? JSON.object([:]) : JSON.tryParse(bytes), options.objectValue != nil else {
+                throw SofaError(.badJSON, "a view query's options are a JSON object")
+            }
+            return .viewQuery(design: try decodeString(op.design, "viewQuery.design"), view: try decodeString(op.view, "viewQuery.view"),
+                              options: options)
         case SOFA__WIRE__REQUEST__OP_QUERY:
             let op = try required(m.query, "query")
             let parameterBytes = decodeBytes(op.parameters)

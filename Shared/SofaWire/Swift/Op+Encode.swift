@@ -200,6 +200,13 @@ extension Op {
             op.pointee.json = arena.bytes(json.compactBytes())
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_SET_SECURITY
             message.pointee.set_security = op
+        case .viewQuery(let design, let view, let options):
+            let op: UnsafeMutablePointer<Sofa__Wire__ViewQuery> = arena.message { sofa__wire__view_query__init($0) }
+            op.pointee.design = arena.string(design)
+            op.pointee.view = arena.string(view)
+            op.pointee.options = arena.bytes(options.compactBytes())
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_VIEW_QUERY
+            message.pointee.view_query = op
         case .echo(let payload, let delayMs, let service):
             let op: UnsafeMutablePointer<Sofa__Wire__Echo> = arena.message { sofa__wire__echo__init($0) }
             op.pointee.payload = arena.bytes(payload)

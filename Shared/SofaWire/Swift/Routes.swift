@@ -9,6 +9,7 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs
     case revsDiff = 60, startReplication, stopReplication, listReplications
     case authenticate = 70, session, getSecurity, setSecurity
+    case viewQuery = 80
 
     public var name: String { String(describing: self) }
 }
@@ -87,6 +88,8 @@ extension OperationKind {
         // Kept in the database's `info` store; the gateway reads and writes it there.
         case .getSecurity: Route(.gateway)
         case .setSecurity: Route(.gateway, write: true)
+        // It may bring a view's index up to date first: as long as a query may run.
+        case .viewQuery: Route(.query)
         }
     }
 }
@@ -142,6 +145,7 @@ extension Op {
         case .session: .session
         case .getSecurity: .getSecurity
         case .setSecurity: .setSecurity
+        case .viewQuery: .viewQuery
         }
     }
 

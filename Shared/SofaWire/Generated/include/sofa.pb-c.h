@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
+typedef struct Sofa__Wire__ViewQuery Sofa__Wire__ViewQuery;
 typedef struct Sofa__Wire__Authenticate Sofa__Wire__Authenticate;
 typedef struct Sofa__Wire__SessionRequest Sofa__Wire__SessionRequest;
 typedef struct Sofa__Wire__GetSecurity Sofa__Wire__GetSecurity;
@@ -182,7 +183,8 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_AUTHENTICATE = 70,
   SOFA__WIRE__REQUEST__OP_SESSION = 71,
   SOFA__WIRE__REQUEST__OP_GET_SECURITY = 72,
-  SOFA__WIRE__REQUEST__OP_SET_SECURITY = 73
+  SOFA__WIRE__REQUEST__OP_SET_SECURITY = 73,
+  SOFA__WIRE__REQUEST__OP_VIEW_QUERY = 80
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -260,11 +262,36 @@ struct  Sofa__Wire__Request
     Sofa__Wire__SessionRequest *session;
     Sofa__Wire__GetSecurity *get_security;
     Sofa__Wire__SetSecurity *set_security;
+    Sofa__Wire__ViewQuery *view_query;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
     , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+
+
+/*
+ * Views (query workers): a design document's view, brought up to date (`update`: "true" or "",
+ * "false", "lazy") and queried with CouchDB's options (a JSON object: key, keys, startkey, endkey,
+ * startkey_docid, endkey_docid, inclusive_end, descending, limit, skip, reduce, group,
+ * group_level, include_docs); answered `json` in CouchDB's shape.
+ */
+struct  Sofa__Wire__ViewQuery
+{
+  ProtobufCMessage base;
+  /*
+   * the design document's name, without "_design/"
+   */
+  char *design;
+  char *view;
+  /*
+   * a JSON object
+   */
+  ProtobufCBinaryData options;
+};
+#define SOFA__WIRE__VIEW_QUERY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__view_query__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
 
 
 /*
@@ -1589,6 +1616,25 @@ Sofa__Wire__Request *
                       const uint8_t       *data);
 void   sofa__wire__request__free_unpacked
                      (Sofa__Wire__Request *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__ViewQuery methods */
+void   sofa__wire__view_query__init
+                     (Sofa__Wire__ViewQuery         *message);
+size_t sofa__wire__view_query__get_packed_size
+                     (const Sofa__Wire__ViewQuery   *message);
+size_t sofa__wire__view_query__pack
+                     (const Sofa__Wire__ViewQuery   *message,
+                      uint8_t             *out);
+size_t sofa__wire__view_query__pack_to_buffer
+                     (const Sofa__Wire__ViewQuery   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__ViewQuery *
+       sofa__wire__view_query__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__view_query__free_unpacked
+                     (Sofa__Wire__ViewQuery *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__Authenticate methods */
 void   sofa__wire__authenticate__init
@@ -3172,6 +3218,9 @@ void   sofa__wire__worker_frame__free_unpacked
 typedef void (*Sofa__Wire__Request_Closure)
                  (const Sofa__Wire__Request *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__ViewQuery_Closure)
+                 (const Sofa__Wire__ViewQuery *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Authenticate_Closure)
                  (const Sofa__Wire__Authenticate *message,
                   void *closure_data);
@@ -3428,6 +3477,7 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__view_query__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__authenticate__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__session_request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_security__descriptor;

@@ -1,0 +1,212 @@
+internal import SofaFiles
+public import SofaCore
+public import SofaWire
+import SofaQL
+import SofaServer
+public import Foundation
+public import Logging
+
+/// What a query worker does with a view query: read the view's code from its design document,
+/// bring the view's index (`<db>.sofa/views.sqlite3`, written by the workers, never by the storage
+/// writer) up to date from the documents changed since its last sequence — each mapped by
+/// `sofa-js`, a function that throws or runs out of time skipping that document, logged — and
+/// answer the query in CouchDB's shape. On a queue of its own.
+public final class ViewEngine: Sendable {
+    private let dataDirectory: URL
+    private let logger: Logger
+    private let state = Confined(State(), label: "sofa.query.views")
+    /// How long a map function may take for one document.
+    static let mapTimeout: Duration = .seconds(5)
+    /// Documents read and mapped per index transaction.
+    static let batch = 500
+
+    struct State {
+        /// By database: a read-only connection to its file, a writable one to its views, the file's inode.
+        var databases: [String: (main: SQLiteConnection, views: SQLiteConnection, inode: UInt64)] = [:]
+        var js = JavaScriptProcess()
+        /// The map function `js` holds now.
+        var loaded: String?
+    }
+
+    public init(dataDirectory: URL, logger: Logger) {
+        self.dataDirectory = dataDirectory
+        self.logger = logger
+    }
+
+    public func handle(_ request: Request, design: String, view: String, options: JSON) async -> Response {
+        do throws(SofaError) {
+            let answer = try await state.run { (state) throws(SofaError) -> JSON in
+                try self.run(&state, request.database, design: design, view: view, options: options.objectValue ?? [:])
+            }
+            return .ok(request.id, .json(answer))
+        } catch {
+            return .failure(request.id, error)
+        }
+    }
+
+    private func connections(_ state: inout State, _ database: String) throws(SofaError) -> (SQLiteConnection, SQLiteConnection) {
+        try StorageLayout.validate(databaseName: database)
+        let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
+        var info = stat()
+        guard stat(file.path, &info) == 0 else {
+            state.databases[database] = nil
+            throw SofaError(.notFound, "no database '\(database)'")
+        }
+        if let open = state.databases[database], open.inode == UInt64(info.st_ino) { return (open.main, open.views) }
+        let main = try SQLiteConnection(path: file.path, queue: self.state.queue, options: .queryWorker)
+        let viewsFile = StorageLayout.directory(of: database, in: dataDirectory).appendingPathComponent("views.sqlite3")
+        let views = try SQLiteConnection(path: viewsFile.path, queue: self.state.queue, options: .scratch)
+        try views.execute("PRAGMA journal_mode=WAL")
+        state.databases[database] = (main, views, UInt64(info.st_ino))
+        return (main, views)
+    }
+
+    private func run(_ state: inout State, _ database: String, design: String, view: String,
+                     options: JSONObject) throws(SofaError) -> JSON {
+        let (main, views) = try connections(&state, database)
+        var designBody: [UInt8]?
+        try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + design)]) {
+            designBody = $0.blob(0)
+        }
+        guard let designBody, let code = JSON.tryParse(designBody)?["views"]?[view], let map = code["map"]?.stringValue else {
+            throw SofaError(.notFound, "no view '\(view)' in design document '_design/\(design)'")
+        }
+        let reduceSource = code["reduce"]?.stringValue
+        let signature = (try? sha256(Array((map + "\u{0}" + (reduceSource ?? "")).utf8)).hexString) ?? map
+        let index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature)
+        let update = options["update"]?.stringValue ?? (options["update"]?.boolValue == false ? "false" : "true")
+        if update == "true" { try bringUpToDate(&state, index, main, map: map) }
+        var query = try Self.options(options)
+        var reducer: ((_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON)?
+        if let reduceSource, query.reduce {
+            if let builtin = BuiltinReduce(rawValue: reduceSource.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                reducer = { (keys, values, rereduce) throws(SofaError) -> JSON in
+                    builtin.present(rereduce ? try builtin.rereduce(values) : try builtin.reduce(keys: keys ?? [], values: values))
+                }
+            } else {
+                let js = state.js
+                reducer = { (keys, values, _) throws(SofaError) -> JSON in
+                    let rows: [JSON] = zip(keys ?? [], values).map { .array([$0, $1]) }
+                    let answer = try js.call(["reduce", [.string(reduceSource)], .array(rows)], timeout: Self.mapTimeout)
+                    guard let value = answer.result.arrayValue?.last?.arrayValue?.first else {
+                        throw SofaError(.invalidQuery, "the reduce function failed: \(answer.result.compactString)")
+                    }
+                    return value
+                }
+            }
+        } else {
+            query.reduce = false
+        }
+        let result = try index.query(query, reduce: reducer)
+        if update == "lazy" { try bringUpToDate(&state, index, main, map: map) }
+        var answer = JSONObject()
+        switch result {
+        case .rows(let total, let offset, let rows):
+            let includeDocs = options["include_docs"]?.boolValue == true
+            answer["total_rows"] = .int(Int64(total))
+            answer["offset"] = .int(Int64(offset))
+            var listed: [JSON] = []
+            for row in rows {
+                var item = JSONObject([("id", .string(row.id)), ("key", row.key), ("value", row.value)])
+                if includeDocs { item["doc"] = try Self.document(main, row.id) ?? .null }
+                listed.append(.object(item))
+            }
+            answer["rows"] = .array(listed)
+        case .reduced(let groups):
+            answer["rows"] = .array(groups.map { .object(JSONObject([("key", $0.key ?? .null), ("value", $0.value)])) })
+        }
+        if options["update_seq"]?.boolValue == true { answer["update_seq"] = .string("\(index.lastSequence)") }
+        return .object(answer)
+    }
+
+    /// Maps the documents changed since the index's last sequence, in batches.
+    private func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String) throws(SofaError) {
+        if state.loaded != map {
+            try state.js.reset()
+            state.loaded = nil
+            try state.js.add(function: map)
+            state.loaded = map
+        }
+        while true {
+            var documents: [(id: String, rev: String, sequence: UInt64, deleted: Bool, body: [UInt8])] = []
+            try main.run("SELECT key, sequence, flags, core_revid(version), body FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
+                         [.integer(Int64(index.lastSequence)), .integer(Int64(Self.batch))]) { row in
+                documents.append((row.text(0), row.text(3), UInt64(row.integer(1)), row.integer(2) & 1 != 0, row.blob(4)))
+            }
+            guard let last = documents.last?.sequence else { return }
+            var updates: [(id: String, rows: [(key: JSON, value: JSON)])] = []
+            for document in documents {
+                guard !document.deleted, !document.id.hasPrefix("_design/"), var object = JSON.tryParse(document.body)?.objectValue else {
+                    updates.append((document.id, []))
+                    continue
+                }
+                object["_id"] = .string(document.id)
+                object["_rev"] = .string(document.rev)
+                updates.append((document.id, mapped(&state, document.id, .object(object))))
+            }
+            try index.apply(updates, through: last)
+        }
+    }
+
+    /// One document's rows; none (logged) when the function throws or takes too long for it.
+    private func mapped(_ state: inout State, _ id: String, _ document: JSON) -> [(key: JSON, value: JSON)] {
+        do throws(SofaError) {
+            let answer = try state.js.call(["map_doc", document], timeout: Self.mapTimeout)
+            for line in answer.logs { logger.info("view log", metadata: ["doc": "\(id)", "message": "\(line)"]) }
+            guard let rows = answer.result.arrayValue?.first?.arrayValue else {
+                logger.warning("map function failed for a document: skipped", metadata: [
+                    "doc": "\(id)", "reason": "\(answer.result.arrayValue?.first?["reason"]?.stringValue ?? answer.result.compactString)"])
+                return []
+            }
+            return rows.compactMap { row in
+                guard let pair = row.arrayValue, pair.count == 2 else { return nil }
+                return (pair[0], pair[1])
+            }
+        } catch {
+            logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(id)", "reason": "\(error.message)"])
+            return []
+        }
+    }
+
+    /// A document as CouchDB shows it (for `include_docs`); nil when it is gone.
+    static func document(_ main: SQLiteConnection, _ id: String) throws(SofaError) -> JSON? {
+        var found: JSON?
+        try main.run("SELECT core_revid(version), body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
+            guard var object = JSON.tryParse(row.blob(1))?.objectValue else { return }
+            var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
+            for (key, value) in object { shown[key] = value }
+            object = shown
+            found = .object(object)
+        }
+        return found
+    }
+
+    /// CouchDB's query options (JSON values, as in a view URL's query string or a POST body).
+    static func options(_ given: JSONObject) throws(SofaError) -> ViewQueryOptions {
+        func bool(_ name: String, _ value: Bool) throws(SofaError) -> Bool {
+            guard let given = given[name] else { return value }
+            guard let flag = given.boolValue else { throw SofaError(.invalidQuery, "\(name) must be true or false") }
+            return flag
+        }
+        func count(_ name: String) throws(SofaError) -> Int? {
+            guard let given = given[name] else { return nil }
+            guard let number = given.intValue, number >= 0 else { throw SofaError(.invalidQuery, "\(name) must be a non-negative integer") }
+            return Int(number)
+        }
+        var options = ViewQueryOptions()
+        options.key = given["key"]
+        options.keys = given["keys"]?.arrayValue
+        options.startKey = given["startkey"] ?? given["start_key"]
+        options.endKey = given["endkey"] ?? given["end_key"]
+        options.startKeyDocID = (given["startkey_docid"] ?? given["start_key_doc_id"])?.stringValue
+        options.endKeyDocID = (given["endkey_docid"] ?? given["end_key_doc_id"])?.stringValue
+        options.inclusiveEnd = try bool("inclusive_end", true)
+        options.descending = try bool("descending", false)
+        options.limit = try count("limit")
+        options.skip = try count("skip") ?? 0
+        options.reduce = try bool("reduce", true)
+        options.group = try bool("group", false)
+        options.groupLevel = try count("group_level")
+        return options
+    }
+}
