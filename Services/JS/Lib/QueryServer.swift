@@ -14,6 +14,7 @@ internal import SofaCore
 ///     ["reset"]                                   → true
 ///     ["add_fun", "function (doc) {…}"]           → true, or {"error": "compilation_error", "reason": …}
 ///     ["map_doc", doc]                            → per function, [[key, value], …] or {"error": …}
+///     ["map_docs", [doc, …]]                      → the same per document (Sofa's: one round trip a batch)
 ///     ["reduce", [sources], [[[key, id], value], …]] → [true, [result per function]]
 ///     ["rereduce", [sources], [values]]           → [true, [result per function]]
 ///     ["validate", source, newDoc, oldDoc, userCtx, secObj] → 1, or the thrown {"forbidden"|"unauthorized": …}
@@ -36,6 +37,14 @@ public enum QueryServer {
       if (typeof fun !== 'function') { throw new TypeError('not a function: ' + String(source).slice(0, 80)); }
       return fun;
     }
+    function __map(doc) {
+      return __sofa.funs.map(function (fun) {
+        __sofa.emitted = [];
+        try { fun(doc); return __sofa.emitted; }
+        catch (e) { return { error: 'map_error', reason: String(e) }; }
+        finally { __sofa.emitted = null; }
+      });
+    }
     function __run(command) {
       switch (command[0]) {
       case 'reset': __sofa.funs = []; return true;
@@ -43,12 +52,9 @@ public enum QueryServer {
         try { __sofa.funs.push(__compile(command[1])); return true; }
         catch (e) { return { error: 'compilation_error', reason: String(e) }; }
       case 'map_doc':
-        return __sofa.funs.map(function (fun) {
-          __sofa.emitted = [];
-          try { fun(command[1]); return __sofa.emitted; }
-          catch (e) { return { error: 'map_error', reason: String(e) }; }
-          finally { __sofa.emitted = null; }
-        });
+        return __map(command[1]);
+      case 'map_docs':
+        return command[1].map(__map);
       case 'reduce':
         var keys = command[2].map(function (row) { return row[0]; });
         var values = command[2].map(function (row) { return row[1]; });

@@ -97,7 +97,8 @@ public final class ViewEngine: Sendable {
         } else {
             query.reduce = false
         }
-        let result = try index.query(query, reduce: reducer)
+        let counts = reduceSource?.trimmingCharacters(in: .whitespacesAndNewlines) == BuiltinReduce.count.rawValue
+        let result = try index.query(query, countsRows: counts, reduce: reducer)
         if update == "lazy" { try bringUpToDate(&state, index, main, map: map) }
         var answer = JSONObject()
         switch result {
@@ -127,24 +128,62 @@ public final class ViewEngine: Sendable {
             try state.js.add(function: map)
             state.loaded = map
         }
-        while true {
+        // A batch per transaction, each holding the views file's write lock (see `whileUpdating`).
+        while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatch(&state, index, main) }) {}
+    }
+
+    /// Maps and applies the next batch of changed documents; false when there was none.
+    private func updateBatch(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection) throws(SofaError) -> Bool {
+        do {
             var documents: [(id: String, rev: String, sequence: UInt64, deleted: Bool, body: [UInt8])] = []
             try main.run("SELECT key, sequence, flags, core_revid(version), body FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
                          [.integer(Int64(index.lastSequence)), .integer(Int64(Self.batch))]) { row in
                 documents.append((row.text(0), row.text(3), UInt64(row.integer(1)), row.integer(2) & 1 != 0, row.blob(4)))
             }
-            guard let last = documents.last?.sequence else { return }
+            guard let last = documents.last?.sequence else { return false }
             var updates: [(id: String, rows: [(key: JSON, value: JSON)])] = []
+            var mappable: [(index: Int, document: JSON)] = []
             for document in documents {
+                updates.append((document.id, []))
                 guard !document.deleted, !document.id.hasPrefix("_design/"), var object = JSON.tryParse(document.body)?.objectValue else {
-                    updates.append((document.id, []))
                     continue
                 }
                 object["_id"] = .string(document.id)
                 object["_rev"] = .string(document.rev)
-                updates.append((document.id, mapped(&state, document.id, .object(object))))
+                mappable.append((updates.count - 1, .object(object)))
+            }
+            // The batch in one round trip; when it fails (a map that loops stops the child), one
+            // by one, so that only the documents it fails on are left out.
+            if let batch = mappedBatch(&state, mappable.map(\.document)) {
+                for (position, rows) in zip(mappable.map(\.index), batch) { updates[position].rows = rows }
+            } else {
+                for (position, document) in mappable { updates[position].rows = mapped(&state, updates[position].id, document) }
             }
             try index.apply(updates, through: last)
+            return true
+        }
+    }
+
+    /// The rows of each document of a batch (a document the function throws on has none, logged);
+    /// nil when the batch as a whole did not finish in time.
+    private func mappedBatch(_ state: inout State, _ documents: [JSON]) -> [[(key: JSON, value: JSON)]]? {
+        guard !documents.isEmpty else { return [] }
+        guard let answer = try? state.js.call(["map_docs", .array(documents)], timeout: Self.mapTimeout),
+              let perDocument = answer.result.arrayValue, perDocument.count == documents.count else { return nil }
+        for line in answer.logs { logger.info("view log", metadata: ["message": "\(line)"]) }
+        return zip(documents, perDocument).map { document, result in Self.rows(result, of: document["_id"]?.stringValue ?? "", logger) }
+    }
+
+    /// The rows of one document's answer (the first function's): none, logged, for an error.
+    static func rows(_ result: JSON, of id: String, _ logger: Logger) -> [(key: JSON, value: JSON)] {
+        guard let rows = result.arrayValue?.first?.arrayValue else {
+            logger.warning("map function failed for a document: skipped", metadata: [
+                "doc": "\(id)", "reason": "\(result.arrayValue?.first?["reason"]?.stringValue ?? result.compactString)"])
+            return []
+        }
+        return rows.compactMap { row in
+            guard let pair = row.arrayValue, pair.count == 2 else { return nil }
+            return (pair[0], pair[1])
         }
     }
 
@@ -153,15 +192,7 @@ public final class ViewEngine: Sendable {
         do throws(SofaError) {
             let answer = try state.js.call(["map_doc", document], timeout: Self.mapTimeout)
             for line in answer.logs { logger.info("view log", metadata: ["doc": "\(id)", "message": "\(line)"]) }
-            guard let rows = answer.result.arrayValue?.first?.arrayValue else {
-                logger.warning("map function failed for a document: skipped", metadata: [
-                    "doc": "\(id)", "reason": "\(answer.result.arrayValue?.first?["reason"]?.stringValue ?? answer.result.compactString)"])
-                return []
-            }
-            return rows.compactMap { row in
-                guard let pair = row.arrayValue, pair.count == 2 else { return nil }
-                return (pair[0], pair[1])
-            }
+            return Self.rows(answer.result, of: id, logger)
         } catch {
             logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(id)", "reason": "\(error.message)"])
             return []

@@ -56,7 +56,7 @@ public struct ViewGroup: Sendable, Equatable {
 /// column, `ViewCollation`), then by document ID; the documents that have rows; and the last
 /// sequence indexed. A new `signature` (the view's code changed) empties it.
 ///
-/// Tables, for view `N` (a hash of its name): `view_meta(name, signature, last_seq)`,
+/// Tables, for view `N` (a hash of its name): `view_meta(name, signature, last_seq, row_count)`,
 /// `view_rows_N(key, docid, value)` with an index on `(key, docid)`, keys and values as canonical
 /// JSON text.
 public final class ViewIndex {
@@ -70,7 +70,8 @@ public final class ViewIndex {
         self.name = name
         rows = "view_rows_" + Self.tableSuffix(name)
         try Self.registerCollation(on: connection.handle)
-        try connection.execute("CREATE TABLE IF NOT EXISTS view_meta (name TEXT PRIMARY KEY, signature TEXT NOT NULL, last_seq INTEGER NOT NULL)")
+        try connection.execute("CREATE TABLE IF NOT EXISTS view_meta (name TEXT PRIMARY KEY, signature TEXT NOT NULL, "
+                               + "last_seq INTEGER NOT NULL, row_count INTEGER NOT NULL DEFAULT 0)")
         var stored: (String, UInt64)?
         try connection.run("SELECT signature, last_seq FROM view_meta WHERE name = ?", [.text(name)]) { row in
             stored = (row.text(0), UInt64(row.integer(1)))
@@ -81,8 +82,8 @@ public final class ViewIndex {
             try connection.execute("BEGIN IMMEDIATE")
             do {
                 try connection.execute("DROP TABLE IF EXISTS \(rows)")
-                try connection.run("INSERT INTO view_meta (name, signature, last_seq) VALUES (?, ?, 0) "
-                                   + "ON CONFLICT(name) DO UPDATE SET signature = excluded.signature, last_seq = 0",
+                try connection.run("INSERT INTO view_meta (name, signature, last_seq, row_count) VALUES (?, ?, 0, 0) "
+                                   + "ON CONFLICT(name) DO UPDATE SET signature = excluded.signature, last_seq = 0, row_count = 0",
                                    [.text(name), .text(signature)])
                 try connection.execute("COMMIT")
             } catch {
@@ -99,19 +100,42 @@ public final class ViewIndex {
 
     /// Replaces the rows of each document (none: the document is deleted or emits nothing) and
     /// records `sequence` as indexed, in one transaction.
+    /// (A savepoint: it may run inside `whileUpdating`'s transaction.)
     public func apply(_ documents: [(id: String, rows: [(key: JSON, value: JSON)])], through sequence: UInt64) throws(SofaError) {
-        try connection.execute("BEGIN IMMEDIATE")
+        try connection.execute("SAVEPOINT view_apply")
         do {
+            var delta = 0
             for document in documents {
                 try connection.run("DELETE FROM \(rows) WHERE docid = ?", [.text(document.id)])
+                delta -= connection.changes
                 for row in document.rows {
                     try connection.run("INSERT INTO \(rows) (key, docid, value) VALUES (?, ?, ?)",
                                        [.text(row.key.canonicalString), .text(document.id), .text(row.value.canonicalString)])
                 }
+                delta += document.rows.count
             }
-            try connection.run("UPDATE view_meta SET last_seq = ? WHERE name = ?", [.integer(Int64(sequence)), .text(name)])
+            try connection.run("UPDATE view_meta SET last_seq = max(last_seq, ?), row_count = row_count + ? WHERE name = ?",
+                               [.integer(Int64(sequence)), .integer(Int64(delta)), .text(name)])
+            try connection.execute("RELEASE view_apply")
+            lastSequence = max(lastSequence, sequence)
+        } catch {
+            try? connection.execute("ROLLBACK TO view_apply")
+            try? connection.execute("RELEASE view_apply")
+            throw error
+        }
+    }
+
+    /// Runs an update (reading changes since `lastSequence`, mapping them, `apply`) holding the
+    /// views file's write lock, with `lastSequence` read again first: another worker updating the
+    /// same view at the same time waits, then goes on from where this one ended (never applies an
+    /// older body over a newer one).
+    public func whileUpdating<T>(_ body: () throws(SofaError) -> T) throws(SofaError) -> T {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) { self.lastSequence = UInt64($0.integer(0)) }
+            let result = try body()
             try connection.execute("COMMIT")
-            lastSequence = sequence
+            return result
         } catch {
             try? connection.execute("ROLLBACK")
             throw error
@@ -120,8 +144,14 @@ public final class ViewIndex {
 
     /// The rows of `options`' range (or keys), or their reductions by `reduce` (keys and values
     /// of rows, or `nil` keys and earlier reductions when `rereduce`).
-    public func query(_ options: ViewQueryOptions,
+    /// `countsRows`: the reduce is `_count`, so an ungrouped reduction of a range is counted by
+    /// SQLite without reading the rows.
+    public func query(_ options: ViewQueryOptions, countsRows: Bool = false,
                       reduce: ((_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON)? = nil) throws(SofaError) -> ViewResult {
+        if countsRows, reduce != nil, options.reduce, !options.group, options.groupLevel == nil, options.keys == nil, options.key == nil {
+            let count = try countRange(options)
+            return .reduced(options.skip > 0 || options.limit == 0 ? [] : [ViewGroup(key: nil, value: .int(Int64(count)))])
+        }
         var selected: [ViewRow] = []
         if let keys = options.keys ?? options.key.map({ [$0] }) {
             for key in keys {
@@ -167,6 +197,28 @@ public final class ViewIndex {
     /// The rows between the options' bounds, in key order (then document ID), reversed when
     /// `descending` (its start key is then the highest).
     private func range(_ options: ViewQueryOptions, limit: Int?, skip: Int) throws(SofaError) -> [ViewRow] {
+        var (clause, bindings) = Self.bounds(options)
+        let order = options.descending ? "DESC" : "ASC"
+        let sql = "SELECT key, docid, value FROM \(rows)" + clause + " ORDER BY key \(order), docid \(order) LIMIT ? OFFSET ?"
+        bindings += [.integer(Int64(limit ?? -1)), .integer(Int64(skip))]
+        var result: [ViewRow] = []
+        try connection.run(sql, bindings) { row throws(SofaError) in
+            result.append(ViewRow(id: row.text(1), key: try JSON.parse(row.text(0)), value: try JSON.parse(row.text(2))))
+        }
+        return result
+    }
+
+    /// The rows between the options' bounds, counted by SQLite (a `_count` over a range reads no row).
+    public func countRange(_ options: ViewQueryOptions) throws(SofaError) -> Int {
+        let (clause, bindings) = Self.bounds(options)
+        var total = 0
+        try connection.run("SELECT COUNT(*) FROM \(rows)" + clause, bindings) { total = Int($0.integer(0)) }
+        return total
+    }
+
+    /// The WHERE clause of the options' bounds (`startkey`, `endkey`, their document IDs,
+    /// `inclusive_end`; reversed for `descending`), and its bindings.
+    static func bounds(_ options: ViewQueryOptions) -> (String, [SQLiteValue]) {
         var conditions: [String] = []
         var bindings: [SQLiteValue] = []
         let (after, before) = options.descending ? ("<", ">") : (">", "<")
@@ -188,21 +240,13 @@ public final class ViewIndex {
                 bindings.append(.text(end.canonicalString))
             }
         }
-        let order = options.descending ? "DESC" : "ASC"
-        let sql = "SELECT key, docid, value FROM \(rows)" + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
-            + " ORDER BY key \(order), docid \(order) LIMIT ? OFFSET ?"
-        bindings += [.integer(Int64(limit ?? -1)), .integer(Int64(skip))]
-        var result: [ViewRow] = []
-        try connection.run(sql, bindings) { row throws(SofaError) in
-            result.append(ViewRow(id: row.text(1), key: try JSON.parse(row.text(0)), value: try JSON.parse(row.text(2))))
-        }
-        return result
+        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), bindings)
     }
 
-    /// Every row of the view (CouchDB's `total_rows`).
+    /// Every row of the view (CouchDB's `total_rows`), as kept with the index.
     public func count() throws(SofaError) -> Int {
         var total = 0
-        try connection.run("SELECT COUNT(*) FROM \(rows)") { total = Int($0.integer(0)) }
+        try connection.run("SELECT row_count FROM view_meta WHERE name = ?", [.text(name)]) { total = Int($0.integer(0)) }
         return total
     }
 
