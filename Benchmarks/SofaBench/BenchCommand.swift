@@ -163,6 +163,12 @@ func median(_ values: [Double]) -> Double {
 }
 
 /// Microseconds at a percentile of nanosecond samples.
+/// Seconds since `start`, as a figure.
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
 func percentile(_ samples: [UInt64], _ p: Double) -> Double {
     let sorted = samples.sorted()
     let index = min(sorted.count - 1, Int(Double(sorted.count) * p))

@@ -210,10 +210,6 @@ extension Bench {
             return (rate, p50, p99)
         }
 
-        func seconds(since start: ContinuousClock.Instant) -> Double {
-            let elapsed = ContinuousClock.now - start
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        }
 
         func ratio(_ a: Double, _ b: Double) -> JSON { .double((a / b * 100).rounded() / 100) }
 

@@ -13,7 +13,7 @@ struct HTTPAPITests {
     @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, Mango, security, CORS")
     func couchClientLibrary() async throws {
         let origin = "http://app.example"
-        try await Cluster.with(http: true, settings: [Setting.corsOrigins.variable: origin]) { cluster in
+        try await Cluster.with(queryWorkers: 2, http: true, settings: [Setting.corsOrigins.variable: origin]) { cluster in
             try await Self.python("couch_client_test.py", cluster, ["SOFA_TEST_CORS_ORIGIN": origin])
         }
     }

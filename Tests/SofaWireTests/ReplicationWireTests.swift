@@ -6,6 +6,11 @@ import Testing
 @Suite struct ReplicationWireTests {
     static let requests: [Request] = [
         Request(id: 1, database: "app", operation: .revsDiff([])),
+        Request(id: 80, database: "app", actingUser: "ann", operation: .viewQuery(design: "zoo", view: "by_type", options: [
+            "startkey": ["a", 1], "group_level": 1, "update": "lazy"])),
+        Request(id: 81, operation: .startReplication(ReplicationSpec(
+            source: "app", target: "tcp://10.0.0.2:7420/app", owner: "ann",
+            targetAccess: RemoteAccess(serverKey: "k", user: "bob", password: "pw")))),
         Request(id: 70, operation: .authenticate(name: "ann", password: "pä ss")),
         Request(id: 71, operation: .session),
         Request(id: 72, database: "app", operation: .getSecurity),

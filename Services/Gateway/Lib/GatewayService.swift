@@ -178,6 +178,7 @@ public final class GatewayService: Sendable {
         var bounded = request
         let (deadline, cut) = queryDeadline(request.deadline)
         bounded.deadline = deadline
+        bounded.client = Self.fairShareKey(request.client, actingUser: request.actingUser)
         let id = broker.nextJobID()
         let connection = request.connection
         runningQueries.withLock { _ = $0[connection, default: []].insert(id) }
@@ -312,7 +313,8 @@ public final class GatewayService: Sendable {
             guard case .createDatabase(let versioning, let key?) = request.operation else { return await basic.handle(request) }
             return await createEncryptedDatabase(request, versioning: versioning, key: key)
         case .service(.query, let timeout):
-            if request.operation.kind == .query { return await query(request) }
+            // Queries and view queries: bounded in time and counted against their client's share.
+            if request.operation.kind == .query || request.operation.kind == .viewQuery { return await query(request) }
             return await broker.submit(Self.addressedToReceiver(request), timeout: timeout)
         case .service(.replicator, let timeout) where request.operation.kind != .health && request.operation.kind != .echo:
             return await replicationRequest(request, principal: principal, timeout: timeout)
@@ -344,11 +346,19 @@ public final class GatewayService: Sendable {
     /// A query through the broker, counted against its client's share of the workers. Its own
     /// deadline governs up to `maxQueryMs`; one without a deadline gets the forwarding default.
     /// The deadline the worker sees is cut too, so a worker stops a query the broker gave up on.
+    /// Whose share of the query workers a query counts against: its connection's, or, for a
+    /// service of the cluster acting for its own clients (sofa-http), the user it acts as — one
+    /// HTTP user's long queries do not hold up another's.
+    static func fairShareKey(_ client: [UInt8], actingUser: String) -> [UInt8] {
+        actingUser.isEmpty ? client : client + [0] + Array(actingUser.utf8)
+    }
+
     private func query(_ request: Request) async -> Response {
         var bounded = request
         let (deadline, cut) = queryDeadline(request.deadline)
         bounded.deadline = deadline
-        let response = await broker.submit(bounded, client: BusServer.client, timeout: .milliseconds(Int(maxQueryMs)))
+        let response = await broker.submit(bounded, client: Self.fairShareKey(BusServer.client, actingUser: request.actingUser),
+                                           timeout: .milliseconds(Int(maxQueryMs)))
         if cut, case .failure(let error) = response.outcome { return .failure(request.id, cutDeadline(error)) }
         return response
     }
