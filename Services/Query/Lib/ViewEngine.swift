@@ -26,6 +26,8 @@ public final class ViewEngine: Sendable {
         var js = JavaScriptProcess()
         /// The map function `js` holds now.
         var loaded: String?
+        /// Open view indexes by database and view, with their code's signature.
+        var indexes: [String: (signature: String, index: ViewIndex)] = [:]
     }
 
     public init(dataDirectory: URL, logger: Logger) {
@@ -53,6 +55,7 @@ public final class ViewEngine: Sendable {
             throw SofaError(.notFound, "no database '\(database)'")
         }
         if let open = state.databases[database], open.inode == UInt64(info.st_ino) { return (open.main, open.views) }
+        state.indexes = state.indexes.filter { !$0.key.hasPrefix(database + "\u{0}") }
         let main = try SQLiteConnection(path: file.path, queue: self.state.queue, options: .queryWorker)
         let viewsFile = StorageLayout.directory(of: database, in: dataDirectory).appendingPathComponent("views.sqlite3")
         let views = try SQLiteConnection(path: viewsFile.path, queue: self.state.queue, options: .scratch)
@@ -73,7 +76,14 @@ public final class ViewEngine: Sendable {
         }
         let reduceSource = code["reduce"]?.stringValue
         let signature = (try? sha256(Array((map + "\u{0}" + (reduceSource ?? "")).utf8)).hexString) ?? map
-        let index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature)
+        let indexKey = database + "\u{0}" + design + "/" + view
+        let index: ViewIndex
+        if let open = state.indexes[indexKey], open.signature == signature {
+            index = open.index
+        } else {
+            index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature)
+            state.indexes[indexKey] = (signature, index)
+        }
         let update = options["update"]?.stringValue ?? (options["update"]?.boolValue == false ? "false" : "true")
         if update == "true" { try bringUpToDate(&state, index, main, map: map) }
         var query = try Self.options(options)

@@ -64,6 +64,9 @@ public final class ViewIndex {
     let rows: String
     public let name: String
     public private(set) var lastSequence: UInt64 = 0
+    /// Offsets counted, by start key and direction, with the index's state they were counted in
+    /// (its last sequence): counting the rows before a key reads them all.
+    private var offsets: [String: (sequence: Int64, offset: Int)] = [:]
 
     public init(connection: SQLiteConnection, name: String, signature: String) throws(SofaError) {
         self.connection = connection
@@ -253,10 +256,17 @@ public final class ViewIndex {
     /// How many rows come before the first one the options ask for (CouchDB's `offset`).
     private func offset(_ options: ViewQueryOptions) throws(SofaError) -> Int {
         guard let start = options.startKey ?? options.key ?? options.keys?.first else { return options.skip }
+        // The index as it is now (another worker may have updated it since this one looked).
+        var sequence: Int64 = -1
+        try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) { sequence = $0.integer(0) }
+        let cacheKey = (options.descending ? "d" : "a") + start.canonicalString
+        if let known = offsets[cacheKey], known.sequence == sequence { return known.offset + options.skip }
         var before = 0
         try connection.run("SELECT COUNT(*) FROM \(rows) WHERE key \(options.descending ? ">" : "<") ?", [.text(start.canonicalString)]) {
             before = Int($0.integer(0))
         }
+        if offsets.count > 1000 { offsets.removeAll() }
+        offsets[cacheKey] = (sequence, before)
         return before + options.skip
     }
 
