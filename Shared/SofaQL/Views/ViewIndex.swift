@@ -160,7 +160,9 @@ public final class ViewIndex {
             for key in keys {
                 var one = options
                 (one.startKey, one.endKey, one.keys, one.key, one.inclusiveEnd) = (key, key, nil, nil, true)
-                selected += try range(one, limit: nil, skip: 0)
+                // Without a reduction, no more rows of a key than the whole answer can hold.
+                let rowsMayShow = reduce == nil || !options.reduce ? options.limit.map { $0 + options.skip } : nil
+                selected += try range(one, limit: rowsMayShow, skip: 0)
             }
         } else {
             selected = try range(options, limit: reduce == nil || !options.reduce ? options.limit : nil,
