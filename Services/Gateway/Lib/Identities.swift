@@ -44,8 +44,6 @@ public final class Identities: Sendable {
         var sessions: [Int32: [SessionKey: Session]] = [:]
         /// Users read from `_users` (nil: known not to exist).
         var users: [String: User?] = [:]
-        /// Failed sign-ins by user name and by peer address: the count and when the last was.
-        var failures: [String: (count: Int, atMs: UInt64)] = [:]
     }
 
     private let admins: [String: PasswordHash]
@@ -55,6 +53,8 @@ public final class Identities: Sendable {
     /// a folder only the service user can enter).
     private let trustsUnkeyedPeers: Bool
     private let state = Mutex(State())
+    /// Failed sign-ins by user name and by peer address.
+    private let failures = SignInFailures()
     /// Password checks run here, one at a time (each is ~10k rounds of HMAC): never on the
     /// cooperative pool, and a flood of sign-ins cannot take every core.
     private let hashing = DispatchQueue(label: "sofa-gateway-password-checks")
@@ -139,26 +139,27 @@ public final class Identities: Sendable {
         // A service of the cluster checks passwords for many clients of its own (sofa-http): their
         // failures count against the names they tried, not against that service's address.
         let address = isCluster(peer) ? "" : peer.address
-        let delay = failureDelayMs(name: name, address: address)
+        let keys = Self.failureKeys(name: name, address: address)
+        let delay = failures.delayMs(keys)
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }  // the growing delay of failed sign-ins
         let key = SessionKey(identity: peer.identity, key: peer.key)
         if let hash = admins[name] {
             if try await check(password, against: hash) {
-                succeeded(name: name, address: address)
+                failures.succeeded(keys)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: "") }
                 return Self.admin(name)
             }
         } else if !name.isEmpty, let user = try await load(name), let hash = user.password {
             state.withLock { $0.users[name] = .some(user) }
             if try await check(password, against: hash) {
-                succeeded(name: name, address: address)
+                failures.succeeded(keys)
                 state.withLock { $0.sessions[peer.connection, default: [:]][key] = Session(name: name, salt: hash.salt) }
                 return Principal(name: name, roles: user.roles)
             }
         } else {
             _ = try await check(password, against: Self.decoy)  // as long as a real check: the name's existence does not show
         }
-        failed(name: name, address: address)
+        failures.failed(keys)
         state.withLock { $0.sessions[peer.connection]?[key] = nil }
         throw Self.badCredentials
     }
@@ -207,37 +208,10 @@ public final class Identities: Sendable {
     }
 
     /// Failures older than this are forgotten.
-    static let failureMemoryMs: UInt64 = 15 * 60 * 1000
-
-    /// 0 for the first three failures, then 250 ms doubling up to 8 s.
-    func failureDelayMs(name: String, address: String) -> Int {
-        let now = monotonicMs()
-        let count = state.withLock { state in
-            ["user:" + name, "peer:" + address].filter { $0 != "peer:" }.map { key -> Int in
-                guard let entry = state.failures[key], now &- entry.atMs < Self.failureMemoryMs else { return 0 }
-                return entry.count
-            }.max() ?? 0
-        }
-        guard count >= 3 else { return 0 }
-        return min(8_000, 250 << min(5, count - 3))
-    }
-
-    private func failed(name: String, address: String) {
-        let now = monotonicMs()
-        state.withLock { state in
-            for key in ["user:" + name, "peer:" + address] where key != "peer:" {
-                let old = state.failures[key].flatMap { now &- $0.atMs < Self.failureMemoryMs ? $0.count : nil } ?? 0
-                state.failures[key] = (old + 1, now)
-            }
-            if state.failures.count > 100_000 { state.failures = state.failures.filter { now &- $0.value.atMs < Self.failureMemoryMs } }
-        }
-    }
-
-    private func succeeded(name: String, address: String) {
-        state.withLock { state in
-            state.failures["user:" + name] = nil
-            state.failures["peer:" + address] = nil
-        }
+    /// What a sign-in's failures count against: its name and, unless it came from one of the
+    /// cluster's own services (""), its peer's address.
+    static func failureKeys(name: String, address: String) -> [String] {
+        ["user:" + name] + (address.isEmpty ? [] : ["peer:" + address])
     }
 
 }

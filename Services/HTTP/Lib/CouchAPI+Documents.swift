@@ -112,7 +112,8 @@ extension CouchAPI {
             if try call.flag("deleted_conflicts"), !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
         }
         if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
-        if try call.flag("attachments"), Self.mayHaveAttachments(document.body) {
+        // A stub has a `digest`: a body the compact scan finds none in has no attachments.
+        if try call.flag("attachments"), JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
             var stored = document
             // `atts_since`: revisions the client has; the newest generation among them that is
             // this revision's ancestor bounds what it needs.
@@ -200,17 +201,5 @@ extension CouchAPI {
         let target = destination.removingPercentEncoding ?? destination
         let result = try await database.put(id: target, body: source.body, rev: targetRev)
         return Self.written(result, batch: false)
-    }
-}
-
-extension CouchAPI {
-    /// Whether a stored body may hold `_attachments` (a cheap look at its bytes).
-    static func mayHaveAttachments(_ body: [UInt8]) -> Bool {
-        let needle = Array("\"_attachments\"".utf8)
-        guard body.count >= needle.count else { return false }
-        for start in 0...(body.count - needle.count) where body[start] == 0x22 && body[start + 1] == 0x5F {
-            if body[start..<start + needle.count].elementsEqual(needle) { return true }
-        }
-        return false
     }
 }

@@ -6,6 +6,7 @@ internal import SofaFiles
 internal import Logging
 internal import Foundation
 internal import Synchronization
+internal import SofaServer
 
 /// Who an HTTP client is, as CouchDB tells: basic auth on any request, or the `AuthSession`
 /// cookie that `POST /_session` gives.
@@ -32,15 +33,8 @@ final class HTTPSessions: Sendable {
     private let admins: [String: PasswordHash]
     private let logger: Logger
     private let state = Mutex<State>(State())
-    /// Failed sign-ins by client address: how many, and when the last was.
-    private let failures = Mutex<[String: (count: Int, at: ContinuousClock.Instant)]>([:])
-    static let failureMemory: Duration = .seconds(15 * 60)
-
-    /// 0 for the first three failures, then 250 ms doubling up to 8 s.
-    static func delayMs(_ entry: (count: Int, at: ContinuousClock.Instant)?) -> Int {
-        guard let entry, ContinuousClock.now - entry.at < failureMemory, entry.count >= 3 else { return 0 }
-        return min(8_000, 250 << min(5, entry.count - 3))
-    }
+    /// Failed sign-ins by client address.
+    private let failures = SignInFailures()
 
     struct State {
         /// Names and passwords the gateway accepted (as digests), until the user's document changes.
@@ -96,22 +90,18 @@ final class HTTPSessions: Sendable {
     func check(name: String, password: String, from address: String) async throws(CouchError) {
         let digest = (try? sha256(Array("\(name):\(password)".utf8))) ?? []
         if state.withLock({ $0.verified[name]?.contains(digest) == true }) { return }
-        let delay = failures.withLock { failures in Self.delayMs(failures[address]) }
+        let keys = ["peer:" + address]
+        let delay = failures.delayMs(keys)
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }  // the growing delay of failed sign-ins
         do {
             _ = try await gateway.cluster.verify(SofaClient.Credentials(name: name, password: password))
         } catch where error.is(.unauthorized) {
-            failures.withLock { failures in
-                let now = ContinuousClock.now
-                if failures.count > 100_000 { failures = failures.filter { now - $0.value.at < Self.failureMemory } }
-                let earlier = failures[address].flatMap { now - $0.at < Self.failureMemory ? $0.count : nil } ?? 0
-                failures[address] = (earlier + 1, now)
-            }
+            failures.failed(keys)
             throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
         } catch {
             throw CouchError(error)
         }
-        _ = failures.withLock { $0.removeValue(forKey: address) }
+        failures.succeeded(keys)
         state.withLock { state in
             if state.verified.count > 10_000 { state.verified.removeAll() }
             state.verified[name, default: []].insert(digest)
