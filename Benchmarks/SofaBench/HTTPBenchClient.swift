@@ -1,5 +1,6 @@
 internal import Foundation
 internal import SofaCore
+internal import SofaCluster
 
 /// The bench's own HTTP/1.1 client: one keep-alive connection, blocking calls, used by one
 /// thread at a time (each bench lane runs on a thread of its own, never on the cooperative pool).
@@ -12,20 +13,8 @@ final class HTTPBenchClient {
     private var start = 0
 
     init(port: Int, user: String, password: String) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SofaError(.posix, errno, "socket failed") }
+        let fd = try TCPConnect.to("127.0.0.1", port: UInt16(port))
         self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let rc = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            close(fd)
-            throw SofaError(.posix, errno, "cannot connect to 127.0.0.1:\(port)")
-        }
         var yes: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
         authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()

@@ -35,16 +35,9 @@ extension Supervisor {
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
     static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        guard let fd = try? TCPConnect.to("127.0.0.1", port: UInt16(port)) else { return false }
+        close(fd)
+        return true
     }
 
     /// Waits until the gateway answers and sees storage, blob, replicator and every query worker,

@@ -101,23 +101,11 @@ enum HTTPUp {
         guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else {
             throw SofaError(.invalidParameter, "expected http://HOST:PORT, not \(url)")
         }
-        let host = String(hostPort[..<colon])
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
-            throw SofaError(.invalidParameter, "expected an IPv4 address in \(url)")
-        }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SofaError(.posix, errno, "socket failed") }
+        let fd = try TCPConnect.to(String(hostPort[..<colon]), port: port)
         defer { close(fd) }
         var limit = timeval(tv_sec: timeoutMs / 1000, tv_usec: Int((timeoutMs % 1000) * 1000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw SofaError(.unavailable, "nothing answers at \(url): \(String(cString: strerror(errno)))") }
         let request = Array("GET /_up HTTP/1.1\r\nHost: \(hostPort)\r\nConnection: close\r\n\r\n".utf8)
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
             throw SofaError(.unavailable, "cannot send to \(url)")
