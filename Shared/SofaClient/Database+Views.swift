@@ -10,16 +10,57 @@ extension Database {
     /// lazy). The answer is CouchDB's: `{"total_rows", "offset", "rows": [{"id", "key", "value"}]}`,
     /// or `{"rows": [{"key", "value"}]}` reduced.
     public func view(_ name: String, options: JSONObject = [:]) async throws(SofaError) -> JSON {
-        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-            throw SofaError(.invalidParameter, "a view is named \"design/view\", not '\(name)'")
-        }
-        let design = parts[0].hasPrefix("_design/") ? String(parts[0].dropFirst(8)) : parts[0]
-        guard case .json(let answer) = try await client.call(.viewQuery(design: design, view: parts[1], options: .object(options)),
+        let (design, view) = try Self.designAndName(name, of: "view")
+        guard case .json(let answer) = try await client.call(.viewQuery(design: design, view: view, options: .object(options)),
                                                              database: self.name) else {
             throw unexpected("viewQuery")
         }
         return answer
+    }
+
+    /// Runs design document `"ddoc/name"`'s changes filter (`filters.name` of `_design/ddoc`) on
+    /// documents (as CouchDB shows them, with `_id`, `_rev`, `_deleted`), with CouchDB's request
+    /// object (`query`, `userCtx`, …): whether each one passes.
+    public func filter(_ name: String, documents: [JSON], request: JSON = [:]) async throws(SofaError) -> [Bool] {
+        let (design, filter) = try Self.designAndName(name, of: "filter")
+        guard case .json(let answer) = try await client.call(.designCall(DesignCall(.filter, design: design, name: filter,
+                                                                                    documents: documents, context: request)),
+                                                             database: self.name),
+              let passed = answer.arrayValue, passed.count == documents.count else {
+            throw unexpected("designCall")
+        }
+        return passed.map { $0.boolValue == true }
+    }
+
+    /// Removes the indexes of views that no design document defines any more (CouchDB's
+    /// `_view_cleanup`); database admins only.
+    public func cleanupViews() async throws(SofaError) {
+        _ = try await client.call(.designCall(DesignCall(.cleanup)), database: name)
+    }
+
+    /// Compacts the views' indexes (CouchDB's `_compact/ddoc`); database admins only.
+    public func compactViews(design: String) async throws(SofaError) {
+        _ = try await client.call(.designCall(DesignCall(.compact, design: Self.bareDesign(design))), database: name)
+    }
+
+    /// A design document's views' index, as CouchDB's `_design/NAME/_info` shows it.
+    public func designInfo(_ design: String) async throws(SofaError) -> JSON {
+        guard case .json(let answer) = try await client.call(.designCall(DesignCall(.info, design: Self.bareDesign(design))),
+                                                             database: name) else {
+            throw unexpected("designCall")
+        }
+        return answer
+    }
+
+    static func bareDesign(_ name: String) -> String { name.hasPrefix("_design/") ? String(name.dropFirst(8)) : name }
+
+    /// "ddoc/name" (or "_design/ddoc/name") as its design document's name and the function's.
+    static func designAndName(_ name: String, of what: String) throws(SofaError) -> (String, String) {
+        let parts = bareDesign(name).split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw SofaError(.invalidParameter, "a \(what) is named \"design/\(what)\", not '\(name)'")
+        }
+        return (parts[0], parts[1])
     }
 
     /// Writes a design document (`_design/NAME`) from its JSON (`views`, `language`, …); only

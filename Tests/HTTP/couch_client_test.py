@@ -975,6 +975,88 @@ class ViewTests(SofaTestCase):
         self.assertEqual(answers["spin"]["rows"], [])   # the document was skipped, the query answered
 
 
+    def test_view_upkeep_info_cleanup_and_compaction(self):
+        import requests
+        db = self._animals()
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        self.view(db, "by_type")
+        info = requests.get(URL + "/" + db + "/_design/zoo/_info", auth=auth, timeout=30).json()
+        self.assertEqual(info["name"], "zoo")
+        self.assertEqual(info["view_index"]["language"], "javascript")
+        self.assertGreater(info["view_index"]["sizes"]["file"], 0)
+        missing = requests.get(URL + "/" + db + "/_design/nope/_info", auth=auth, timeout=30)
+        self.assertEqual(missing.status_code, 404)
+        compacted = requests.post(URL + "/" + db + "/_compact/zoo", auth=auth, json={}, timeout=30)
+        self.assertEqual(compacted.status_code, 202, compacted.text)
+        self.assertEqual(compacted.json(), {"ok": True})
+        # A view dropped from the design document: its index goes at _view_cleanup; the rest stay.
+        design = self.admin.get_design_document(db=db, ddoc="zoo").get_result()
+        del design["views"]["by_type"]
+        self.admin.put_design_document(db=db, ddoc="zoo", design_document=design)
+        cleaned = requests.post(URL + "/" + db + "/_view_cleanup", auth=auth, json={}, timeout=30)
+        self.assertEqual(cleaned.status_code, 202, cleaned.text)
+        self.assertEqual(self.view(db, "total")["rows"], [{"key": None, "value": 15}])
+        name, password = self.new_user()
+        self.admin.put_security(db=db, members={"names": [name], "roles": []}, admins={"names": [], "roles": []})
+        refused = requests.post(URL + "/" + db + "/_view_cleanup", auth=(name, password), json={}, timeout=30)
+        self.assertEqual(refused.status_code, 403)
+
+
+class DesignFunctionTests(SofaTestCase):
+    """validate_doc_update on writes and JavaScript filters on _changes, as CouchDB runs them."""
+
+    DESIGN = {
+        "validate_doc_update": "function (newDoc, oldDoc, userCtx) {"
+                               " if (!newDoc._deleted && typeof newDoc.n !== 'number') { throw({forbidden: 'n must be a number'}); }"
+                               " if (newDoc._deleted && userCtx.roles.indexOf('_admin') < 0) { throw({unauthorized: 'admins delete'}); } }",
+        "filters": {"big": "function (doc, req) { return !doc._deleted && doc.n >= Number(req.query.min || 0); }"},
+    }
+
+    def test_validation_refuses_writes_with_couchdb_errors(self):
+        import requests
+        db = self.new_db()
+        self.admin.put_design_document(db=db, ddoc="rules", design_document=self.DESIGN)
+        self.assert_api_error(lambda: self.admin.put_document(db=db, doc_id="bad", document={"n": "x"}), 403, "forbidden")
+        response = requests.put(URL + "/" + db + "/bad", json={"n": "x"}, auth=(ADMIN_NAME, ADMIN_PASSWORD), timeout=30)
+        self.assertEqual(response.json(), {"error": "forbidden", "reason": "n must be a number"})
+        rev = self.put_doc(db, "good", {"n": 1})
+        results = self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "b1", "n": 2}, {"_id": "b2"}]}).get_result()
+        self.assertEqual([r.get("error") for r in results], [None, "forbidden"])
+        self.assertEqual(results[1]["reason"], "n must be a number")
+        # A replicated write (new_edits=false) is validated too.
+        replicated = self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "r1", "_rev": "1-abc", "n": "no"}],
+                                                                 "new_edits": False}).get_result()
+        self.assertEqual(replicated[0]["error"], "forbidden")
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="r1"), 404, "not_found")
+        name, password = self.new_user()
+        self.admin.put_security(db=db, members={"names": [name], "roles": []}, admins={"names": [], "roles": []})
+        member = client_with(BasicAuthenticator(name, password))
+        self.assert_api_error(lambda: member.delete_document(db=db, doc_id="good", rev=rev), 401, "unauthorized")
+        self.admin.delete_document(db=db, doc_id="good", rev=rev)
+
+    def test_javascript_filter_on_changes(self):
+        import requests
+        db = self.new_db()
+        self.admin.put_design_document(db=db, ddoc="rules", design_document=self.DESIGN)
+        self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "n%d" % n, "n": n} for n in range(10)]})
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        result = requests.get(URL + "/" + db + "/_changes", params={"filter": "rules/big", "min": "7"}, auth=auth, timeout=30).json()
+        self.assertEqual([change["id"] for change in result["results"]], ["n7", "n8", "n9"])
+        # Through the client library, with the documents, and limited; then a long poll that waits for a match.
+        limited = self.admin.post_changes(db=db, filter="rules/big", include_docs=True, limit=2).get_result()
+        self.assertEqual([(c["id"], c["doc"]["n"]) for c in limited["results"]], [("n0", 0), ("n1", 1)])
+        later = requests.get(URL + "/" + db + "/_changes", auth=auth, timeout=30,
+                             params={"filter": "rules/big", "min": "100", "since": result["last_seq"]}).json()
+        self.assertEqual(later["results"], [])
+        self.put_doc(db, "small", {"n": 3})
+        self.put_doc(db, "huge", {"n": 500})
+        found = requests.get(URL + "/" + db + "/_changes", auth=auth, timeout=30,
+                             params={"filter": "rules/big", "min": "100", "since": result["last_seq"], "feed": "longpoll"}).json()
+        self.assertEqual([c["id"] for c in found["results"]], ["huge"])
+        missing = requests.get(URL + "/" + db + "/_changes", params={"filter": "rules/nope"}, auth=auth, timeout=30)
+        self.assertEqual(missing.status_code, 404)
+
+
 class AttachmentTests(SofaTestCase):
 
     def _roundtrip(self, db, doc_id, size, content_type):

@@ -68,14 +68,16 @@ struct HTTPAPITests {
         }
     }
 
-    /// Runs `Tests/HTTP/<script>` against the cluster's HTTP API as its first server admin.
+    /// Runs `Tests/HTTP/<script>` against the cluster's HTTP API as its first server admin (only
+    /// the test classes or methods named in `SOFA_HTTP_TESTS`, space-separated, when it is set).
     static func python(_ script: String, _ cluster: Cluster, _ environment: [String: String]) async throws {
         let python = try #require(DeployTests.executableOnPath("python3"), "python3 is not on PATH")
         let path = try DeployTests.repoRoot().appendingPathComponent("Tests/HTTP/\(script)").path
         let admin = try #require(cluster.supervisor.localAdmin)
         let given = ["SOFA_HTTP_URL": try #require(cluster.supervisor.httpURL), "SOFA_ADMIN_NAME": admin.user,
                      "SOFA_ADMIN_PASSWORD": admin.password].merging(environment) { $1 }
-        let result = try await DeployTests.run(python, [path], environment: given)
+        let only = (ProcessInfo.processInfo.environment["SOFA_HTTP_TESTS"] ?? "").split(separator: " ").map(String.init)
+        let result = try await DeployTests.run(python, [path] + only, environment: given)
         #expect(result.status == 0, "\(script) failed (exit \(result.status)):\n\(result.stderr)\n\(result.stdout)")
     }
 }

@@ -8,6 +8,9 @@ import Testing
         Request(id: 1, database: "app", operation: .revsDiff([])),
         Request(id: 80, database: "app", actingUser: "ann", operation: .viewQuery(design: "zoo", view: "by_type", options: [
             "startkey": ["a", 1], "group_level": 1, "update": "lazy"])),
+        Request(id: 82, database: "app", operation: .designCall(DesignCall(.validate, documents: [["_id": "a", "n": 1], ["_id": "b"]],
+                                                                           context: ["userCtx": ["name": "ann"]]))),
+        Request(id: 83, database: "app", operation: .designCall(DesignCall(.filter, design: "rules", name: "big"))),
         Request(id: 81, operation: .startReplication(ReplicationSpec(
             source: "app", target: "tcp://10.0.0.2:7420/app", owner: "ann",
             targetAccess: RemoteAccess(serverKey: "k", user: "bob", password: "pw")))),

@@ -72,7 +72,8 @@ public enum AccessRules {
         case .setSecurity, .createIndex, .deleteIndex, .compact, .purge, .rekeyDatabase, .createCollection,
              .deleteCollection:
             return .databaseAdmin
-        case .putDocument, .deleteDocument, .insertRevision, .bulkWrite, .resolveConflict, .setExpiration:
+        // A design call that changes views' indexes (cleanup, compaction) needs a database admin.
+        case .putDocument, .deleteDocument, .insertRevision, .bulkWrite, .resolveConflict, .setExpiration, .designCall:
             return designWrite ? .databaseAdmin : .member
         case .getDocument, .databaseInfo, .listCollections, .conflicts, .getExpiration, .nextExpiration, .changes,
              .allDocs, .revsDiff, .query, .viewQuery, .listIndexes, .blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort,
@@ -95,6 +96,7 @@ public enum AccessRules {
                 }
             }
         case .resolveConflict(let resolution): return design(resolution.id)
+        case .designCall(let call): return call.kind == .cleanup || call.kind == .compact
         default: return false
         }
     }

@@ -36,7 +36,8 @@ extension GatewayService {
             audit(principal, peer, kind.name, database: forwarded.database, refused: refusal)
             return .refuse(refusal)
         }
-        return .pass
+        // A write to a database that has (or may have) validation functions is checked decoded.
+        return passesUnvalidated(kind, database: forwarded.database) ? .pass : .decode
     }
 
     /// Whom a decoded request runs as, and whether it may run; the refusal when it may not.

@@ -21,6 +21,8 @@ public final class GatewayService: Sendable {
     public let identities: Identities
     /// Security objects by database, as last read or set.
     let securityObjects = Mutex<[String: SecurityObject]>([:])
+    /// Which databases have `validate_doc_update` functions (see GatewayService+Validation).
+    let validators = DesignValidators()
     /// Other clusters' gateways that users who are not server admins may replicate with
     /// (`SOFA_REPLICATION_PEERS`, comma-separated `tcp://host:port`).
     let replicationPeers: Set<String>
@@ -289,8 +291,16 @@ public final class GatewayService: Sendable {
            kind != .createDatabase, kind != .deleteDatabase {
             return await replicatorDocumentsRequest(request, principal: principal)
         }
-        let response = await route(request, principal: principal)
+        let response: Response
+        if let validated = await validatedWrite(request, principal: principal) {
+            response = validated
+        } else {
+            response = await route(request, principal: principal)
+        }
         if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
+        if kind == .createDatabase || kind == .deleteDatabase || kind == .purge || AccessRules.writesDesignDocument(request.operation) {
+            validators.forget(request.database)
+        }
         if kind == .deleteDatabase && request.database == Identities.usersDatabase { identities.usersChanged() }
         if Self.isAudited(kind), case .success = response.outcome {
             audit(principal, BusServer.peer, kind.name, database: request.database)

@@ -15,6 +15,9 @@ enum ChangesFilter: Sendable {
     case selector(JSON)
     /// A N1QL condition.
     case n1ql(String)
+    /// A design document's JavaScript filter ("ddoc/name"), run by the query workers on each
+    /// changed document with CouchDB's request object.
+    case javascript(String, request: JSON)
 }
 
 struct ChangesOptions: Sendable {
@@ -65,9 +68,17 @@ extension CouchAPI {
                 throw CouchError(.badRequest, "bad_request", "Filter _sofa_where needs a N1QL condition in `where`")
             }
             options.filter = .n1ql(condition)
+        case let name? where !name.hasPrefix("_") && name.contains("/"):
+            let query = JSONObject(call.query.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) })
+            let user: JSON = ["db": .string(database.name), "name": call.user.map { .string($0.name) } ?? .null]
+            options.filter = .javascript(name, request: ["method": .string(call.method.rawValue), "query": .object(query),
+                                                         "path": .array(call.segments.map { .string($0) }), "userCtx": user,
+                                                         "body": .string(body.map { JSON.object($0).compactString } ?? "undefined")])
         case let other?:
             throw CouchError(.notFound, "not_found", "filter \(other) is not available")
         }
+        // A filter that does not exist is answered 404 before the feed starts streaming.
+        if case .javascript(let name, let request) = options.filter { _ = try await database.filter(name, documents: [], request: request) }
         options.feed = call.query["feed"] ?? "normal"
         guard ["normal", "longpoll", "continuous", "eventsource"].contains(options.feed) else {
             throw CouchError(.badRequest, "bad_request", "Supported `feed` types: normal, continuous, live, longpoll, eventsource")
@@ -186,6 +197,9 @@ extension CouchAPI {
         query.limit = UInt32(limit)
         query.waitMs = UInt32(waitMs)
         guard let filter = options.filter else { return try await database.changes(query) }
+        if case .javascript(let name, let request) = filter {
+            return try await javascriptPage(query, database, filter: name, request: request, includeBodies: options.query.includeBodies)
+        }
         if waitMs > 0 {
             var probe = query
             probe.limit = 1
@@ -202,6 +216,8 @@ extension CouchAPI {
                 "WHERE": ["AND", [">", ["._sequence"], .int(Int64(since))], condition],
                 "ORDER_BY": [["._sequence"]], "LIMIT": .int(Int64(limit)),
             ])
+        case .javascript:
+            throw CouchError(.badRequest, "bad_request", "a JavaScript filter is not a query")
         case .n1ql(let condition):
             result = try await database.query(
                 n1ql: "SELECT META().id, META().revisionID, META().sequence, * FROM _ WHERE META().sequence > $since AND (\(condition)) "
@@ -219,6 +235,39 @@ extension CouchAPI {
         }
         let last = changes.count == limit ? changes.last!.sequence : max(before, changes.last?.sequence ?? since)
         return ChangesBatch(changes: changes, lastSequence: last)
+    }
+
+    /// A page of the changes that pass a JavaScript filter: pages of the feed (the first one
+    /// waiting as asked) with their documents, each run through the filter by a query worker,
+    /// until `limit` passed or the feed has no more.
+    private func javascriptPage(_ query: ChangesQuery, _ database: Database, filter: String, request: JSON,
+                                includeBodies: Bool) async throws -> ChangesBatch {
+        var fetch = query
+        fetch.includeBodies = true
+        let limit = Int(query.limit)
+        var kept: [Change] = []
+        while true {
+            let batch = try await database.changes(fetch)
+            let documents = batch.changes.map { change -> JSON in
+                var object = change.deleted ? JSONObject() : JSON.tryParse(change.body)?.objectValue ?? [:]
+                object["_id"] = .string(change.id)
+                object["_rev"] = .string(change.rev)
+                if change.deleted { object["_deleted"] = true }
+                return .object(object)
+            }
+            let passed = documents.isEmpty ? [] : try await database.filter(filter, documents: documents, request: request)
+            for (change, passes) in zip(batch.changes, passed) where passes {
+                var shown = change
+                if !includeBodies { shown.body = [] }
+                kept.append(shown)
+                if kept.count == limit { return ChangesBatch(changes: kept, lastSequence: change.sequence) }
+            }
+            guard batch.changes.count == limit, let last = batch.changes.last, limit > 0 else {
+                return ChangesBatch(changes: kept, lastSequence: max(batch.lastSequence, batch.changes.last?.sequence ?? 0))
+            }
+            fetch.since = last.sequence
+            fetch.waitMs = 0
+        }
     }
 
     /// Where the feed goes on from after a page: its last change when the page is full (there may

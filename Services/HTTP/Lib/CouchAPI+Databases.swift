@@ -39,12 +39,17 @@ extension CouchAPI {
         case "_revs_diff" where segments.count == 2: return try await revsDiff(&call, database, missingRevs: false)
         case "_missing_revs" where segments.count == 2: return try await revsDiff(&call, database, missingRevs: true)
         case "_security" where segments.count == 2: return try await security(&call, database)
-        case "_compact":
+        case "_compact" where segments.count == 2:
             try Self.requireMethod(call, .post)
             try await database.compact()
             return Self.json(Self.ok, status: .accepted)
-        case "_view_cleanup":
+        case "_compact" where segments.count == 3:
             try Self.requireMethod(call, .post)
+            try await database.compactViews(design: segments[2])
+            return Self.json(Self.ok, status: .accepted)
+        case "_view_cleanup" where segments.count == 2:
+            try Self.requireMethod(call, .post)
+            try await database.cleanupViews()
             return Self.json(Self.ok, status: .accepted)
         case "_ensure_full_commit" where segments.count == 2:
             // Every acknowledged write is already durable.
@@ -57,6 +62,9 @@ extension CouchAPI {
         case "_index": return try await index(&call, database)
         case "_design" where segments.count == 5 && segments[3] == "_view":
             return try await viewQuery(&call, database, design: segments[2], view: segments[4])
+        case "_design" where segments.count == 4 && segments[3] == "_info":
+            try Self.requireMethod(call, .get, .head)
+            return Self.json(try await database.designInfo(segments[2]))
         case "_local", "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
             return try await documentRoute(&call, database, id: segments[1] + "/" + segments[2], attachment: Array(segments.dropFirst(3)))

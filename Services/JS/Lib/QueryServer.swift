@@ -18,6 +18,7 @@ internal import SofaCore
 ///     ["reduce", [sources], [[[key, id], value], …]] → [true, [result per function]]
 ///     ["rereduce", [sources], [values]]           → [true, [result per function]]
 ///     ["validate", source, newDoc, oldDoc, userCtx, secObj] → 1, or the thrown {"forbidden"|"unauthorized": …}
+///     ["validate_docs", [sources], [[newDoc, oldDoc], …], userCtx, secObj] → per pair, null or its first refusal
 ///     ["filter", source, [docs], req]             → [true, [true|false per document]]
 public enum QueryServer {
     /// The functions every design-document function sees, as CouchDB provides them: `emit`,
@@ -45,6 +46,13 @@ public enum QueryServer {
         finally { __sofa.emitted = null; }
       });
     }
+    function __validate(fun, newDoc, oldDoc, userCtx, secObj) {
+      try { fun(newDoc, oldDoc, userCtx, secObj); return 1; }
+      catch (e) {
+        if (e && typeof e === 'object' && (e.forbidden !== undefined || e.unauthorized !== undefined)) { return e; }
+        return { error: 'validation_error', reason: String(e) };
+      }
+    }
     function __run(command) {
       switch (command[0]) {
       case 'reset': __sofa.funs = []; return true;
@@ -62,11 +70,16 @@ public enum QueryServer {
       case 'rereduce':
         return [true, command[1].map(function (source) { return __compile(source)(null, command[2], true); })];
       case 'validate':
-        try { __compile(command[1])(command[2], command[3], command[4], command[5]); return 1; }
-        catch (e) {
-          if (e && typeof e === 'object' && (e.forbidden !== undefined || e.unauthorized !== undefined)) { return e; }
-          return { error: 'validation_error', reason: String(e) };
-        }
+        return __validate(__compile(command[1]), command[2], command[3], command[4], command[5]);
+      case 'validate_docs':
+        var validators = command[1].map(__compile);
+        return command[2].map(function (pair) {
+          for (var i = 0; i < validators.length; i++) {
+            var verdict = __validate(validators[i], pair[0], pair[1], command[3], command[4]);
+            if (verdict !== 1) { return verdict; }
+          }
+          return null;
+        });
       case 'filter':
         var filter = __compile(command[1]);
         return [true, command[2].map(function (doc) { return !!filter(doc, command[3]); })];

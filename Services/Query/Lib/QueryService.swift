@@ -19,6 +19,7 @@ public enum QueryService {
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
         let views = ViewEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), logger: logger)
+        let functions = DesignFunctions(dataDirectory: URL(fileURLWithPath: settings.dataDirectory), logger: logger)
         let worker = try await BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
                                             logger: logger, direct: { request, reply in
@@ -29,6 +30,12 @@ public enum QueryService {
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             if case .viewQuery(let design, let view, let options) = request.operation {
                 return await views.handle(request, design: design, view: view, options: options)
+            }
+            if case .designCall(let call) = request.operation {
+                switch call.kind {
+                case .validate, .filter: return await functions.handle(request, call)
+                case .cleanup, .info, .compact: return await views.handle(request, call)
+                }
             }
             return await handler.handle(request)
         }

@@ -12,17 +12,18 @@ public import Logging
 /// `sofa-js`, a function that throws or runs out of time skipping that document, logged — and
 /// answer the query in CouchDB's shape. On a queue of its own.
 public final class ViewEngine: Sendable {
-    private let dataDirectory: URL
+    let dataDirectory: URL
     private let logger: Logger
-    private let state = Confined(State(), label: "sofa.query.views")
+    let state = Confined(State(), label: "sofa.query.views")
     /// How long a map function may take for one document.
     static let mapTimeout: Duration = .seconds(5)
     /// Documents read and mapped per index transaction.
     static let batch = 500
 
     struct State {
-        /// By database: a read-only connection to its file, a writable one to its views, the file's inode.
-        var databases: [String: (main: SQLiteConnection, views: SQLiteConnection, inode: UInt64)] = [:]
+        /// By database: a read-only connection to its file, and a writable one to its views.
+        var reads = ReadConnections()
+        var views: [String: SQLiteConnection] = [:]
         var js = JavaScriptProcess()
         /// The map function `js` holds now.
         var loaded: String?
@@ -46,21 +47,14 @@ public final class ViewEngine: Sendable {
         }
     }
 
-    private func connections(_ state: inout State, _ database: String) throws(SofaError) -> (SQLiteConnection, SQLiteConnection) {
-        try StorageLayout.validate(databaseName: database)
-        let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
-        var info = stat()
-        guard stat(file.path, &info) == 0 else {
-            state.databases[database] = nil
-            throw SofaError(.notFound, "no database '\(database)'")
-        }
-        if let open = state.databases[database], open.inode == UInt64(info.st_ino) { return (open.main, open.views) }
+    func connections(_ state: inout State, _ database: String) throws(SofaError) -> (SQLiteConnection, SQLiteConnection) {
+        let (main, opened) = try state.reads.connection(database, in: dataDirectory, queue: self.state.queue)
+        if !opened, let views = state.views[database] { return (main, views) }
         state.indexes = state.indexes.filter { !$0.key.hasPrefix(database + "\u{0}") }
-        let main = try SQLiteConnection(path: file.path, queue: self.state.queue, options: .queryWorker)
         let viewsFile = StorageLayout.directory(of: database, in: dataDirectory).appendingPathComponent("views.sqlite3")
         let views = try SQLiteConnection(path: viewsFile.path, queue: self.state.queue, options: .scratch)
         try views.execute("PRAGMA journal_mode=WAL")
-        state.databases[database] = (main, views, UInt64(info.st_ino))
+        state.views[database] = views
         return (main, views)
     }
 
@@ -75,7 +69,7 @@ public final class ViewEngine: Sendable {
             throw SofaError(.notFound, "no view '\(view)' in design document '_design/\(design)'")
         }
         let reduceSource = code["reduce"]?.stringValue
-        let signature = (try? sha256(Array((map + "\u{0}" + (reduceSource ?? "")).utf8)).hexString) ?? map
+        let signature = Self.signature(map: map, reduce: reduceSource)
         let indexKey = database + "\u{0}" + design + "/" + view
         let index: ViewIndex
         if let open = state.indexes[indexKey], open.signature == signature {
@@ -128,6 +122,11 @@ public final class ViewEngine: Sendable {
         }
         if options["update_seq"]?.boolValue == true { answer["update_seq"] = .string("\(index.lastSequence)") }
         return .object(answer)
+    }
+
+    /// A view's code, summed up: an index built from other code is rebuilt.
+    static func signature(map: String, reduce: String?) -> String {
+        (try? sha256(Array((map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
     }
 
     /// Maps the documents changed since the index's last sequence, in batches.

@@ -97,6 +97,51 @@ void   sofa__wire__view_query__free_unpacked
   assert(message->base.descriptor == &sofa__wire__view_query__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__design_call__init
+                     (Sofa__Wire__DesignCall         *message)
+{
+  static const Sofa__Wire__DesignCall init_value = SOFA__WIRE__DESIGN_CALL__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__design_call__get_packed_size
+                     (const Sofa__Wire__DesignCall *message)
+{
+  assert(message->base.descriptor == &sofa__wire__design_call__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__design_call__pack
+                     (const Sofa__Wire__DesignCall *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__design_call__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__design_call__pack_to_buffer
+                     (const Sofa__Wire__DesignCall *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__design_call__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__DesignCall *
+       sofa__wire__design_call__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__DesignCall *)
+     protobuf_c_message_unpack (&sofa__wire__design_call__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__design_call__free_unpacked
+                     (Sofa__Wire__DesignCall *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__design_call__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__authenticate__init
                      (Sofa__Wire__Authenticate         *message)
 {
@@ -3832,7 +3877,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[54] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[55] =
 {
   {
     "id",
@@ -4482,6 +4527,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[54]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "design_call",
+    81,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, design_call),
+    &sofa__wire__design_call__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   4,   /* field[4] = acting_user */
@@ -4510,6 +4567,7 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   8,   /* field[8] = delete_database */
   12,   /* field[12] = delete_document */
   40,   /* field[40] = delete_index */
+  54,   /* field[54] = design_call */
   44,   /* field[44] = drop_blobs */
   13,   /* field[13] = echo */
   11,   /* field[11] = get_document */
@@ -4546,7 +4604,7 @@ static const ProtobufCIntRange sofa__wire__request__number_ranges[5 + 1] =
   { 60, 45 },
   { 70, 49 },
   { 80, 53 },
-  { 0, 54 }
+  { 0, 55 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4556,7 +4614,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  54,
+  55,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   5,  sofa__wire__request__number_ranges,
@@ -4625,6 +4683,96 @@ const ProtobufCMessageDescriptor sofa__wire__view_query__descriptor =
   sofa__wire__view_query__field_indices_by_name,
   1,  sofa__wire__view_query__number_ranges,
   (ProtobufCMessageInit) sofa__wire__view_query__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__design_call__field_descriptors[5] =
+{
+  {
+    "kind",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DesignCall, kind),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "design",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DesignCall, design),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DesignCall, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "documents",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DesignCall, documents),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "context",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DesignCall, context),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__design_call__field_indices_by_name[] = {
+  4,   /* field[4] = context */
+  1,   /* field[1] = design */
+  3,   /* field[3] = documents */
+  0,   /* field[0] = kind */
+  2,   /* field[2] = name */
+};
+static const ProtobufCIntRange sofa__wire__design_call__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor sofa__wire__design_call__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.DesignCall",
+  "DesignCall",
+  "Sofa__Wire__DesignCall",
+  "sofa.wire",
+  sizeof(Sofa__Wire__DesignCall),
+  5,
+  sofa__wire__design_call__field_descriptors,
+  sofa__wire__design_call__field_indices_by_name,
+  1,  sofa__wire__design_call__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__design_call__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__authenticate__field_descriptors[2] =

@@ -79,3 +79,37 @@ public struct IndexDefinition: Sendable, Equatable {
         self.init(kind: Int32(kind), name: name, collection: collection, descriptor: .object(object))
     }
 }
+
+/// A call of a design document's other functions (query workers); see `DesignCall` in sofa.proto.
+public struct DesignCall: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// Every design document's `validate_doc_update` on new revisions: per document, null
+        /// (accepted) or `{"forbidden"|"unauthorized": reason}`.
+        case validate
+        /// A design document's changes filter: per document, true or false.
+        case filter
+        /// Removes the indexes of views no design document defines any more.
+        case cleanup
+        /// A design document's views' index, as CouchDB's `_design/NAME/_info` shows it.
+        case info
+        /// Compacts the views' indexes.
+        case compact
+    }
+
+    public var kind: Kind
+    /// The design document's name, without `_design/` ("" for `validate` and `cleanup`).
+    public var design: String
+    /// The filter's name (`filter`).
+    public var name: String
+    public var documents: [JSON]
+    /// `validate`: `{"userCtx": …, "secObj": …}`; `filter`: the request object.
+    public var context: JSON
+
+    public init(_ kind: Kind, design: String = "", name: String = "", documents: [JSON] = [], context: JSON = .null) {
+        self.kind = kind
+        self.design = design
+        self.name = name
+        self.documents = documents
+        self.context = context
+    }
+}

@@ -111,6 +111,9 @@ public enum Op: Sendable, Equatable {
     /// A design document's view (query workers), answered `.json` in CouchDB's shape; see
     /// `ViewQuery` in sofa.proto for the options.
     case viewQuery(design: String, view: String, options: JSON)
+    /// A design document's validation or filter functions, or its views' upkeep (query workers),
+    /// answered `.json`.
+    case designCall(DesignCall)
 }
 
 /// The answer to one request: its id and either a reply or an error.

@@ -117,6 +117,22 @@ extension Op {
             }
             return .viewQuery(design: try decodeString(op.design, "viewQuery.design"), view: try decodeString(op.view, "viewQuery.view"),
                               options: options)
+        case SOFA__WIRE__REQUEST__OP_DESIGN_CALL:
+            let op = try required(m.design_call, "designCall")
+            let kindName = try decodeString(op.kind, "designCall.kind")
+            guard let kind = DesignCall.Kind(rawValue: kindName) else {
+                throw SofaError(.invalidParameter, "unknown design call '\(kindName)': use "
+                    + DesignCall.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let documentBytes = decodeBytes(op.documents), contextBytes = decodeBytes(op.context)
+            guard let documents = documentBytes.isEmpty ? [] : JSON.tryParse(documentBytes)?.arrayValue else {
+                throw SofaError(.badJSON, "a design call's documents are a JSON array")
+            }
+            guard let context = contextBytes.isEmpty ? JSON.null : JSON.tryParse(contextBytes) else {
+                throw SofaError(.badJSON, "a design call's context is not JSON")
+            }
+            return .designCall(DesignCall(kind, design: try decodeString(op.design, "designCall.design"),
+                                          name: try decodeString(op.name, "designCall.name"), documents: documents, context: context))
         case SOFA__WIRE__REQUEST__OP_QUERY:
             let op = try required(m.query, "query")
             let parameterBytes = decodeBytes(op.parameters)

@@ -207,6 +207,15 @@ extension Op {
             op.pointee.options = arena.bytes(options.compactBytes())
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_VIEW_QUERY
             message.pointee.view_query = op
+        case .designCall(let call):
+            let op: UnsafeMutablePointer<Sofa__Wire__DesignCall> = arena.message { sofa__wire__design_call__init($0) }
+            op.pointee.kind = arena.string(call.kind.rawValue)
+            op.pointee.design = arena.string(call.design)
+            op.pointee.name = arena.string(call.name)
+            op.pointee.documents = arena.bytes(JSON.array(call.documents).compactBytes())
+            op.pointee.context = arena.bytes(call.context.compactBytes())
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DESIGN_CALL
+            message.pointee.design_call = op
         case .echo(let payload, let delayMs, let service):
             let op: UnsafeMutablePointer<Sofa__Wire__Echo> = arena.message { sofa__wire__echo__init($0) }
             op.pointee.payload = arena.bytes(payload)

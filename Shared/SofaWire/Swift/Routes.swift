@@ -9,7 +9,7 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs
     case revsDiff = 60, startReplication, stopReplication, listReplications
     case authenticate = 70, session, getSecurity, setSecurity
-    case viewQuery = 80
+    case viewQuery = 80, designCall
 
     public var name: String { String(describing: self) }
 }
@@ -90,6 +90,8 @@ extension OperationKind {
         case .setSecurity: Route(.gateway, write: true)
         // It may bring a view's index up to date first: as long as a query may run.
         case .viewQuery: Route(.query)
+        // Validation is the gateway's own call on a write; filters, an HTTP changes feed's.
+        case .designCall: Route(.query)
         }
     }
 }
@@ -146,6 +148,7 @@ extension Op {
         case .getSecurity: .getSecurity
         case .setSecurity: .setSecurity
         case .viewQuery: .viewQuery
+        case .designCall: .designCall
         }
     }
 

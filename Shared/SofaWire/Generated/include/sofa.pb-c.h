@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
 typedef struct Sofa__Wire__ViewQuery Sofa__Wire__ViewQuery;
+typedef struct Sofa__Wire__DesignCall Sofa__Wire__DesignCall;
 typedef struct Sofa__Wire__Authenticate Sofa__Wire__Authenticate;
 typedef struct Sofa__Wire__SessionRequest Sofa__Wire__SessionRequest;
 typedef struct Sofa__Wire__GetSecurity Sofa__Wire__GetSecurity;
@@ -184,7 +185,8 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_SESSION = 71,
   SOFA__WIRE__REQUEST__OP_GET_SECURITY = 72,
   SOFA__WIRE__REQUEST__OP_SET_SECURITY = 73,
-  SOFA__WIRE__REQUEST__OP_VIEW_QUERY = 80
+  SOFA__WIRE__REQUEST__OP_VIEW_QUERY = 80,
+  SOFA__WIRE__REQUEST__OP_DESIGN_CALL = 81
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -263,6 +265,7 @@ struct  Sofa__Wire__Request
     Sofa__Wire__GetSecurity *get_security;
     Sofa__Wire__SetSecurity *set_security;
     Sofa__Wire__ViewQuery *view_query;
+    Sofa__Wire__DesignCall *design_call;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
@@ -292,6 +295,41 @@ struct  Sofa__Wire__ViewQuery
 #define SOFA__WIRE__VIEW_QUERY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__view_query__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+/*
+ * Design documents' other functions (query workers), answered `json`:
+ * * "validate": every design document's `validate_doc_update` on `documents` (new revisions as
+ *   CouchDB shows them, each with `_id`; the worker reads each one's current revision),
+ *   `context` = {"userCtx": …, "secObj": …}; an array with, per document, null (accepted) or
+ *   {"forbidden"|"unauthorized": reason}.
+ * * "filter": `_design/<design>`'s filter `name` on `documents`, `context` = the request object;
+ *   an array of true/false per document.
+ * * "cleanup": removes the indexes of views no design document defines any more; {"ok": true}.
+ * * "info": `_design/<design>`'s views' index, as CouchDB's `_design/<design>/_info` shows it.
+ * * "compact": compacts the views' indexes; {"ok": true}.
+ */
+struct  Sofa__Wire__DesignCall
+{
+  ProtobufCMessage base;
+  char *kind;
+  /*
+   * without "_design/"
+   */
+  char *design;
+  char *name;
+  /*
+   * a JSON array
+   */
+  ProtobufCBinaryData documents;
+  /*
+   * JSON
+   */
+  ProtobufCBinaryData context;
+};
+#define SOFA__WIRE__DESIGN_CALL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__design_call__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL} }
 
 
 /*
@@ -1635,6 +1673,25 @@ Sofa__Wire__ViewQuery *
                       const uint8_t       *data);
 void   sofa__wire__view_query__free_unpacked
                      (Sofa__Wire__ViewQuery *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__DesignCall methods */
+void   sofa__wire__design_call__init
+                     (Sofa__Wire__DesignCall         *message);
+size_t sofa__wire__design_call__get_packed_size
+                     (const Sofa__Wire__DesignCall   *message);
+size_t sofa__wire__design_call__pack
+                     (const Sofa__Wire__DesignCall   *message,
+                      uint8_t             *out);
+size_t sofa__wire__design_call__pack_to_buffer
+                     (const Sofa__Wire__DesignCall   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__DesignCall *
+       sofa__wire__design_call__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__design_call__free_unpacked
+                     (Sofa__Wire__DesignCall *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__Authenticate methods */
 void   sofa__wire__authenticate__init
@@ -3221,6 +3278,9 @@ typedef void (*Sofa__Wire__Request_Closure)
 typedef void (*Sofa__Wire__ViewQuery_Closure)
                  (const Sofa__Wire__ViewQuery *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__DesignCall_Closure)
+                 (const Sofa__Wire__DesignCall *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__Authenticate_Closure)
                  (const Sofa__Wire__Authenticate *message,
                   void *closure_data);
@@ -3478,6 +3538,7 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__view_query__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__design_call__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__authenticate__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__session_request__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_security__descriptor;

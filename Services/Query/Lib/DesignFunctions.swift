@@ -1,0 +1,98 @@
+internal import SofaFiles
+internal import SofaCore
+public import SofaWire
+import SofaQL
+import SofaServer
+public import Foundation
+public import Logging
+
+/// What a query worker does with design documents' validation functions and changes filters
+/// (`DesignCall.validate`, `.filter`): read the functions from the database's design documents
+/// (and, to validate, each document's current revision) on a read-only connection, and run them
+/// in a `sofa-js` process of its own — so a write's validation never waits behind a view being
+/// built. A function that runs too long is stopped: that call fails, nothing else stalls.
+public final class DesignFunctions: Sendable {
+    private let dataDirectory: URL
+    private let logger: Logger
+    private let state = Confined(State(), label: "sofa.query.design")
+    /// How long the functions may take for one call.
+    static let timeout: Duration = .seconds(5)
+
+    struct State {
+        var reads = ReadConnections()
+        var js = JavaScriptProcess()
+    }
+
+    public init(dataDirectory: URL, logger: Logger) {
+        self.dataDirectory = dataDirectory
+        self.logger = logger
+    }
+
+    public func handle(_ request: Request, _ call: DesignCall) async -> Response {
+        do throws(SofaError) {
+            let answer = try await state.run { (state) throws(SofaError) -> JSON in
+                let (main, _) = try state.reads.connection(request.database, in: self.dataDirectory, queue: self.state.queue)
+                switch call.kind {
+                case .validate: return try self.validate(&state, main, request.collection, call)
+                case .filter: return try self.filter(&state, main, call)
+                default: throw SofaError(.invalidParameter, "design call \(call.kind.rawValue) is the views' (ViewEngine)")
+                }
+            }
+            return .ok(request.id, .json(answer))
+        } catch {
+            return .failure(request.id, error)
+        }
+    }
+
+    /// Every design document's `validate_doc_update` on each new revision, with the document's
+    /// current revision as `oldDoc` (null for a new or deleted one): per document, null or the
+    /// first refusal.
+    private func validate(_ state: inout State, _ main: SQLiteConnection, _ collection: String,
+                          _ call: DesignCall) throws(SofaError) -> JSON {
+        var sources: [JSON] = []
+        try main.run("SELECT body FROM kv_default WHERE key >= '_design/' AND key < '_design0' AND (flags & 1) = 0 ORDER BY key") {
+            if let source = JSON.tryParse($0.blob(0))?["validate_doc_update"]?.stringValue { sources.append(.string(source)) }
+        }
+        guard !sources.isEmpty else { return .array(call.documents.map { _ in .null }) }
+        let table = CollectionName.table(forKeyStore: try CollectionName(parsing: collection).keyStore)
+        var pairs: [JSON] = []
+        for document in call.documents {
+            var old = JSON.null
+            if let id = document["_id"]?.stringValue {
+                try main.run("SELECT core_revid(version), body FROM \(table) WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
+                    var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
+                    for (key, value) in JSON.tryParse(row.blob(1))?.objectValue ?? [:] { shown[key] = value }
+                    old = .object(shown)
+                }
+            }
+            pairs.append([document, old])
+        }
+        let answer = try state.js.call(["validate_docs", .array(sources), .array(pairs), call.context["userCtx"] ?? .null,
+                                        call.context["secObj"] ?? .null], timeout: Self.timeout)
+        log(answer, "validate_doc_update")
+        guard let verdicts = answer.result.arrayValue, verdicts.count == call.documents.count else {
+            throw SofaError(.invalidQuery, "validate_doc_update failed: \(answer.result["reason"]?.stringValue ?? answer.result.compactString)")
+        }
+        return .array(verdicts)
+    }
+
+    /// `_design/<design>`'s filter `name` on each document: per document, true or false.
+    private func filter(_ state: inout State, _ main: SQLiteConnection, _ call: DesignCall) throws(SofaError) -> JSON {
+        var source: String?
+        try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + call.design)]) {
+            source = JSON.tryParse($0.blob(0))?["filters"]?[call.name]?.stringValue
+        }
+        guard let source else { throw SofaError(.notFound, "no filter '\(call.name)' in design document '_design/\(call.design)'") }
+        guard !call.documents.isEmpty else { return [] }
+        let answer = try state.js.call(["filter", .string(source), .array(call.documents), call.context], timeout: Self.timeout)
+        log(answer, "filter")
+        guard let passed = answer.result.arrayValue?.last?.arrayValue, passed.count == call.documents.count else {
+            throw SofaError(.invalidQuery, "the filter failed: \(answer.result["reason"]?.stringValue ?? answer.result.compactString)")
+        }
+        return .array(passed.map { .bool($0.boolValue == true) })
+    }
+
+    private func log(_ answer: JavaScriptProcess.Answer, _ function: String) {
+        for line in answer.logs { logger.info("\(function) log", metadata: ["message": "\(line)"]) }
+    }
+}
