@@ -58,6 +58,10 @@ let package = Package(
         .target(name: "CSofaFTS", path: "Shared/CSofaFTS",
                 linkerSettings: [.linkedLibrary("stemmer"), .linkedLibrary("sqlite3")]),
 
+        // The Unicode Collation Algorithm's sort keys for view keys (ICU, libicu-dev)
+        .target(name: "CSofaCollation", path: "Shared/CSofaCollation",
+                linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]),
+
         // The allocator's settings of each Sofa executable (a constructor, run before main)
         .target(name: "CSofaMalloc", path: "Shared/CSofaMalloc"),
 
@@ -77,7 +81,7 @@ let package = Package(
         // lifecycle, logging, allocator profiles (only the services link it)
         .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", "CSofaSpawn", log, lifecycle],
                 path: "Shared/SofaServer", swiftSettings: settings),
-        .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS"], path: "Shared/SofaQL",
+        .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS", "CSofaCollation"], path: "Shared/SofaQL",
                 swiftSettings: settings),
         // The on-disk format: a data directory's and a database folder's layout, blob keys and
         // files, key files, the encrypted blob format, direct I/O and syncs

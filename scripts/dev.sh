@@ -17,6 +17,7 @@ packages=(
     libprotobuf-c-dev
     zlib1g-dev
     duktape-dev
+    libicu-dev
     protobuf-c-compiler
     pkg-config
     docker-compose

@@ -83,12 +83,7 @@ import Testing
             let people: [(String, JSON, Int64)] = [("p1", [1990, 1], 30), ("p2", [1990, 1], 40), ("p3", [1990, 5], 20),
                                                    ("p4", [1991, 2], 50), ("p5", [1992, 7], 10)]
             try index.apply(people.map { (id: $0.0, rows: [(key: $0.1, value: JSON.int($0.2))]) }, through: 5)
-            let stats = BuiltinReduce.stats
-            let reduce: (_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON = {
-                (keys, values, rereduce) throws(SofaError) -> JSON in
-                if rereduce { return try stats.rereduce(values) }
-                return try stats.reduce(keys: keys ?? [], values: values)
-            }
+            let reduce = ViewReducer(.stats)
             let whole = try index.query(ViewQueryOptions(), reduce: reduce)
             #expect(whole == .reduced([ViewGroup(key: nil, value: ["sum": 150, "count": 5, "min": 10, "max": 50, "sumsqr": 5500])]),
                     "\(whole)")
@@ -109,6 +104,53 @@ import Testing
             plain.limit = 2
             guard case .rows(_, _, let rows) = try index.query(plain, reduce: reduce) else { throw Failure("not rows") }
             #expect(rows.map(\.id) == ["p1", "p2"])
+        }
+    }
+
+    @Test func theWholeReductionIsKeptPerBucketAndFollowsChanges() throws {
+        try withIndex { index in
+            // 3,000 rows: three buckets of rowids.
+            var values = (0..<3000).map { Int64($0 % 7) }
+            try index.apply(values.enumerated().map { (id: String(format: "d%05d", $0.offset), rows: [(key: JSON.int(Int64($0.offset)), value: JSON.int($0.element))]) },
+                            through: 3000)
+            var reads = 0
+            let counted = ViewReducer(reduce: { (keys, rows) throws(SofaError) -> JSON in
+                reads += rows.count
+                return try BuiltinReduce.sum.reduce(keys: keys, values: rows)
+            }, rereduce: { (reductions) throws(SofaError) -> JSON in try BuiltinReduce.sum.rereduce(reductions) })
+            func whole() throws -> JSON {
+                guard case .reduced(let groups) = try index.query(ViewQueryOptions(), reduce: counted), let value = groups.first?.value else {
+                    throw Failure("not reduced")
+                }
+                return value
+            }
+            #expect(try whole() == .int(values.reduce(0, +)))
+            #expect(reads == 3000)
+            // Asked again: every bucket's reduction is stored; no row is read.
+            reads = 0
+            #expect(try whole() == .int(values.reduce(0, +)))
+            #expect(reads == 0)
+            // One document changes: only its old and new rows' buckets are read again.
+            values[5] = 100
+            try index.apply([(id: "d00005", rows: [(key: 5, value: 100)])], through: 3001)
+            reads = 0
+            #expect(try whole() == .int(values.reduce(0, +)))
+            #expect(reads > 0 && reads <= 2048)
+            // A deleted document's rows leave the reduction too.
+            try index.apply([(id: "d02999", rows: [])], through: 3002)
+            #expect(try whole() == .int(values.dropLast().reduce(0, +)))
+        }
+    }
+
+    @Test func sortKeysOrderAsTheCollation() {
+        let values: [JSON] = [nil, false, true, -1e300, -2, -0.5, 0, 0.5, 1, 3, 1e300, "", " ", "a", "A", "á", "Á", "aa", "ab", "a b",
+                              "b", "B", "é", "f", "z", "Z", "ü", "日本", [], [nil], [1], [1, 2], [1, "a"], ["a"], [["a"]], [:],
+                              ["a": 1], ["a": 1, "b": 2], ["a": 2], ["b": 1]]
+        for a in values {
+            for b in values {
+                let bytes = ViewSortKey.of(a).lexicographicallyPrecedes(ViewSortKey.of(b)) ? -1 : (ViewSortKey.of(a) == ViewSortKey.of(b) ? 0 : 1)
+                #expect(bytes == ViewCollation.compare(a, b), "\(a.compactString) vs \(b.compactString)")
+            }
         }
     }
 

@@ -81,22 +81,24 @@ public final class ViewEngine: Sendable {
         let update = options["update"]?.stringValue ?? (options["update"]?.boolValue == false ? "false" : "true")
         if update == "true" { try bringUpToDate(&state, index, main, map: map) }
         var query = try Self.options(options)
-        var reducer: ((_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON)?
+        var reducer: ViewReducer?
         if let reduceSource, query.reduce {
             if let builtin = BuiltinReduce(rawValue: reduceSource.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                reducer = { (keys, values, rereduce) throws(SofaError) -> JSON in
-                    builtin.present(rereduce ? try builtin.rereduce(values) : try builtin.reduce(keys: keys ?? [], values: values))
-                }
+                reducer = ViewReducer(builtin)
             } else {
                 let js = state.js
-                reducer = { (keys, values, _) throws(SofaError) -> JSON in
-                    let rows: [JSON] = zip(keys ?? [], values).map { .array([$0, $1]) }
-                    let answer = try js.call(["reduce", [.string(reduceSource)], .array(rows)], timeout: Self.mapTimeout)
+                func run(_ command: JSON) throws(SofaError) -> JSON {
+                    let answer = try js.call(command, timeout: Self.mapTimeout)
                     guard let value = answer.result.arrayValue?.last?.arrayValue?.first else {
                         throw SofaError(.invalidQuery, "the reduce function failed: \(answer.result.compactString)")
                     }
                     return value
                 }
+                reducer = ViewReducer(reduce: { (keys, values) throws(SofaError) -> JSON in
+                    try run(["reduce", [.string(reduceSource)], .array(zip(keys, values).map { .array([$0, $1]) })])
+                }, rereduce: { (reductions) throws(SofaError) -> JSON in
+                    try run(["rereduce", [.string(reduceSource)], .array(reductions)])
+                })
             }
         } else {
             query.reduce = false
@@ -125,8 +127,9 @@ public final class ViewEngine: Sendable {
     }
 
     /// A view's code, summed up: an index built from other code is rebuilt.
+    /// (With the index's format: an index of an earlier format is rebuilt.)
     static func signature(map: String, reduce: String?) -> String {
-        (try? sha256(Array((map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
+        (try? sha256(Array(("2\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
     }
 
     /// Maps the documents changed since the index's last sequence, in batches.

@@ -29,6 +29,7 @@ extension ViewIndex {
         try connection.execute("BEGIN IMMEDIATE")
         do {
             try connection.execute("DROP TABLE IF EXISTS view_rows_\(tableSuffix(name))")
+            try connection.execute("DROP TABLE IF EXISTS \(reductionsTable(name))")
             try connection.run("DELETE FROM view_meta WHERE name = ?", [.text(name)])
             try connection.execute("COMMIT")
         } catch {
@@ -39,9 +40,8 @@ extension ViewIndex {
 }
 
 extension ViewIndex {
-    /// Rewrites the views file to its smallest (SQLite's VACUUM; the keys' collation is needed).
+    /// Rewrites the views file to its smallest (SQLite's VACUUM).
     public static func compact(on connection: SQLiteConnection) throws(SofaError) {
-        try registerCollation(on: connection.handle)
         try connection.execute("VACUUM")
     }
 }

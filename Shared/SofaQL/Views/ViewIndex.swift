@@ -1,4 +1,3 @@
-internal import CSQLite
 public import SofaCore
 
 /// One row a map function emitted for a document.
@@ -52,13 +51,13 @@ public struct ViewGroup: Sendable, Equatable {
 }
 
 /// A view's persistent index, in a SQLite database of its own (views are not the storage
-/// writer's): its rows ordered by CouchDB's collation of keys (a `sofa_view` collation on the key
-/// column, `ViewCollation`), then by document ID; the documents that have rows; and the last
+/// writer's): its rows ordered by CouchDB's collation of keys (as `ViewSortKey` bytes, which
+/// SQLite compares as they are), then by document ID; the documents that have rows; and the last
 /// sequence indexed. A new `signature` (the view's code changed) empties it.
 ///
 /// Tables, for view `N` (a hash of its name): `view_meta(name, signature, last_seq, row_count)`,
-/// `view_rows_N(key, docid, value)` with an index on `(key, docid)`, keys and values as canonical
-/// JSON text.
+/// `view_rows_N(sortkey, docid, key, value)` with indexes on `(sortkey, docid)` and `docid`, keys
+/// and values as canonical JSON text; `view_reduce_N` (see `ViewIndex+Reduce`).
 public final class ViewIndex {
     let connection: SQLiteConnection
     let rows: String
@@ -72,7 +71,6 @@ public final class ViewIndex {
         self.connection = connection
         self.name = name
         rows = "view_rows_" + Self.tableSuffix(name)
-        try Self.registerCollation(on: connection.handle)
         try connection.execute("CREATE TABLE IF NOT EXISTS view_meta (name TEXT PRIMARY KEY, signature TEXT NOT NULL, "
                                + "last_seq INTEGER NOT NULL, row_count INTEGER NOT NULL DEFAULT 0)")
         var stored: (String, UInt64)?
@@ -85,6 +83,7 @@ public final class ViewIndex {
             try connection.execute("BEGIN IMMEDIATE")
             do {
                 try connection.execute("DROP TABLE IF EXISTS \(rows)")
+                try connection.execute("DROP TABLE IF EXISTS \(Self.reductionsTable(name))")
                 try connection.run("INSERT INTO view_meta (name, signature, last_seq, row_count) VALUES (?, ?, 0, 0) "
                                    + "ON CONFLICT(name) DO UPDATE SET signature = excluded.signature, last_seq = 0, row_count = 0",
                                    [.text(name), .text(signature)])
@@ -95,8 +94,8 @@ public final class ViewIndex {
             }
         }
         try connection.execute("""
-            CREATE TABLE IF NOT EXISTS \(rows) (key TEXT NOT NULL COLLATE sofa_view, docid TEXT NOT NULL, value TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS \(rows)_key ON \(rows) (key COLLATE sofa_view, docid);
+            CREATE TABLE IF NOT EXISTS \(rows) (sortkey BLOB NOT NULL, docid TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS \(rows)_key ON \(rows) (sortkey, docid);
             CREATE INDEX IF NOT EXISTS \(rows)_doc ON \(rows) (docid);
             """)
     }
@@ -108,15 +107,21 @@ public final class ViewIndex {
         try connection.execute("SAVEPOINT view_apply")
         do {
             var delta = 0
+            // The stored reductions of the buckets whose rows change are forgotten.
+            var touched = Set<Int64>()
             for document in documents {
-                try connection.run("DELETE FROM \(rows) WHERE docid = ?", [.text(document.id)])
-                delta -= connection.changes
+                try connection.run("DELETE FROM \(rows) WHERE docid = ? RETURNING rowid", [.text(document.id)]) { row in
+                    touched.insert(row.integer(0) >> Self.bucketBits)
+                    delta -= 1
+                }
                 for row in document.rows {
-                    try connection.run("INSERT INTO \(rows) (key, docid, value) VALUES (?, ?, ?)",
-                                       [.text(row.key.canonicalString), .text(document.id), .text(row.value.canonicalString)])
+                    try connection.run("INSERT INTO \(rows) (sortkey, docid, key, value) VALUES (?, ?, ?, ?) RETURNING rowid",
+                                       [.blob(ViewSortKey.of(row.key)), .text(document.id), .text(row.key.canonicalString),
+                                        .text(row.value.canonicalString)]) { touched.insert($0.integer(0) >> Self.bucketBits) }
                 }
                 delta += document.rows.count
             }
+            try forgetReductions(of: touched)
             try connection.run("UPDATE view_meta SET last_seq = max(last_seq, ?), row_count = row_count + ? WHERE name = ?",
                                [.integer(Int64(sequence)), .integer(Int64(delta)), .text(name)])
             try connection.execute("RELEASE view_apply")
@@ -145,15 +150,19 @@ public final class ViewIndex {
         }
     }
 
-    /// The rows of `options`' range (or keys), or their reductions by `reduce` (keys and values
-    /// of rows, or `nil` keys and earlier reductions when `rereduce`).
+    /// The rows of `options`' range (or keys), or their reductions by `reduce`.
     /// `countsRows`: the reduce is `_count`, so an ungrouped reduction of a range is counted by
-    /// SQLite without reading the rows.
-    public func query(_ options: ViewQueryOptions, countsRows: Bool = false,
-                      reduce: ((_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws(SofaError) -> JSON)? = nil) throws(SofaError) -> ViewResult {
-        if countsRows, reduce != nil, options.reduce, !options.group, options.groupLevel == nil, options.keys == nil, options.key == nil {
+    /// SQLite without reading the rows. The ungrouped reduction of the whole view is made of the
+    /// reductions stored per bucket of rows (`ViewIndex+Reduce`), only changed buckets read again.
+    public func query(_ options: ViewQueryOptions, countsRows: Bool = false, reduce: ViewReducer? = nil) throws(SofaError) -> ViewResult {
+        let ungrouped = options.reduce && !options.group && options.groupLevel == nil && options.keys == nil && options.key == nil
+        if countsRows, reduce != nil, ungrouped {
             let count = try countRange(options)
             return .reduced(options.skip > 0 || options.limit == 0 ? [] : [ViewGroup(key: nil, value: .int(Int64(count)))])
+        }
+        if let reduce, ungrouped, options.startKey == nil, options.endKey == nil {
+            let whole = reduce.present(try fullReduction(reduce))
+            return .reduced(options.skip > 0 || options.limit == 0 ? [] : [ViewGroup(key: nil, value: whole)])
         }
         var selected: [ViewRow] = []
         if let keys = options.keys ?? options.key.map({ [$0] }) {
@@ -185,11 +194,11 @@ public final class ViewIndex {
                 end += 1
             }
             let slice = selected[start..<end]
-            let value = try reduce(slice.map { [$0.key, .string($0.id)] }, slice.map(\.value), false)
+            let value = reduce.present(try reduce.reduce(slice.map { [$0.key, .string($0.id)] }, slice.map(\.value)))
             groups.append(ViewGroup(key: key, value: value))
             start = end
         }
-        if groupAll && groups.isEmpty { groups = [ViewGroup(key: nil, value: try reduce([], [], false))] }
+        if groupAll && groups.isEmpty { groups = [ViewGroup(key: nil, value: reduce.present(try reduce.reduce([], [])))] }
         return .reduced(Array(groups.dropFirst(options.skip).prefix(options.limit ?? .max)))
     }
 
@@ -204,7 +213,7 @@ public final class ViewIndex {
     private func range(_ options: ViewQueryOptions, limit: Int?, skip: Int) throws(SofaError) -> [ViewRow] {
         var (clause, bindings) = Self.bounds(options)
         let order = options.descending ? "DESC" : "ASC"
-        let sql = "SELECT key, docid, value FROM \(rows)" + clause + " ORDER BY key \(order), docid \(order) LIMIT ? OFFSET ?"
+        let sql = "SELECT key, docid, value FROM \(rows)" + clause + " ORDER BY sortkey \(order), docid \(order) LIMIT ? OFFSET ?"
         bindings += [.integer(Int64(limit ?? -1)), .integer(Int64(skip))]
         var result: [ViewRow] = []
         try connection.run(sql, bindings) { row throws(SofaError) in
@@ -229,20 +238,20 @@ public final class ViewIndex {
         let (after, before) = options.descending ? ("<", ">") : (">", "<")
         if let start = options.startKey {
             if let id = options.startKeyDocID {
-                conditions.append("(key \(after) ? OR (key = ? AND docid \(after)= ?))")
-                bindings += [.text(start.canonicalString), .text(start.canonicalString), .text(id)]
+                conditions.append("(sortkey \(after) ? OR (sortkey = ? AND docid \(after)= ?))")
+                bindings += [.blob(ViewSortKey.of(start)), .blob(ViewSortKey.of(start)), .text(id)]
             } else {
-                conditions.append("key \(after)= ?")
-                bindings.append(.text(start.canonicalString))
+                conditions.append("sortkey \(after)= ?")
+                bindings.append(.blob(ViewSortKey.of(start)))
             }
         }
         if let end = options.endKey {
             if let id = options.endKeyDocID {
-                conditions.append("(key \(before) ? OR (key = ? AND docid \(before)\(options.inclusiveEnd ? "=" : "") ?))")
-                bindings += [.text(end.canonicalString), .text(end.canonicalString), .text(id)]
+                conditions.append("(sortkey \(before) ? OR (sortkey = ? AND docid \(before)\(options.inclusiveEnd ? "=" : "") ?))")
+                bindings += [.blob(ViewSortKey.of(end)), .blob(ViewSortKey.of(end)), .text(id)]
             } else {
-                conditions.append("key \(before)\(options.inclusiveEnd ? "=" : "") ?")
-                bindings.append(.text(end.canonicalString))
+                conditions.append("sortkey \(before)\(options.inclusiveEnd ? "=" : "") ?")
+                bindings.append(.blob(ViewSortKey.of(end)))
             }
         }
         return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), bindings)
@@ -264,7 +273,7 @@ public final class ViewIndex {
         let cacheKey = (options.descending ? "d" : "a") + start.canonicalString
         if let known = offsets[cacheKey], known.sequence == sequence { return known.offset + options.skip }
         var before = 0
-        try connection.run("SELECT COUNT(*) FROM \(rows) WHERE key \(options.descending ? ">" : "<") ?", [.text(start.canonicalString)]) {
+        try connection.run("SELECT COUNT(*) FROM \(rows) WHERE sortkey \(options.descending ? ">" : "<") ?", [.blob(ViewSortKey.of(start))]) {
             before = Int($0.integer(0))
         }
         if offsets.count > 1000 { offsets.removeAll() }
@@ -276,15 +285,5 @@ public final class ViewIndex {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
         return String(hash, radix: 16)
-    }
-
-    /// `sofa_view`: keys (canonical JSON text) in CouchDB's collation.
-    static func registerCollation(on db: OpaquePointer) throws(SofaError) {
-        let rc = sqlite3_create_collation_v2(db, "sofa_view", SQLITE_UTF8, nil, { _, count1, bytes1, count2, bytes2 in
-            let a = JSON.tryParse(UnsafeRawBufferPointer(start: bytes1, count: Int(count1))) ?? .null
-            let b = JSON.tryParse(UnsafeRawBufferPointer(start: bytes2, count: Int(count2))) ?? .null
-            return Int32(ViewCollation.compare(a, b))
-        }, nil)
-        guard rc == SQLITE_OK else { throw SofaError(.sqlite, rc, "cannot register the view collation") }
     }
 }
