@@ -74,7 +74,10 @@ public final class JavaScriptProcess {
         var childPID: pid_t = 0, childInput: Int32 = -1, childOutput: Int32 = -1
         let arguments = [executable]
         let cArguments = arguments.map { strdup($0) } + [nil]
-        let environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        // The child ends itself when this process is gone (see sofa-js's `outliveNoParent`).
+        var variables = ProcessInfo.processInfo.environment
+        variables["SOFA_JS_PARENT"] = String(getpid())
+        let environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for pointer in cArguments { free(pointer) }
             for pointer in environment { free(pointer) }

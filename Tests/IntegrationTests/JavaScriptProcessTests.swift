@@ -81,3 +81,39 @@ import Testing
         #expect(try js.call(["map_doc", ["_id": "c"]], timeout: .seconds(5)).result == [[["c", nil]]])
     }
 }
+
+/// A `sofa-js` whose parent dies (killed while a function loops) ends too: it is never left
+/// running on its own.
+@Suite struct JavaScriptOrphanTests {
+    @Test func aLoopingChildEndsWhenItsParentIsKilled() async throws {
+        let bash = try #require(DeployTests.executableOnPath("bash"))
+        let js = Supervisor.defaultBinDirectory.appendingPathComponent("sofa-js").path
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-orphan-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pidFile = folder.appendingPathComponent("js.pid").path
+        // The parent (a shell) feeds sofa-js a function that loops, notes its pid, then is killed
+        // (the feeding `sleep` ends on its own).
+        let script = """
+            { echo '["add_fun", "function (doc) { while (true) {} }"]'; echo '["map_doc", {}]'; sleep 3; } 2>/dev/null |
+              SOFA_JS_PARENT=$$ '\(js)' > /dev/null 2>&1 &
+            echo $! > '\(pidFile)'
+            kill -9 $$
+            """
+        let shell = Process()
+        shell.executableURL = bash
+        shell.arguments = ["-c", script]
+        (shell.standardInput, shell.standardOutput, shell.standardError) = (FileHandle.nullDevice, FileHandle.nullDevice, FileHandle.nullDevice)
+        try shell.run()
+        shell.waitUntilExit()
+        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let deadline = ContinuousClock.now + .seconds(20)
+        func running() -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+            return !stat.contains(") Z ")
+        }
+        while running() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!running(), "sofa-js \(pid) still runs without its parent")
+        if running() { kill(pid, SIGKILL) }
+    }
+}

@@ -96,11 +96,15 @@ public enum QueryServer {
     }
     """#
 
+    /// The environment variable in which the parent names itself.
+    public static let parentVariable = "SOFA_JS_PARENT"
+
     /// The heap size a process may use (RLIMIT_DATA): beyond it allocations fail.
     public static let memoryLimit = 256 << 20
 
     /// Serves commands from stdin until it closes.
     public static func main() -> Int32 {
+        outliveNoParent()
         var limit = rlimit(rlim_cur: rlim_t(memoryLimit), rlim_max: rlim_t(memoryLimit))
         setrlimit(Int32(RLIMIT_DATA.rawValue), &limit)
         guard let context = sofa_duk_create({ _, message in
@@ -126,6 +130,20 @@ public enum QueryServer {
             guard reply(Array((status == 0 ? answer : failure.compactString).utf8) + [0x0A]) else { return 74 }
         }
         return 0
+    }
+
+    /// Ends this process when the one that started it is gone, even in the middle of a function
+    /// that never returns (its parent, which would have killed it, may itself have been killed):
+    /// a thread looks every half second whether this process was handed to another parent. The
+    /// parent names itself in `SOFA_JS_PARENT` (it may be gone before this process looks).
+    static func outliveNoParent() {
+        let parent = ProcessInfo.processInfo.environment[parentVariable].flatMap { pid_t($0) } ?? getppid()
+        Thread.detachNewThread {
+            while true {
+                usleep(500_000)
+                if getppid() != parent { _exit(0) }
+            }
+        }
     }
 
     /// Writes one answer line to stdout; false when the parent is gone.
