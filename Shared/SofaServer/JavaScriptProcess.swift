@@ -54,11 +54,26 @@ public final class JavaScriptProcess {
 
     /// Sends one command and waits up to `timeout` for its answer.
     public func call(_ command: JSON, timeout: Duration) throws(SofaError) -> Answer {
+        try send(command.compactBytes())
+        return try receive(until: ContinuousClock.now + timeout)
+    }
+
+    /// Sends one command (a JSON array's bytes, without the newline) without waiting for its
+    /// answer, which `receive` reads: the child works on it meanwhile. One command at a time.
+    public func send(_ command: [UInt8]) throws(SofaError) {
         if pid == 0 { try start() }
-        let line = command.compactBytes() + [0x0A]
-        let deadline = ContinuousClock.now + timeout
         do throws(SofaError) {
-            try write(line)
+            try write(command + [0x0A])
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// The answer to the command sent, waited for until `deadline`.
+    public func receive(until deadline: ContinuousClock.Instant) throws(SofaError) -> Answer {
+        do throws(SofaError) {
+            guard pid != 0 else { throw SofaError(.ioError, "sofa-js is not running: no command to answer") }
             let text = try readLine(until: deadline)
             guard let answer = JSON.tryParse(text), let result = answer["result"] else {
                 throw SofaError(.corruptData, "sofa-js answered something that is not an answer")

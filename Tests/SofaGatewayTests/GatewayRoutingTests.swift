@@ -14,9 +14,9 @@ import Testing
 
     /// The operations the gateway passes on undecoded, by field number: document reads and
     /// writes, changes, all-docs and revs-diff to storage; blob transfers to sofa-blob; queries
-    /// to the broker.
+    /// and view queries to the broker.
     @Test func passedThroughAreDocumentsChangesAllDocsRevsDiffBlobTransfersAndQueries() {
-        #expect(GatewayService.passedThrough == [15, 16, 17, 23, 24, 31, 32, 60, 37, 38, 39, 40, 41, 42, 43])
+        #expect(GatewayService.passedThrough == [15, 16, 17, 23, 24, 31, 32, 60, 37, 38, 39, 40, 41, 42, 43, 80])
         let blob = OperationKind.allCases.filter { $0.route.passedThrough && $0.route.service == .blob }
         #expect(blob == [.blobWriteBegin, .blobWriteChunk, .blobWriteEnd, .blobWriteAbort, .blobRead, .blobStat])
     }

@@ -85,7 +85,7 @@ public final class GatewayService: Sendable {
             return await gateway.forward(request)
         }
         // Queries wait their turn in the broker's queue per client, not in fair forwarding's.
-        forwarding.queuedElsewhere = [OperationKind.query.rawValue]
+        forwarding.queuedElsewhere = [OperationKind.query.rawValue, OperationKind.viewQuery.rawValue]
         forwarding.gate = { request, peer in
             guard let gateway = ready.withLock({ $0 }) else { return .refuse(starting) }
             return gateway.gate(request, peer)

@@ -23,7 +23,12 @@ public enum QueryService {
         let worker = try await BrokerWorker.start(broker: settings.brokerURL, service: "query", instance: instance,
                                             heartbeatMs: settings.heartbeatMs, capacity: Self.capacity,
                                             logger: logger, direct: { request, reply in
-            // Queries go from the worker's socket thread to the engine's queue and back, with no task.
+            // Queries and view queries go from the worker's socket thread to their engine's queue
+            // and back, with no task.
+            if case .viewQuery(let design, let view, let options) = request.operation {
+                views.handle(request, design: design, view: view, options: options, reply: reply)
+                return {}
+            }
             guard case .query(let spec) = request.operation else { return nil }
             return engine.handle(request, spec, reply: reply)
         }) { request in

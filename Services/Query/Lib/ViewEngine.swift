@@ -13,7 +13,7 @@ public import Logging
 /// answer the query in CouchDB's shape. On a queue of its own.
 public final class ViewEngine: Sendable {
     let dataDirectory: URL
-    private let logger: Logger
+    let logger: Logger
     let state = Confined(State(), label: "sofa.query.views")
     /// How long a map function may take for one document.
     static let mapTimeout: Duration = .seconds(5)
@@ -34,6 +34,19 @@ public final class ViewEngine: Sendable {
     public init(dataDirectory: URL, logger: Logger) {
         self.dataDirectory = dataDirectory
         self.logger = logger
+    }
+
+    /// The same without a task: run on the engine's queue, which calls `reply`.
+    public func handle(_ request: Request, design: String, view: String, options: JSON,
+                       reply: @escaping @Sendable (Response) -> Void) {
+        state.async { state in
+            do throws(SofaError) {
+                reply(.ok(request.id, .json(try self.run(&state, request.database, design: design, view: view,
+                                                         options: options.objectValue ?? [:]))))
+            } catch {
+                reply(.failure(request.id, error))
+            }
+        }
     }
 
     public func handle(_ request: Request, design: String, view: String, options: JSON) async -> Response {
@@ -130,85 +143,6 @@ public final class ViewEngine: Sendable {
     /// (With the index's format: an index of an earlier format is rebuilt.)
     static func signature(map: String, reduce: String?) -> String {
         (try? sha256(Array(("2\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
-    }
-
-    /// Maps the documents changed since the index's last sequence, in batches.
-    private func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String) throws(SofaError) {
-        if state.loaded != map {
-            try state.js.reset()
-            state.loaded = nil
-            try state.js.add(function: map)
-            state.loaded = map
-        }
-        // A batch per transaction, each holding the views file's write lock (see `whileUpdating`).
-        while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatch(&state, index, main) }) {}
-    }
-
-    /// Maps and applies the next batch of changed documents; false when there was none.
-    private func updateBatch(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection) throws(SofaError) -> Bool {
-        do {
-            var documents: [(id: String, rev: String, sequence: UInt64, deleted: Bool, body: [UInt8])] = []
-            try main.run("SELECT key, sequence, flags, core_revid(version), body FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
-                         [.integer(Int64(index.lastSequence)), .integer(Int64(Self.batch))]) { row in
-                documents.append((row.text(0), row.text(3), UInt64(row.integer(1)), row.integer(2) & 1 != 0, row.blob(4)))
-            }
-            guard let last = documents.last?.sequence else { return false }
-            var updates: [(id: String, rows: [(key: JSON, value: JSON)])] = []
-            var mappable: [(index: Int, document: JSON)] = []
-            for document in documents {
-                updates.append((document.id, []))
-                guard !document.deleted, !document.id.hasPrefix("_design/"), var object = JSON.tryParse(document.body)?.objectValue else {
-                    continue
-                }
-                object["_id"] = .string(document.id)
-                object["_rev"] = .string(document.rev)
-                mappable.append((updates.count - 1, .object(object)))
-            }
-            // The batch in one round trip; when it fails (a map that loops stops the child), one
-            // by one, so that only the documents it fails on are left out.
-            if let batch = mappedBatch(&state, mappable.map(\.document)) {
-                for (position, rows) in zip(mappable.map(\.index), batch) { updates[position].rows = rows }
-            } else {
-                for (position, document) in mappable { updates[position].rows = mapped(&state, updates[position].id, document) }
-            }
-            try index.apply(updates, through: last)
-            return true
-        }
-    }
-
-    /// The rows of each document of a batch (a document the function throws on has none, logged);
-    /// nil when the batch as a whole did not finish in time.
-    private func mappedBatch(_ state: inout State, _ documents: [JSON]) -> [[(key: JSON, value: JSON)]]? {
-        guard !documents.isEmpty else { return [] }
-        guard let answer = try? state.js.call(["map_docs", .array(documents)], timeout: Self.mapTimeout),
-              let perDocument = answer.result.arrayValue, perDocument.count == documents.count else { return nil }
-        for line in answer.logs { logger.info("view log", metadata: ["message": "\(line)"]) }
-        return zip(documents, perDocument).map { document, result in Self.rows(result, of: document["_id"]?.stringValue ?? "", logger) }
-    }
-
-    /// The rows of one document's answer (the first function's): none, logged, for an error.
-    static func rows(_ result: JSON, of id: String, _ logger: Logger) -> [(key: JSON, value: JSON)] {
-        guard let rows = result.arrayValue?.first?.arrayValue else {
-            logger.warning("map function failed for a document: skipped", metadata: [
-                "doc": "\(id)", "reason": "\(result.arrayValue?.first?["reason"]?.stringValue ?? result.compactString)"])
-            return []
-        }
-        return rows.compactMap { row in
-            guard let pair = row.arrayValue, pair.count == 2 else { return nil }
-            return (pair[0], pair[1])
-        }
-    }
-
-    /// One document's rows; none (logged) when the function throws or takes too long for it.
-    private func mapped(_ state: inout State, _ id: String, _ document: JSON) -> [(key: JSON, value: JSON)] {
-        do throws(SofaError) {
-            let answer = try state.js.call(["map_doc", document], timeout: Self.mapTimeout)
-            for line in answer.logs { logger.info("view log", metadata: ["doc": "\(id)", "message": "\(line)"]) }
-            return Self.rows(answer.result, of: id, logger)
-        } catch {
-            logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(id)", "reason": "\(error.message)"])
-            return []
-        }
     }
 
     /// A document as CouchDB shows it (for `include_docs`); nil when it is gone.

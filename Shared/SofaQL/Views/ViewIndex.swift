@@ -101,18 +101,22 @@ public final class ViewIndex {
     }
 
     /// Replaces the rows of each document (none: the document is deleted or emits nothing) and
-    /// records `sequence` as indexed, in one transaction.
+    /// records `sequence` as indexed, in one transaction. `fresh`: no document has rows yet (a
+    /// first build), so there are none to remove first.
     /// (A savepoint: it may run inside `whileUpdating`'s transaction.)
-    public func apply(_ documents: [(id: String, rows: [(key: JSON, value: JSON)])], through sequence: UInt64) throws(SofaError) {
+    public func apply(_ documents: [(id: String, rows: [(key: JSON, value: JSON)])], through sequence: UInt64,
+                      fresh: Bool = false) throws(SofaError) {
         try connection.execute("SAVEPOINT view_apply")
         do {
             var delta = 0
             // The stored reductions of the buckets whose rows change are forgotten.
             var touched = Set<Int64>()
             for document in documents {
-                try connection.run("DELETE FROM \(rows) WHERE docid = ? RETURNING rowid", [.text(document.id)]) { row in
-                    touched.insert(row.integer(0) >> Self.bucketBits)
-                    delta -= 1
+                if !fresh {
+                    try connection.run("DELETE FROM \(rows) WHERE docid = ? RETURNING rowid", [.text(document.id)]) { row in
+                        touched.insert(row.integer(0) >> Self.bucketBits)
+                        delta -= 1
+                    }
                 }
                 for row in document.rows {
                     try connection.run("INSERT INTO \(rows) (sortkey, docid, key, value) VALUES (?, ?, ?, ?) RETURNING rowid",

@@ -88,8 +88,9 @@ extension OperationKind {
         // Kept in the database's `info` store; the gateway reads and writes it there.
         case .getSecurity: Route(.gateway)
         case .setSecurity: Route(.gateway, write: true)
-        // It may bring a view's index up to date first: as long as a query may run.
-        case .viewQuery: Route(.query)
+        // It may bring a view's index up to date first: as long as a query may run (the gateway
+        // cuts it to SOFA_MAX_QUERY_MS as a query's).
+        case .viewQuery: Route(.query, passedThrough: true)
         // Validation is the gateway's own call on a write; filters, an HTTP changes feed's.
         case .designCall: Route(.query)
         }

@@ -1,0 +1,137 @@
+internal import SofaCore
+import SofaQL
+import SofaServer
+import Logging
+
+/// Bringing a view's index up to date: the documents changed since its last sequence, read in
+/// batches, mapped by `sofa-js` and applied. The child maps one batch while this thread applies
+/// the one before (two cores at work, not one after the other), and documents go to it as
+/// their stored bytes with `_id` and `_rev` put in front: no document is parsed here.
+extension ViewEngine {
+    /// One document changed since the index's last sequence.
+    struct Changed {
+        var id: String
+        var sequence: UInt64
+        /// Its bytes for the map function (nil: it has no rows — deleted, a design document, or
+        /// a body that is not an object).
+        var mappable: [UInt8]?
+    }
+
+    /// Documents applied per transaction once the index has rows (a first build is one transaction).
+    static let perTransaction = 5000
+
+    func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String) throws(SofaError) {
+        if state.loaded != map {
+            try state.js.reset()
+            state.loaded = nil
+            try state.js.add(function: map)
+            state.loaded = map
+        }
+        // Each transaction holds the views file's write lock (see `whileUpdating`).
+        while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatches(&state, index, main) }) {}
+    }
+
+    /// Maps and applies batches of changed documents, pipelined; true when there may be more.
+    private func updateBatches(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection) throws(SofaError) -> Bool {
+        // A first build: no document has rows yet, so none need removing first.
+        let fresh = index.lastSequence == 0
+        var current = try Self.changed(main, after: index.lastSequence)
+        guard !current.isEmpty else { return false }
+        var sent = send(&state, current)
+        var applied = 0
+        while true {
+            var rows = sent ? mappedBatch(&state, current) : nil
+            if rows == nil { rows = current.map { mapped(&state, $0) } }
+            applied += current.count
+            let full = current.count == Self.batch
+            let goOn = full && (fresh || applied < Self.perTransaction)
+            let next = goOn ? try Self.changed(main, after: current.last!.sequence) : []
+            if !next.isEmpty { sent = send(&state, next) }
+            try index.apply(zip(current, rows!).map { (id: $0.id, rows: $1) }, through: current.last!.sequence, fresh: fresh)
+            // Stopped at this transaction's share: the next one goes on.
+            guard !next.isEmpty else { return full && !goOn }
+            current = next
+        }
+    }
+
+    /// The next batch of documents changed after `sequence`.
+    static func changed(_ main: SQLiteConnection, after sequence: UInt64) throws(SofaError) -> [Changed] {
+        var documents: [Changed] = []
+        try main.run("SELECT key, sequence, flags, core_revid(version), body FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
+                     [.integer(Int64(sequence)), .integer(Int64(batch))]) { row in
+            let id = row.text(0)
+            var mappable: [UInt8]?
+            if row.integer(2) & 1 == 0, !id.hasPrefix("_design/") {
+                mappable = Self.document(id: id, rev: row.text(3), body: row.blob(4))
+            }
+            documents.append(Changed(id: id, sequence: UInt64(row.integer(1)), mappable: mappable))
+        }
+        return documents
+    }
+
+    /// A stored body (compact JSON) as the map function sees it, `_id` and `_rev` first; nil
+    /// when it is not an object.
+    static func document(id: String, rev: String, body: [UInt8]) -> [UInt8]? {
+        guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else { return nil }
+        var out = Array(#"{"_id":"#.utf8) + JSON.string(id).compactBytes() + Array(#","_rev":"#.utf8) + JSON.string(rev).compactBytes()
+        out += body.count > 2 ? [UInt8(ascii: ",")] + body.dropFirst() : [UInt8(ascii: "}")]
+        return out
+    }
+
+    /// Sends a batch's `map_docs` command; false when the child could not take it.
+    private func send(_ state: inout State, _ batch: [Changed]) -> Bool {
+        var command = Array(#"["map_docs",["#.utf8)
+        var first = true
+        for document in batch {
+            guard let bytes = document.mappable else { continue }
+            if !first { command.append(UInt8(ascii: ",")) }
+            first = false
+            command += bytes
+        }
+        command += Array("]]".utf8)
+        return (try? state.js.send(command)) != nil
+    }
+
+    /// The rows of each document of the batch sent (a document the function throws on has
+    /// none, logged); nil when the batch as a whole did not finish in time (the child was
+    /// stopped: the documents are then mapped one by one, so that only those it fails on are
+    /// left out).
+    private func mappedBatch(_ state: inout State, _ batch: [Changed]) -> [[(key: JSON, value: JSON)]]? {
+        let mappable = batch.filter { $0.mappable != nil }
+        guard let answer = try? state.js.receive(until: ContinuousClock.now + Self.mapTimeout),
+              let perDocument = answer.result.arrayValue, perDocument.count == mappable.count else { return nil }
+        for line in answer.logs { logger.info("view log", metadata: ["message": "\(line)"]) }
+        var results = perDocument.makeIterator()
+        return batch.map { document in
+            guard document.mappable != nil, let result = results.next() else { return [] }
+            return Self.rows(result, of: document.id, logger)
+        }
+    }
+
+    /// The rows of one document's answer (the first function's): none, logged, for an error.
+    static func rows(_ result: JSON, of id: String, _ logger: Logger) -> [(key: JSON, value: JSON)] {
+        guard let rows = result.arrayValue?.first?.arrayValue else {
+            logger.warning("map function failed for a document: skipped", metadata: [
+                "doc": "\(id)", "reason": "\(result.arrayValue?.first?["reason"]?.stringValue ?? result.compactString)"])
+            return []
+        }
+        return rows.compactMap { row in
+            guard let pair = row.arrayValue, pair.count == 2 else { return nil }
+            return (pair[0], pair[1])
+        }
+    }
+
+    /// One document's rows; none (logged) when the function throws or takes too long for it.
+    private func mapped(_ state: inout State, _ document: Changed) -> [(key: JSON, value: JSON)] {
+        guard let bytes = document.mappable else { return [] }
+        do throws(SofaError) {
+            try state.js.send(Array(#"["map_doc","#.utf8) + bytes + [UInt8(ascii: "]")])
+            let answer = try state.js.receive(until: ContinuousClock.now + Self.mapTimeout)
+            for line in answer.logs { logger.info("view log", metadata: ["doc": "\(document.id)", "message": "\(line)"]) }
+            return Self.rows(answer.result, of: document.id, logger)
+        } catch {
+            logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(document.id)", "reason": "\(error.message)"])
+            return []
+        }
+    }
+}
