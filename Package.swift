@@ -140,7 +140,7 @@ let package = Package(
         .executableTarget(name: "SofaHTTPMain", dependencies: ["SofaHTTP", "SofaServer"],
                           path: "Services/HTTP/Main", swiftSettings: settings),
         // Design documents' JavaScript (Duktape), in a process of its own: `sofa-js`
-        .target(name: "SofaJS", dependencies: ["SofaCore", "CDuktape"], path: "Services/JS/Lib", swiftSettings: settings),
+        .target(name: "SofaJS", dependencies: ["SofaCore", "CDuktape", "CSofaMalloc"], path: "Services/JS/Lib", swiftSettings: settings),
         .executableTarget(name: "SofaJSMain", dependencies: ["SofaJS"], path: "Services/JS/Main", swiftSettings: settings),
         .executableTarget(name: "SofaCLIMain", dependencies: ["SofaCLI"],
                           path: "Services/CLI/Main", swiftSettings: settings),

@@ -43,6 +43,7 @@ __attribute__((constructor)) static void sofa_malloc_setup(int argc, char **argv
     if (argc < 1 || argv == NULL || argv[0] == NULL) return;
     static const char *const executables[] = {
         "sofa", "sofa-storage", "sofa-query", "sofa-blob", "sofa-replicator", "sofa-gateway", "sofa-bench", "sofa-http",
+        "sofa-js",
     };
     const char *name = base_name(argv[0]);
     int known = 0;

@@ -39,12 +39,14 @@ public enum QueryServer {
       return fun;
     }
     function __map(doc) {
-      return __sofa.funs.map(function (fun) {
-        __sofa.emitted = [];
-        try { fun(doc); return __sofa.emitted; }
-        catch (e) { return { error: 'map_error', reason: String(e) }; }
-        finally { __sofa.emitted = null; }
-      });
+      var funs = __sofa.funs, out = new Array(funs.length);
+      for (var i = 0; i < funs.length; i++) {
+        var emitted = __sofa.emitted = [];
+        try { funs[i](doc); out[i] = emitted; }
+        catch (e) { out[i] = { error: 'map_error', reason: String(e) }; }
+      }
+      __sofa.emitted = null;
+      return out;
     }
     function __validate(fun, newDoc, oldDoc, userCtx, secObj) {
       try { fun(newDoc, oldDoc, userCtx, secObj); return 1; }
@@ -62,7 +64,9 @@ public enum QueryServer {
       case 'map_doc':
         return __map(command[1]);
       case 'map_docs':
-        return command[1].map(__map);
+        var docs = command[1], mapped = new Array(docs.length);
+        for (var d = 0; d < docs.length; d++) { mapped[d] = __map(docs[d]); }
+        return mapped;
       case 'reduce':
         var keys = command[2].map(function (row) { return row[0]; });
         var values = command[2].map(function (row) { return row[1]; });
