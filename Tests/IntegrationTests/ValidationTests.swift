@@ -72,6 +72,8 @@ import Testing
             _ = try await source.bulk((0..<10).map { n in
                 .put(id: "d\(n)", json: n % 2 == 0 ? #"{"title":"even \#(n)"}"# : #"{"odd":\#(n)}"#)
             })
+            // A design document replicates like the others: its view answers on the target.
+            try await source.putDesignDocument("views", ["views": ["titles": ["map": "function (doc) { if (doc.title) { emit(doc.title, null); } }"]]])
             let handle = try await cluster.client.replicate(from: "source", to: "target")
             let status = try await handle.wait { $0.state.isFinal }
             // Refusals are the replication's documents' errors (CouchDB's doc_write_failures), not its end.
@@ -79,6 +81,8 @@ import Testing
             #expect(status.first?.lastError.contains("a document needs a title") == true)
             let written = try await target.allDocs(startKey: "d", endKey: "d\u{FFFF}").map(\.id)
             #expect(written == ["d0", "d2", "d4", "d6", "d8"])
+            let titles = try await target.view("views/titles")["rows"]?.arrayValue?.compactMap { $0["key"]?.stringValue }
+            #expect(titles == ["even 0", "even 2", "even 4", "even 6", "even 8"])
         }
     }
 
