@@ -55,11 +55,13 @@ public struct LiveChanges: AsyncSequence, Sendable {
 extension DocumentStore {
     /// Changes committed after `since`, as they happen (see `LiveChanges`). `batchLimit` caps
     /// one batch; `docIDs` filters; `includeBodies` adds each current body.
+    /// `allLeaves`: each change lists its document's open leaves (more than one: a conflict).
     public func liveChanges(since: UInt64 = 0, includeBodies: Bool = false, includeDeleted: Bool = true,
-                            docIDs: [String] = [], batchLimit: Int = 1000, pollMs: UInt32 = 15_000) -> LiveChanges {
+                            docIDs: [String] = [], batchLimit: Int = 1000, pollMs: UInt32 = 15_000,
+                            allLeaves: Bool = false) -> LiveChanges {
         LiveChanges(client: client, database: databaseName, collection: collectionPath, since: since,
                     query: ChangesQuery(since: since, limit: UInt32(clamping: max(1, batchLimit)),
-                                        includeBodies: includeBodies, includeDeleted: includeDeleted, docIDs: docIDs,
+                                        includeBodies: includeBodies, allLeaves: allLeaves, includeDeleted: includeDeleted, docIDs: docIDs,
                                         waitMs: max(1, pollMs)))
     }
 

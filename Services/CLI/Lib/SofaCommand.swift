@@ -11,7 +11,8 @@ public struct SofaCommand: AsyncParsableCommand {
         subcommands: [Up.self, Status.self, Ping.self, DB.self, CollectionCommand.self, Put.self, Get.self, Delete.self, Compact.self,
                       Conflicts.self, Resolve.self, Purge.self, Expire.self, Changes.self, AllDocs.self, Import.self,
                       QueryCommand.self, IndexCommand.self, BlobCommand.self, Replicate.self, Replications.self,
-                      WhoAmI.self, UserCommand.self, SecurityCommand.self, ViewCommand.self])
+                      WhoAmI.self, UserCommand.self, SecurityCommand.self, ViewCommand.self, Dump.self, PackageCommand.self,
+                      SnapshotCommand.self])
 
     public init() {}
 
