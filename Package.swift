@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "sofa-http", targets: ["SofaHTTPMain"]),
         .executable(name: "sofa-js", targets: ["SofaJSMain"]),
         .executable(name: "sofa-bench", targets: ["SofaBenchMain"]),
+        .executable(name: "sofa-notes-example", targets: ["NotesExampleMain"]),
         .library(name: "SofaClient", targets: ["SofaClient"]),
     ],
     // Exact versions: what the tests run is what the image ships. Their own dependencies are pinned
@@ -141,6 +142,11 @@ let package = Package(
                           path: "Services/HTTP/Main", swiftSettings: settings),
         // Design documents' JavaScript (Duktape), in a process of its own: `sofa-js`
         .target(name: "SofaJS", dependencies: ["SofaCore", "CDuktape", "CSofaMalloc"], path: "Services/JS/Lib", swiftSettings: settings),
+        // The model layer's example app (notebooks and notes in one package); the tests use its model.
+        .target(name: "NotesExample", dependencies: ["SofaClient", "SofaCluster", "SofaCore", argumentParser],
+                path: "Examples/Notes/Lib", swiftSettings: settings),
+        .executableTarget(name: "NotesExampleMain", dependencies: ["NotesExample", "SofaClient", "SofaCluster"],
+                          path: "Examples/Notes/Main", swiftSettings: settings),
         .executableTarget(name: "SofaJSMain", dependencies: ["SofaJS"], path: "Services/JS/Main", swiftSettings: settings),
         .executableTarget(name: "SofaCLIMain", dependencies: ["SofaCLI"],
                           path: "Services/CLI/Main", swiftSettings: settings),
@@ -169,7 +175,8 @@ let package = Package(
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",
                                    "SofaStorageMain", "SofaQueryMain", "SofaBlobMain",
-                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaHTTPMain", "SofaJSMain", "SofaCLIMain", "SofaBenchMain"],
+                                   "SofaReplicatorMain", "SofaGatewayMain", "SofaHTTPMain", "SofaJSMain", "SofaCLIMain", "SofaBenchMain",
+                                   "NotesExample"],
                     path: "Tests/IntegrationTests", exclude: ["QueryCatalog"], swiftSettings: settings),
     ]
 )

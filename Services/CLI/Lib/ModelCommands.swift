@@ -51,7 +51,8 @@ struct Dump: AsyncParsableCommand {
     }
 
     static func line(_ document: Document, keys: Set<String>?, type: String?) -> String? {
-        var object = document.metadataObject().objectValue ?? [:]
+        var object = JSONObject([("_id", .string(document.id)), ("_rev", .string(document.rev))])
+        if document.deleted { object["_deleted"] = true }
         let body = (try? document.json().objectValue) ?? [:]
         if let type, body["objectType"]?.stringValue != type { return nil }
         for (key, value) in body where keys.map({ $0.contains(key) }) ?? true { object[key] = value }

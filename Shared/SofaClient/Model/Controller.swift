@@ -178,6 +178,7 @@ public final class Controller<T: ManagedObject> {
         document["_rev"] = .string(change.rev)
         guard (try? materialize(id: change.id, rev: change.rev, body: document)) != nil else { return }
         announce(ObjectChange(kind: kind, id: change.id, rev: change.rev, sequence: change.sequence))
+        // (A conflict another controller or client resolved meanwhile is theirs: nothing to do.)
         if change.leaves.count > 1 { try? await resolveConflicts(id: change.id) }
     }
 

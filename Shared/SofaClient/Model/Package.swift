@@ -65,10 +65,12 @@ public struct Package: Sendable {
 
     /// Replicates every database of the package (snapshots too) with the same-named databases of
     /// another cluster (`endpoint`: its gateway, "tcp://host:port"), one-shot, and waits for them.
-    /// `remote`, when given, creates the databases missing there first.
+    /// `remote`, when given, creates the databases missing there first. Conflicts are left to
+    /// the controllers (`.manual`), which apply their types' policies; `.auto` resolves them by
+    /// Sofa's rule as they arrive.
     @discardableResult
     public func replicate(with endpoint: String, direction: ReplicationDirection = .push, remote: SofaClient? = nil,
-                          access: RemoteAccess? = nil) async throws(SofaError) -> [ReplicationStatus] {
+                          access: RemoteAccess? = nil, conflicts: ConflictPolicy = .manual) async throws(SofaError) -> [ReplicationStatus] {
         var members = try await databaseNames() + [Self.snapshotsName]
         if direction != .push, let remote {
             members = Array(Set(members + (try await remote.databases().filter { $0.hasPrefix(prefix) }
@@ -84,7 +86,7 @@ public struct Package: Sendable {
         for member in members {
             let full = databaseName(member)
             let handle = try await client.replicate(from: full, to: endpoint + "/" + full, direction: direction,
-                                                    sourceAccess: nil, targetAccess: access)
+                                                    conflicts: conflicts, sourceAccess: nil, targetAccess: access)
             statuses += try await handle.wait { $0.state.isFinal }
         }
         if let failed = statuses.first(where: { $0.state != .completed }) {
