@@ -29,7 +29,7 @@ public struct Bench: AsyncParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "sofa-bench",
-        abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self, Hostile.self, Fuzz.self, HTTP.self, View.self])
+        abstract: "Print performance figures.", subcommands: [RTT.self, Codecs.self, Write.self, Blob.self, Query.self, BenchReplicate.self, Hostile.self, Fuzz.self, HTTP.self, View.self, Model.self])
 
     struct RTT: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

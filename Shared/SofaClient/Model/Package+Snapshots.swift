@@ -1,5 +1,5 @@
 public import SofaCore
-internal import SofaWire
+public import SofaWire
 internal import Foundation
 
 /// A named snapshot of a package, as listed.
@@ -35,21 +35,18 @@ extension Package {
             let db = database(member)
             var revisions = JSONObject()
             let documents = try await db.allDocs(includeBodies: true).filter { !$0.id.hasPrefix("_design/") && !$0.deleted }
-            for start in stride(from: 0, to: documents.count, by: 500) {
-                let slice = documents[start..<min(start + 500, documents.count)]
-                var copies: [BulkItem] = []
-                for document in slice {
-                    revisions[document.id] = .string(document.rev)
-                    for key in Self.digests(in: document.body) where !stored.contains(key) {
-                        try await Self.copyBlob(key, from: db, to: store)
-                        stored.insert(key)
-                    }
-                    copies.append(.put(id: Self.copyID(member, document.id, document.rev), rev: "", body: document.body, deleted: false))
+            var copies: [BulkItem] = []
+            for document in documents {
+                revisions[document.id] = .string(document.rev)
+                for key in Self.digests(in: document.body) where !stored.contains(key) {
+                    try await Self.copyBlob(key, from: db, to: store)
+                    stored.insert(key)
                 }
-                // A copy already there (an earlier snapshot of the same revision) answers a conflict: kept.
-                for result in try await store.bulk(copies) where result.error.map({ !$0.is(.conflict) }) ?? false {
-                    throw SofaError(.unexpectedError, "snapshot \(snapshotName): \(result.id): \(result.error!.message)")
-                }
+                copies.append(.put(id: Self.copyID(member, document.id, document.rev), rev: "", body: document.body, deleted: false))
+            }
+            // A copy already there (an earlier snapshot of the same revision) answers a conflict: kept.
+            for result in try await Self.write(copies, to: store) where result.error.map({ !$0.is(.conflict) }) ?? false {
+                throw SofaError(.unexpectedError, "snapshot \(snapshotName): \(result.id): \(result.error!.message)")
             }
             count += documents.count
             databases[member] = .object(revisions)
@@ -90,6 +87,10 @@ extension Package {
             let db = database(member)
             let wanted = (revisions.objectValue ?? [:]).reduce(into: [String: String]()) { $0[$1.key] = $1.value.stringValue ?? "" }
             let current = try await db.allDocs(includeDeleted: true).filter { !$0.id.hasPrefix("_design/") }
+            let prefix = "copy:\(member):"
+            let copies = Dictionary(try await store.allDocs(startKey: prefix, endKey: prefix + "\u{10FFFF}", includeBodies: true)
+                .map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            var present = Set<String>()
             let currentByID = Dictionary(current.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             var items: [BulkItem] = []
             for document in current where !document.deleted && wanted[document.id] == nil {
@@ -99,20 +100,44 @@ extension Package {
             for (id, rev) in wanted.sorted(by: { $0.key < $1.key }) {
                 let now = currentByID[id]
                 if let now, !now.deleted, now.rev == rev { continue }
-                let copy = try await store.get(id: Self.copyID(member, id, rev))
-                for key in Self.digests(in: copy.body) where (try? await db.blobInfo(key)) == nil {
+                guard let copy = copies[Self.copyID(member, id, rev)] else {
+                    throw SofaError(.corruptData, "snapshot \(snapshotName) lacks its copy of \(member)/\(id) \(rev)")
+                }
+                for key in Self.digests(in: copy.body) where !present.contains(key) {
                     try await Self.copyBlob(key, from: store, to: db)
+                    present.insert(key)
                 }
                 items.append(.put(id: id, rev: now?.rev ?? "", body: copy.body, deleted: false))
                 written += 1
             }
-            for start in stride(from: 0, to: items.count, by: 500) {
-                for result in try await db.bulk(Array(items[start..<min(start + 500, items.count)])) {
-                    if let error = result.error { throw SofaError(error.domain, error.code, "restoring \(member)/\(result.id): \(error.message)") }
-                }
+            for result in try await Self.write(items, to: db) {
+                if let error = result.error { throw SofaError(error.domain, error.code, "restoring \(member)/\(result.id): \(error.message)") }
             }
         }
         return (written, deleted)
+    }
+
+    /// Writes in bulks of 500, four at a time; the results in the items' order.
+    public static func write(_ items: [BulkItem], to db: Database) async throws(SofaError) -> [BulkItemResult] {
+        let slices = stride(from: 0, to: items.count, by: 500).map { Array(items[$0..<min($0 + 500, items.count)]) }
+        var results = [[BulkItemResult]](repeating: [], count: slices.count)
+        do {
+            try await withThrowingTaskGroup(of: [(Int, [BulkItemResult])].self) { group in
+                for lane in 0..<4 {
+                    group.addTask {
+                        var done: [(Int, [BulkItemResult])] = []
+                        for index in stride(from: lane, to: slices.count, by: 4) { done.append((index, try await db.bulk(slices[index]))) }
+                        return done
+                    }
+                }
+                for try await done in group {
+                    for (index, written) in done { results[index] = written }
+                }
+            }
+        } catch {
+            throw (error as? SofaError) ?? SofaError(.unexpectedError, "\(error)")
+        }
+        return results.flatMap { $0 }
     }
 
     /// The blob keys a body references (objects with a `digest`, at any depth).
