@@ -162,12 +162,32 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-/// Microseconds at a percentile of nanosecond samples.
 /// Seconds since `start`, as a figure.
 func seconds(since start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
+
+/// Starts a cluster for one bench in a temporary folder, prints what `measure` answers, and
+/// stops and removes the cluster whatever happens.
+func withScratchCluster(_ bench: String, queryWorkers: Int = 1, _ measure: (SofaClient) async throws -> JSON) async throws {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-\(bench)-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let supervisor = try Supervisor(.init(dataDirectory: scratch, gatewayPort: try freePort(), queryWorkers: queryWorkers,
+                                          logLevel: "warning")) { _ in }
+    do {
+        try await supervisor.start()
+        let client = try await supervisor.connect(timeout: .seconds(600))
+        defer { client.close() }
+        printJSON(try await measure(client))
+        await supervisor.stop()
+    } catch {
+        await supervisor.stop()
+        throw error
+    }
+}
+
+/// Microseconds at a percentile of nanosecond samples.
 
 func percentile(_ samples: [UInt64], _ p: Double) -> Double {
     let sorted = samples.sorted()

@@ -24,22 +24,7 @@ extension Bench {
         @Option(help: "Keyed lookups of each kind.") var lookups: Int = 20_000
 
         func run() async throws {
-            try await reporting {
-                let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bench-view-\(getpid())")
-                defer { try? FileManager.default.removeItem(at: scratch) }
-                let supervisor = try Supervisor(.init(dataDirectory: scratch, gatewayPort: try freePort(), queryWorkers: 1,
-                                                      logLevel: "warning")) { _ in }
-                do {
-                    try await supervisor.start()
-                    let client = try await supervisor.connect(timeout: .seconds(600))
-                    defer { client.close() }
-                    printJSON(try await measure(client))
-                    await supervisor.stop()
-                } catch {
-                    await supervisor.stop()
-                    throw error
-                }
-            }
+            try await reporting { try await withScratchCluster("view", measure) }
         }
 
         func measure(_ client: SofaClient) async throws -> JSON {

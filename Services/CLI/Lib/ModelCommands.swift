@@ -2,7 +2,6 @@ internal import ArgumentParser
 internal import SofaClient
 internal import SofaCluster
 internal import SofaCore
-internal import SofaWire
 
 /// `sofa dump DB`: documents as JSON lines (`_id` and `_rev` first).
 struct Dump: AsyncParsableCommand {
