@@ -48,6 +48,7 @@ import Testing
             let app = try await NotesApp(client: cluster.client, package: "work")
             defer { app.close() }
             let received = Received(app.notes.changes())
+            let deletions = Received(app.notes.changes([.deleted]))
             let admin = try await cluster.client.session().name
 
             let note = Note(notebook: "b1", title: "Bread", tags: ["baking"])
@@ -77,6 +78,9 @@ import Testing
             try await received.wait("five changes") { $0.count >= 5 }
             #expect(received.changes.map { "\($0.kind.rawValue) \($0.id)" }
                     == ["added \(id)", "added ext", "updated ext", "updated \(id)", "deleted \(id)"])
+            // A stream of one kind: the deletion alone.
+            try await deletions.wait("the deletion") { !$0.isEmpty }
+            #expect(deletions.changes.map(\.id) == [id])
 
             // Queries: a view of the type's design document and N1QL.
             try await app.notes.save(Note(notebook: "b2", title: "Soup"))

@@ -1,4 +1,4 @@
-public import SofaClient
+import SofaClient
 import SofaCluster
 import ArgumentParser
 import SofaCore

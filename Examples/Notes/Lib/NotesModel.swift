@@ -1,6 +1,6 @@
 public import SofaClient
-public import SofaCore
-public import Foundation
+import SofaCore
+import Foundation
 
 /// Sofa's example app model: notebooks and notes, two managed types in two databases of one
 /// package (`<package>+notebooks`, `<package>+notes`). The tests use it.

@@ -1,6 +1,6 @@
 public import SofaCore
 internal import SofaWire
-public import Foundation
+import Foundation
 
 /// The controller of one managed type in one database: typed create/load/save/delete, queries
 /// (its design document's views, installed when it opens, or N1QL), a cache that hands out the
@@ -25,7 +25,7 @@ public final class Controller<T: ManagedObject> {
     private var idsByObject: [ObjectIdentifier: String] = [:]
     /// The IDs of the type's live documents, as the feed has shown them.
     private var known: Set<String> = []
-    private var subscribers: [UUID: AsyncStream<ObjectChange>.Continuation] = [:]
+    private var subscribers: [UUID: (kinds: Set<ObjectChangeKind>, continuation: AsyncStream<ObjectChange>.Continuation)] = [:]
     private var feed: Task<Void, Never>?
 
     static var design: String { T.objectType }
@@ -46,7 +46,7 @@ public final class Controller<T: ManagedObject> {
     public func close() {
         feed?.cancel()
         feed = nil
-        for continuation in subscribers.values { continuation.finish() }
+        for subscriber in subscribers.values { subscriber.continuation.finish() }
         subscribers = [:]
     }
 
@@ -146,12 +146,12 @@ public final class Controller<T: ManagedObject> {
 
     // MARK: Notifications
 
-    /// The changes to the type's objects from now on, as they are committed.
-    public func changes() -> AsyncStream<ObjectChange> {
+    /// The changes to the type's objects from now on, as they are committed; only those of
+    /// `kinds` (all by default).
+    public func changes(_ kinds: Set<ObjectChangeKind> = [.added, .updated, .deleted]) -> AsyncStream<ObjectChange> {
         let (stream, continuation) = AsyncStream<ObjectChange>.makeStream()
         let key = UUID()
-        subscribers[key] = continuation
-        continuation.onTermination = { _ in Task { @MainActor [weak self] in self?.subscribers[key] = nil } }
+        subscribers[key] = (kinds, continuation)
         return stream
     }
 
@@ -183,7 +183,10 @@ public final class Controller<T: ManagedObject> {
     }
 
     private func announce(_ change: ObjectChange) {
-        for continuation in subscribers.values { continuation.yield(change) }
+        for (key, subscriber) in subscribers where subscriber.kinds.contains(change.kind) {
+            // A stream its reader ended is dropped.
+            if case .terminated = subscriber.continuation.yield(change) { subscribers[key] = nil }
+        }
     }
 
     // MARK: Conflicts

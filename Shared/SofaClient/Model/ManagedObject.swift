@@ -1,4 +1,4 @@
-public import SofaCore
+import SofaCore
 
 /// A typed object stored as a document (the model layer): a `Codable` class whose properties
 /// are the document's, beside the fields the layer keeps — `_id`, `_rev`, `objectType` (the
@@ -75,7 +75,7 @@ public struct ManagedFields: Sendable, Equatable {
 }
 
 /// What happened to an object.
-public enum ObjectChangeKind: String, Sendable, Equatable {
+public enum ObjectChangeKind: String, Sendable, Hashable, CaseIterable {
     case added, updated, deleted
 }
 
