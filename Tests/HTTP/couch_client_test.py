@@ -379,7 +379,8 @@ class DocumentTests(SofaTestCase):
         # a never-written doc is 404 `missing`
         exc = self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="nope"), 404, "not_found")
         self.assertEqual(exc.http_response.json().get("reason"), "missing")
-        self.assertEqual(self.admin.get_database_information(db=db).get_result()["doc_count"], 0)
+        info = self.admin.get_database_information(db=db).get_result()
+        self.assertEqual((info["doc_count"], info["doc_del_count"]), (0, 1))
 
         # the deleted revision (tombstone) can be read by rev
         tomb = self.admin.get_document(db=db, doc_id="doc1", rev=deleted["rev"]).get_result()
@@ -515,6 +516,24 @@ class BulkTests(SofaTestCase):
             doc = self.admin.get_document(db=db, doc_id=doc_id, conflicts=True).get_result()
             self.assertEqual((doc_id, doc["_rev"], doc["v"], doc.get("_conflicts")),
                              (doc_id, high, high, [low]))
+
+    def test_latest_leaves_of_an_ancestor(self):
+        # latest=true: the newest leaf (or leaves) descending from each revision asked for.
+        import json
+        import requests
+        db = self.new_db()
+        h1 = uuid.uuid4().hex
+        leaves = ["2-a" + uuid.uuid4().hex[1:], "2-f" + uuid.uuid4().hex[1:]]
+        for rev in leaves:
+            self.admin.post_bulk_docs(db=db, bulk_docs=BulkDocs(new_edits=False, docs=[
+                Document.from_dict({"_id": "tree", "_rev": rev, "v": rev, "_revisions": {"start": 2, "ids": [rev[2:], h1]}})]))
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        found = requests.get(URL + "/" + db + "/tree", auth=auth, timeout=30, headers={"Accept": "application/json"},
+                             params={"open_revs": json.dumps(["1-" + h1, "1-" + "0" * 32]), "latest": "true"}).json()
+        self.assertEqual(sorted(item["ok"]["_rev"] for item in found if "ok" in item), sorted(leaves))
+        self.assertEqual([item["missing"] for item in found if "missing" in item], ["1-" + "0" * 32])
+        latest = requests.get(URL + "/" + db + "/tree", auth=auth, timeout=30, params={"rev": "1-" + h1, "latest": "true"}).json()
+        self.assertEqual(latest["_rev"], leaves[1])  # the winner: the higher revision ID
 
     def test_bulk_get(self):
         db = self.new_db()

@@ -95,7 +95,7 @@ extension CouchAPI {
     func databaseInfo(_ database: Database) async throws -> JSON {
         let info = try await database.info()
         return [
-            "db_name": .string(database.name), "doc_count": .int(Int64(info.documentCount)), "doc_del_count": 0,
+            "db_name": .string(database.name), "doc_count": .int(Int64(info.documentCount)), "doc_del_count": .int(Int64(info.deletedCount)),
             "update_seq": .string(CouchSequence.text(info.lastSequence)), "purge_seq": "0", "compact_running": false,
             "sizes": ["file": .int(Int64(info.fileBytes + info.walBytes)), "active": .int(Int64(info.fileBytes)),
                       "external": .int(Int64(info.fileBytes))],

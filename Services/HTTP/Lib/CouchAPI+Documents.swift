@@ -83,8 +83,10 @@ extension CouchAPI {
 
     private func getDocument(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
         if let openRevs = call.query["open_revs"] { return try await openRevisions(call, database, id: id, openRevs) }
-        let rev = call.query["rev"]
+        var rev = call.query["rev"]
         let revs = try call.flag("revs"), revsInfo = try call.flag("revs_info")
+        // `latest`: the newest leaf descending from the revision asked for.
+        if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
         let document = try await database.get(id: id, rev: rev, history: revs || revsInfo)
         let etag = "\"\(document.rev)\""
         if call.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
@@ -137,10 +139,17 @@ extension CouchAPI {
             guard let revs = JSON.tryParse(given)?.arrayValue?.compactMap(\.stringValue) else {
                 throw CouchError(.badRequest, "bad_request", "open_revs must be \"all\" or a JSON list of revisions")
             }
+            let latest = try call.flag("latest")
+            var sent = Set<String>()
             for rev in revs {
                 do {
-                    let document = try await database.get(id: id, rev: rev, history: true)
-                    items.append(Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D])
+                    // `latest`: each leaf descending from the revision, in its place (once each).
+                    let documents = latest ? try await Self.latestLeaves(of: rev, id: id, database)
+                        : [try await database.get(id: id, rev: rev, history: true)]
+                    if documents.isEmpty { throw SofaError(.notFound, "no leaf descends from \(rev)") }
+                    for document in documents where sent.insert(document.rev).inserted {
+                        items.append(Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D])
+                    }
                 } catch {
                     guard let sofa = error as? SofaError, sofa.is(.notFound) else { throw error }
                     items.append(JSON.object(["missing": .string(rev)]).compactBytes())
@@ -163,6 +172,17 @@ extension CouchAPI {
         }
         bytes.append(0x5D)
         return Self.json(bytes: bytes)
+    }
+
+    /// The document's open leaves that are `rev` or descend from it (with their ancestry), the
+    /// winner first.
+    static func latestLeaves(of rev: String, id: String, _ database: Database) async throws -> [StoredDocument] {
+        var found: [StoredDocument] = []
+        for leaf in try await database.openLeaves(id: id) {
+            let document = try await database.get(id: id, rev: leaf.rev, history: true)
+            if document.rev == rev || document.history.contains(rev) { found.append(document) }
+        }
+        return found
     }
 
     /// A `multipart/related` write: the document (first part), and the bytes of each attachment

@@ -6,6 +6,8 @@ internal import Foundation
 public struct DatabaseStats: Sendable, Equatable {
     /// Live documents of the collection asked about.
     public var documents: Int
+    /// Its deleted documents (not purged ones).
+    public var deleted = 0
     /// The last sequence of the collection asked about.
     public var lastSequence: UInt64
     /// Every committed document change of the database, purges and expirations included.
@@ -64,8 +66,11 @@ extension DatabaseStore {
             var stats = DatabaseStats(documents: 0, lastSequence: 0, updateSequence: 0, purgeCount: 0, fileBytes: 0,
                                       walBytes: 0, publicUUID: "", privateUUID: "", versioning: self.versioning,
                                       collections: count)
-            try reader.run("SELECT count(*) FROM \(collection.table) WHERE (flags & 1) = 0") {
+            // One pass: live documents, and tombstones (a purged document keeps no version).
+            try reader.run("SELECT count(*) FILTER (WHERE (flags & 1) = 0), count(*) FILTER (WHERE (flags & 1) = 1 AND length(version) > 0) "
+                           + "FROM \(collection.table)") {
                 stats.documents = Int($0.integer(0))
+                stats.deleted = Int($0.integer(1))
             }
             try reader.run("SELECT lastSeq, purgeCnt FROM kvmeta WHERE name = ?", [.text(collection.keyStore)]) {
                 stats.lastSequence = UInt64($0.integer(0))

@@ -174,7 +174,7 @@ public final class StorageService: Sendable {
                 name: db.name, documentCount: UInt64(stats.documents), lastSequence: stats.lastSequence,
                 updateSequence: stats.updateSequence, fileBytes: stats.fileBytes, walBytes: stats.walBytes,
                 publicUUID: stats.publicUUID, privateUUID: stats.privateUUID, versioning: stats.versioning,
-                collections: UInt32(stats.collections)))
+                collections: UInt32(stats.collections), deletedCount: UInt64(stats.deleted)))
         case .createCollection:
             try await db.createCollection(collection)
             return .none

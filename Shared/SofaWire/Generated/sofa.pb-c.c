@@ -8755,7 +8755,7 @@ const ProtobufCMessageDescriptor sofa__wire__document_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__document_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[10] =
+static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[11] =
 {
   {
     "name",
@@ -8877,9 +8877,22 @@ static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "deleted_count",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, deleted_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
   9,   /* field[9] = collections */
+  10,   /* field[10] = deleted_count */
   1,   /* field[1] = document_count */
   4,   /* field[4] = file_bytes */
   2,   /* field[2] = last_sequence */
@@ -8893,7 +8906,7 @@ static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__database_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
 {
@@ -8903,7 +8916,7 @@ const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
   "Sofa__Wire__DatabaseInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__DatabaseInfo),
-  10,
+  11,
   sofa__wire__database_info__field_descriptors,
   sofa__wire__database_info__field_indices_by_name,
   1,  sofa__wire__database_info__number_ranges,

@@ -94,9 +94,13 @@ public struct DatabaseInfo: Sendable, Equatable {
     public var privateUUID: String
     public var versioning: Versioning
     public var collections: UInt32
+    /// Deleted documents of the collection (tombstones; purged ones are gone).
+    public var deletedCount: UInt64
 
     public init(name: String, documentCount: UInt64, lastSequence: UInt64, updateSequence: UInt64, fileBytes: UInt64,
-                walBytes: UInt64, publicUUID: String, privateUUID: String, versioning: Versioning, collections: UInt32) {
+                walBytes: UInt64, publicUUID: String, privateUUID: String, versioning: Versioning, collections: UInt32,
+                deletedCount: UInt64 = 0) {
+        self.deletedCount = deletedCount
         self.name = name
         self.documentCount = documentCount
         self.lastSequence = lastSequence

@@ -71,6 +71,7 @@ extension Reply {
             r.pointee.private_uuid = arena.string(info.privateUUID)
             r.pointee.versioning = arena.string(info.versioning.rawValue)
             r.pointee.collections = info.collections
+            r.pointee.deleted_count = info.deletedCount
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_DATABASE_INFO
             message.pointee.database_info = r
         case .collections(let names):
@@ -276,7 +277,8 @@ extension Reply {
                 updateSequence: r.update_sequence, fileBytes: r.file_bytes, walBytes: r.wal_bytes,
                 publicUUID: try decodeString(r.public_uuid, "info.publicUUID"),
                 privateUUID: try decodeString(r.private_uuid, "info.privateUUID"),
-                versioning: try Versioning.parse(decodeString(r.versioning, "info.versioning")), collections: r.collections))
+                versioning: try Versioning.parse(decodeString(r.versioning, "info.versioning")), collections: r.collections,
+                deletedCount: r.deleted_count))
         case SOFA__WIRE__RESPONSE__RESULT_COLLECTIONS:
             let r = try required(m.collections, "collections")
             return .collections(try decodeStrings(r.n_names, r.names, "collections.names"))

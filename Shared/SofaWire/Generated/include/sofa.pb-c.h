@@ -1403,10 +1403,14 @@ struct  Sofa__Wire__DatabaseInfo
   char *private_uuid;
   char *versioning;
   uint32_t collections;
+  /*
+   * deleted (not purged) documents of the collection
+   */
+  uint64_t deleted_count;
 };
 #define SOFA__WIRE__DATABASE_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__database_info__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Sofa__Wire__CollectionList
