@@ -41,7 +41,15 @@ extension ViewEngine {
         var applied = 0
         while true {
             var rows = sent ? mappedBatch(&state, current) : nil
-            if rows == nil { rows = current.map { mapped(&state, $0) } }
+            if rows == nil {
+                // One by one, so that only the documents the function fails on are left out (a batch
+                // of one that failed is not tried again).
+                let mappable = current.filter { $0.mappable != nil }
+                rows = mappable.count == 1 && sent ? current.map { _ in [] } : current.map { mapped(&state, $0) }
+                if mappable.count == 1 && sent {
+                    logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(mappable[0].id)"])
+                }
+            }
             applied += current.count
             let full = current.count == Self.batch
             let goOn = full && (fresh || applied < Self.perTransaction)
