@@ -141,7 +141,7 @@ public struct QueryPages: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(spec: spec, store: store) }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
         var spec: QuerySpec
         let store: AnyStore
         var done = false

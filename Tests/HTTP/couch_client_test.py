@@ -1220,6 +1220,20 @@ class MangoTests(SofaTestCase):
         result = self.admin.post_find(db=db, selector=selector, fields=["_id"], sort=[{"_id": "asc"}], **options)
         return [doc["_id"] for doc in result.get_result()["docs"]]
 
+    def test_a_large_result_streams_in_pages(self):
+        # More documents than one page of the query workers: all of them, in order, with fields.
+        import requests
+        db = self.new_db()
+        for start in range(0, 1200, 400):
+            self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "p%05d" % n, "n": n, "pad": "x" * 50}
+                                                                 for n in range(start, start + 400)]})
+        result = self.admin.post_find(db=db, selector={"n": {"$gte": 100}}, fields=["_id", "n"], sort=[{"_id": "asc"}],
+                                      limit=5000).get_result()
+        self.assertEqual([doc["n"] for doc in result["docs"]], list(range(100, 1200)))
+        self.assertEqual(set(result["docs"][0].keys()), {"_id", "n"})
+        self.assertEqual(result["bookmark"], requests.post(URL + "/" + db + "/_find", auth=(ADMIN_NAME, ADMIN_PASSWORD), timeout=30,
+                                                           json={"selector": {"n": {"$gte": 100}}, "limit": 5000}).json()["bookmark"])
+
     def test_operators(self):
         db = self._people()
         cases = [

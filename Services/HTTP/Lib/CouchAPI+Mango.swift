@@ -29,27 +29,55 @@ extension CouchAPI {
                 "sofa_query": query, "sofa_plan": .string(plan),
             ])
         }
-        let result = try await database.query(json: query)
-        var docs: [JSON] = []
-        for row in result.rows {
-            guard row.count >= 2, let id = row[0]?.stringValue, let rev = row[1]?.stringValue else { continue }
-            if let fields = find.fields {
-                var doc = JSONObject()
-                for (index, field) in fields.enumerated() {
-                    switch field {
-                    case "_id": doc["_id"] = .string(id)
-                    case "_rev": doc["_rev"] = .string(rev)
-                    default: if let value = row[index + 2] { Self.set(&doc, path: field.split(separator: ".").map(String.init), value) }
-                    }
+        // Streamed a page of rows at a time: memory stays bounded however many documents match.
+        // The first page is read before the answer starts, so a query that fails is a clear error.
+        var pages = database.queryPages(json: query, pageRows: Self.findPageRows).makeAsyncIterator()
+        let first = try await pages.next()
+        let fields = find.fields, skip = find.skip
+        let streamed = ResponseBody { [pages] writer in
+            var pages = pages
+            var sent = 0
+            try await writer.write(ByteBuffer(bytes: Array("{\"docs\":[".utf8)))
+            var page = first
+            while let current = page {
+                var chunk: [UInt8] = []
+                for row in current.rows {
+                    guard let doc = Self.foundDocument(row, fields: fields) else { continue }
+                    if sent > 0 { chunk.append(UInt8(ascii: ",")) }
+                    chunk += doc.compactBytes()
+                    sent += 1
                 }
-                docs.append(.object(doc))
-            } else {
-                var doc = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
-                for (key, value) in row[2]?.objectValue ?? [:] { doc[key] = value }
-                docs.append(.object(doc))
+                if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                page = try await pages.next()
             }
+            let bookmark = JSON.string(Mango.bookmark(after: skip + sent)).compactBytes()
+            try await writer.write(ByteBuffer(bytes: Array("],\"bookmark\":".utf8) + bookmark + Array("}\n".utf8)))
+            try await writer.finish(nil)
         }
-        return Self.json(["docs": .array(docs), "bookmark": .string(Mango.bookmark(after: find.skip + docs.count))])
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: streamed)
+    }
+
+    /// Rows of a `_find` read from the query workers at once.
+    static let findPageRows = 500
+
+    /// One row of a `_find` query (`_id`, `_rev`, then the fields or the whole document) as the
+    /// document it answers.
+    static func foundDocument(_ row: [JSON?], fields: [String]?) -> JSON? {
+        guard row.count >= 2, let id = row[0]?.stringValue, let rev = row[1]?.stringValue else { return nil }
+        if let fields {
+            var doc = JSONObject()
+            for (index, field) in fields.enumerated() {
+                switch field {
+                case "_id": doc["_id"] = .string(id)
+                case "_rev": doc["_rev"] = .string(rev)
+                default: if index + 2 < row.count, let value = row[index + 2] { set(&doc, path: field.split(separator: ".").map(String.init), value) }
+                }
+            }
+            return .object(doc)
+        }
+        var doc = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
+        for (key, value) in row.count > 2 ? row[2]?.objectValue ?? [:] : [:] { doc[key] = value }
+        return .object(doc)
     }
 
     /// `value` at `path` inside `object`, making the objects on the way.
