@@ -88,11 +88,19 @@ extension DatabaseStore {
     func rescheduleExpiry(_ writer: SQLiteConnection) {
         guard !isClosed else { return }
         var next: Int64?
+        var unread = false
         for collection in liveCollections {
-            try? writer.run("SELECT min(expiration) FROM \(collection.table) WHERE expiration IS NOT NULL") { row in
-                if !row.isNull(0) { next = min(next ?? .max, row.integer(0)) }
+            do {
+                try writer.run("SELECT min(expiration) FROM \(collection.table) WHERE expiration IS NOT NULL") { row in
+                    if !row.isNull(0) { next = min(next ?? .max, row.integer(0)) }
+                }
+            } catch {
+                unread = true
             }
         }
+        // A table that could not be read (the file busy a moment, say): asked again shortly, so
+        // that a document due never waits for another write to be purged.
+        if unread { retryExpirySchedule() }
         // Each schedule bumps the generation; an older timer that fires finds it changed and does nothing.
         let generation = expiryGeneration.withLock { value -> UInt64 in
             value += 1
@@ -107,7 +115,16 @@ extension DatabaseStore {
                     try tx.purgeExpired()
                     return {}
                 },
-                fail: { _ in }))
+                fail: { [weak self] _ in self?.retryExpirySchedule() }))
+        }
+    }
+
+    /// Schedules the purge of expired documents again a little later (the last try could not
+    /// read or write).
+    func retryExpirySchedule() {
+        writerQueue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+            guard let self, !self.isClosed else { return }
+            self.writer.async { connection in self.rescheduleExpiry(connection) }
         }
     }
 
