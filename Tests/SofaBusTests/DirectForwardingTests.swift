@@ -63,8 +63,9 @@ import Testing
         let (router, upstream) = try await Self.router(to: backend.endpoint, timeout: .milliseconds(300))
         let client = try await BusClient.connect(router.endpoint, peerName: "router")
         defer { client.close(); upstream.close() }
-        await waitUntilConnected(client)
+        // The router's own link first: the client's echoes go through it, each within 300 ms.
         await waitUntilConnected(upstream)
+        await waitUntilConnected(client)
         let slow = await callError(client, echo([1], delayMs: 5000), timeout: .seconds(30))
         #expect(slow?.is(.timeout) == true, "\(String(describing: slow))")
         // The router still forwards (retried: on a busy machine one call may outlast 300 ms too).
