@@ -93,27 +93,42 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let pidFile = folder.appendingPathComponent("js.pid").path
         // The parent (a shell) feeds sofa-js a function that loops, notes its pid, then is killed
-        // (the feeding `sleep` ends on its own).
+        // (the feeding `sleep` ends on its own). The shell and sofa-js share one stderr, a pipe
+        // only they hold: its end of file is the event of both being gone.
         let script = """
             { echo '["add_fun", "function (doc) { while (true) {} }"]'; echo '["map_doc", {}]'; sleep 3; } 2>/dev/null |
-              SOFA_JS_PARENT=$$ '\(js)' > /dev/null 2>&1 &
+              SOFA_JS_PARENT=$$ '\(js)' > /dev/null &
             echo $! > '\(pidFile)'
             kill -9 $$
             """
         let shell = Process()
+        let stderr = Pipe()
         shell.executableURL = bash
         shell.arguments = ["-c", script]
-        (shell.standardInput, shell.standardOutput, shell.standardError) = (FileHandle.nullDevice, FileHandle.nullDevice, FileHandle.nullDevice)
+        (shell.standardInput, shell.standardOutput, shell.standardError) = (FileHandle.nullDevice, FileHandle.nullDevice, stderr)
         try shell.run()
-        shell.waitUntilExit()
-        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        let deadline = ContinuousClock.now + .seconds(20)
-        func running() -> Bool {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
-            return !stat.contains(") Z ")
+        try stderr.fileHandleForWriting.close()
+        let reader = stderr.fileHandleForReading.fileDescriptor
+        let ended = await onThread { Self.endOfFile(reader, within: .seconds(20)) }
+        let pid = Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(ended, "sofa-js \(pid.map(String.init) ?? "?") still runs without its parent")
+        if !ended, let pid { kill(pid, SIGKILL) }
+    }
+
+    /// Whether `fd` reaches its end of file within `timeout` (what arrives before is read and dropped).
+    static func endOfFile(_ fd: Int32, within timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { return true }
+            if count < 0 && errno != EINTR { return false }
         }
-        while running() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(!running(), "sofa-js \(pid) still runs without its parent")
-        if running() { kill(pid, SIGKILL) }
     }
 }

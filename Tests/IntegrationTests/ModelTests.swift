@@ -10,32 +10,38 @@ import Testing
 /// replicated changes, the conflict policy across two clusters, metadata, packages replicated
 /// to another cluster, snapshots and their restore, and `sofa dump`.
 @Suite(.serialized) struct ModelTests {
-    /// The notifications a controller announced, as they arrive.
+    /// The notifications a controller announced, as they arrive; `wait` is woken by each arrival.
     @MainActor final class Received {
         var changes: [ObjectChange] = []
         var task: Task<Void, Never>?
+        private var waiters: [UUID: (condition: ([ObjectChange]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
 
         init(_ stream: AsyncStream<ObjectChange>) {
             task = Task { @MainActor [weak self] in
-                for await change in stream { self?.changes.append(change) }
+                for await change in stream { self?.arrived(change) }
             }
         }
 
-        /// Waits (up to `timeout`) until `condition` holds for what arrived.
-        func wait(_ what: String, timeout: Duration = .seconds(30), until condition: ([ObjectChange]) -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while !condition(changes) {
-                guard ContinuousClock.now < deadline else { throw SofaError(.timeout, "\(what): got \(changes)") }
-                try await Task.sleep(for: .milliseconds(20))
+        private func arrived(_ change: ObjectChange) {
+            changes.append(change)
+            for (key, waiter) in waiters where waiter.condition(changes) {
+                waiters[key] = nil
+                waiter.continuation.resume(returning: true)
             }
         }
-    }
 
-    @MainActor static func until(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !(try await condition()) {
-            guard ContinuousClock.now < deadline else { throw SofaError(.timeout, "waited for \(what)") }
-            try await Task.sleep(for: .milliseconds(20))
+        /// Waits (up to `timeout`) until `condition` holds for what arrived, checked as each change arrives.
+        func wait(_ what: String, timeout: Duration = .seconds(30), until condition: @escaping ([ObjectChange]) -> Bool) async throws {
+            if condition(changes) { return }
+            let key = UUID()
+            let met = await withCheckedContinuation { continuation in
+                waiters[key] = (condition, continuation)
+                let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+                DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { [weak self] in
+                    MainActor.assumeIsolated { self?.waiters.removeValue(forKey: key)?.continuation.resume(returning: false) }
+                }
+            }
+            guard met else { throw SofaError(.timeout, "\(what): got \(changes)") }
         }
     }
 
@@ -125,9 +131,9 @@ import Testing
                 try await appA.notes.save(note)
                 try await appA.package.replicate(with: b.supervisor.gatewayEndpoint, direction: .both, remote: b.client)
                 let merged = ["from A", "from B"].joined(separator: "\n")
-                try await Self.until("the merge on B") {
-                    try await appB.package.database("notes").conflicts(id: id).isEmpty && appB.notes.cached(id: id)?.text == merged
-                }
+                // The merged revision comes back through B's feed as an update.
+                try await onB.wait("the merge on B") { _ in appB.notes.cached(id: id)?.text == merged }
+                #expect(try await appB.package.database("notes").conflicts(id: id).isEmpty)
                 #expect(try await appB.package.database("notes").get(id: id).json()["text"]?.stringValue == merged)
                 // Announced once as added, then as updates.
                 #expect(onB.changes.filter { $0.id == id && $0.kind == .added }.count == 1)
