@@ -91,7 +91,7 @@ public final class JavaScriptProcess {
         let cArguments = arguments.map { strdup($0) } + [nil]
         // The child ends itself when this process is gone (see sofa-js's `outliveNoParent`).
         var variables = ProcessInfo.processInfo.environment
-        variables["SOFA_JS_PARENT"] = String(getpid())
+        variables[ChildProcess.parentVariable] = String(getpid())
         let environment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for pointer in cArguments { free(pointer) }

@@ -178,11 +178,10 @@ extension GatewayService {
                           "name": principal.map { $0 == .cluster ? JSON.null : .string($0.name) } ?? .null,
                           "roles": .array((principal?.roles ?? []).map { .string($0) })]
         let checked = revisions.enumerated().compactMap { entry in entry.element.map { (entry.offset, $0) } }
-        var call = Request(id: request.id, database: request.database, collection: request.collection,
+        let call = Request(id: request.id, database: request.database, collection: request.collection,
                            deadline: request.deadline, actingUser: request.actingUser,
                            operation: .designCall(DesignCall(.validate, documents: checked.map(\.1),
                                                              context: ["userCtx": user, "secObj": security.json])))
-        call.deadline = request.deadline
         let response = await broker.submit(call, client: Self.fairShareKey(BusServer.client, actingUser: request.actingUser),
                                            timeout: .milliseconds(Int(maxQueryMs)))
         let answers: [JSON]

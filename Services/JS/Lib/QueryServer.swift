@@ -100,9 +100,6 @@ public enum QueryServer {
     }
     """#
 
-    /// The environment variable in which the parent names itself.
-    public static let parentVariable = "SOFA_JS_PARENT"
-
     /// The heap size a process may use (RLIMIT_DATA): beyond it allocations fail.
     public static let memoryLimit = 256 << 20
 
@@ -141,7 +138,7 @@ public enum QueryServer {
     /// a thread looks every half second whether this process was handed to another parent. The
     /// parent names itself in `SOFA_JS_PARENT` (it may be gone before this process looks).
     static func outliveNoParent() {
-        let parent = ProcessInfo.processInfo.environment[parentVariable].flatMap { pid_t($0) } ?? getppid()
+        let parent = ProcessInfo.processInfo.environment[ChildProcess.parentVariable].flatMap { pid_t($0) } ?? getppid()
         Thread.detachNewThread {
             while true {
                 usleep(500_000)

@@ -49,10 +49,7 @@ public final class DesignFunctions: Sendable {
     /// first refusal.
     private func validate(_ state: inout State, _ main: SQLiteConnection, _ collection: String,
                           _ call: DesignCall) throws(SofaError) -> JSON {
-        var sources: [JSON] = []
-        try main.run("SELECT body FROM kv_default WHERE key >= '_design/' AND key < '_design0' AND (flags & 1) = 0 ORDER BY key") {
-            if let source = JSON.tryParse($0.blob(0))?["validate_doc_update"]?.stringValue { sources.append(.string(source)) }
-        }
+        let sources: [JSON] = try designDocuments(main).compactMap { $0.body["validate_doc_update"]?.stringValue.map { .string($0) } }
         guard !sources.isEmpty else { return .array(call.documents.map { _ in .null }) }
         let table = CollectionName.table(forKeyStore: try CollectionName(parsing: collection).keyStore)
         var pairs: [JSON] = []

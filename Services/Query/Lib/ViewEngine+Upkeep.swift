@@ -29,9 +29,8 @@ extension ViewEngine {
     /// The views the database's design documents define now, by "design/view", with their signatures.
     static func definedViews(_ main: SQLiteConnection) throws(SofaError) -> [String: String] {
         var defined: [String: String] = [:]
-        try main.run("SELECT key, body FROM kv_default WHERE key >= '_design/' AND key < '_design0' AND (flags & 1) = 0") { row in
-            let design = String(row.text(0).dropFirst("_design/".count))
-            for (view, code) in JSON.tryParse(row.blob(1))?["views"]?.objectValue ?? [:] {
+        for (design, body) in try designDocuments(main) {
+            for (view, code) in body["views"]?.objectValue ?? [:] {
                 guard let map = code["map"]?.stringValue else { continue }
                 defined[design + "/" + view] = signature(map: map, reduce: code["reduce"]?.stringValue)
             }
