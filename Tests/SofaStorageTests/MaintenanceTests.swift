@@ -92,21 +92,23 @@ import Testing
 
     @Test func expirationSurvivesARestart() async throws {
         try await withTemporaryDirectory { directory in
+            let due = Self.now() + 3_600_000
             do {
                 let engine = try StorageEngine(dataDirectory: directory)
                 try await engine.createDatabase("db")
                 let db = try await engine.database("db")
                 _ = try await db.write(put("doc", [:]))
-                // Due in 2 s: long enough that this engine closes first even on a loaded machine.
-                try await db.setExpiration(id: "doc", Self.now() + 2000)
-                engine.close()  // before it is due
+                try await db.setExpiration(id: "doc", due)
+                engine.close()  // long before it is due
             }
+            // The engine comes back after the document's time has passed (its clock says so).
             let recorder = ChangeRecorder()
-            let engine = try StorageEngine(dataDirectory: directory, onCommit: recorder.hook)
+            let engine = try StorageEngine(dataDirectory: directory, onCommit: recorder.hook, clock: { Self.now() + 3_601_000 })
             defer { engine.close() }
             // Nobody opens the database: the engine did at start, and scheduled the purge.
             #expect(await recorder.wait { $0.flatMap(\.batch.changes).contains { $0.id == "doc" && $0.rev.isEmpty } })
             await expectError(.notFound) { try await engine.database("db").read(id: "doc") }
+            #expect(try await engine.database("db").nextExpiration() == 0)
         }
     }
 

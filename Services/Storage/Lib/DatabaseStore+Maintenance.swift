@@ -107,7 +107,7 @@ extension DatabaseStore {
             return value
         }
         guard let next else { return }
-        let delay = max(0, next - nowMilliseconds())
+        let delay = max(0, next - clock())
         writerQueue.asyncAfter(deadline: .now() + .milliseconds(Int(min(delay, Int64(Int32.max))))) { [weak self] in
             guard let self, !self.isClosed, self.expiryGeneration.withLock({ $0 }) == generation else { return }
             self.enqueue(PendingWork(
@@ -177,7 +177,7 @@ extension Transaction {
 extension Transaction {
     /// Purges every document whose expiration has passed, in every collection.
     func purgeExpired() throws(SofaError) {
-        let now = nowMilliseconds()
+        let now = store.clock()
         for collection in store.liveCollections {
             var keys: [String] = []
             try db.run("SELECT key FROM \(collection.table) WHERE expiration IS NOT NULL AND expiration <= ?",

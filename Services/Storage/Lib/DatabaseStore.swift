@@ -36,6 +36,8 @@ public final class DatabaseStore: Sendable {
     let maxRevTreeDepth: Int
     let onCommit: (@Sendable (CommitNotice) -> Void)?
     let blobDeleter: BlobDeleter?
+    /// Milliseconds since the epoch, for expirations.
+    let clock: @Sendable () -> Int64
     /// Bumped by every new schedule of the purge of expired documents (see `rescheduleExpiry`).
     let expiryGeneration = Mutex<UInt64>(0)
 
@@ -68,7 +70,8 @@ public final class DatabaseStore: Sendable {
     static func open(name: String, in dataDirectory: URL, versioning: Versioning = .revisionTrees,
                      maxRevTreeDepth: Int = RevTree.defaultMaxDepth,
                      onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
-                     blobDeleter: BlobDeleter? = nil) throws(SofaError) -> DatabaseStore {
+                     blobDeleter: BlobDeleter? = nil,
+                     clock: @escaping @Sendable () -> Int64 = nowMilliseconds) throws(SofaError) -> DatabaseStore {
         let directory = StorageLayout.directory(of: name, in: dataDirectory)
         let file = directory.appendingPathComponent("db.sqlite3").path
         let writer = try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).writer")) { (queue) throws(SofaError) in
@@ -104,7 +107,7 @@ public final class DatabaseStore: Sendable {
         }
         let store = DatabaseStore(name: name, versioning: stored, directory: directory, writer: writer, readers: readers,
                                   collections: collections, maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit,
-                                  blobDeleter: blobDeleter)
+                                  blobDeleter: blobDeleter, clock: clock)
         writer.async { connection in store.rescheduleExpiry(connection) }
         return store
     }
@@ -127,7 +130,7 @@ public final class DatabaseStore: Sendable {
     private init(name: String, versioning: Versioning, directory: URL,
                  writer: Confined<SQLiteConnection>, readers: [Confined<SQLiteConnection>],
                  collections: [String: CollectionState], maxRevTreeDepth: Int,
-                 onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?) {
+                 onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?, clock: @escaping @Sendable () -> Int64) {
         self.name = name
         self.versioning = versioning
         self.directory = directory
@@ -138,6 +141,7 @@ public final class DatabaseStore: Sendable {
         self.maxRevTreeDepth = maxRevTreeDepth
         self.onCommit = onCommit
         self.blobDeleter = blobDeleter
+        self.clock = clock
     }
 
     /// Fails new writes, cancels the expiry timer and waits for queued work to finish.

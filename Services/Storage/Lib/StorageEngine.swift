@@ -18,6 +18,8 @@ public final class StorageEngine: Sendable {
     /// How compaction asks sofa-blob to delete the blobs no kept revision references; nil (an
     /// engine without sofa-blob, as in tests) keeps them.
     private let blobDeleter: BlobDeleter?
+    /// Milliseconds since the epoch, for expirations: the wall clock unless a test moves it.
+    private let clock: @Sendable () -> Int64
     /// How a database's deletion has sofa-blob delete its blobs first; nil (an engine without
     /// sofa-blob, as in tests) deletes the whole folder itself.
     private let blobDropper: BlobDropper?
@@ -28,8 +30,10 @@ public final class StorageEngine: Sendable {
     /// one would unlink the first one's ipc socket and write the same files). Every database is
     /// opened, so documents that expire are purged on time after a restart too.
     public init(dataDirectory: URL, onCommit: (@Sendable (CommitNotice) -> Void)? = nil,
-                maxRevTreeDepth: Int? = nil, blobDeleter: BlobDeleter? = nil, blobDropper: BlobDropper? = nil) throws(SofaError) {
+                maxRevTreeDepth: Int? = nil, blobDeleter: BlobDeleter? = nil, blobDropper: BlobDropper? = nil,
+                clock: (@Sendable () -> Int64)? = nil) throws(SofaError) {
         self.dataDirectory = dataDirectory
+        self.clock = clock ?? nowMilliseconds
         self.onCommit = onCommit
         self.blobDeleter = blobDeleter
         self.blobDropper = blobDropper
@@ -66,7 +70,7 @@ public final class StorageEngine: Sendable {
 
     private func openStore(_ name: String, versioning: Versioning) throws(SofaError) -> DatabaseStore {
         try DatabaseStore.open(name: name, in: dataDirectory, versioning: versioning, maxRevTreeDepth: maxRevTreeDepth,
-                               onCommit: onCommit, blobDeleter: blobDeleter)
+                               onCommit: onCommit, blobDeleter: blobDeleter, clock: clock)
     }
 
     deinit { releaseLock() }
