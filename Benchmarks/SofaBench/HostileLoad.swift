@@ -10,16 +10,22 @@ internal import Synchronization
 /// cluster: `sofa-bench hostile` prints it, and the hostile-client test runs a short version.
 ///
 /// The well-behaved client alternates a get of a small document and an indexed query, one at a
-/// time, for `phase` without load and again under load. The hostile clients, all at once:
+/// time, for `phase` without load and again under load (under load for at least
+/// `minimumCalls` calls too, however slow the machine, up to `longestLoad`). The hostile clients,
+/// all at once, for as long as the well-behaved client measures:
 /// * deep: queries whose WHERE is a chain of 40,000 operators, one after another;
 /// * huge: raw requests just over the gateway's request limit, one after another;
 /// * non-readers: raw sockets that ask for a large document again and again and never read;
 /// * hogs: a client with a one-hour timeout that keeps `hogs` cross joins running;
 /// * bulk: bulk writes over the per-request item limit.
-/// Every loop is bounded by the phase's end; nothing is retried.
+/// Every loop ends when the measurement under load does; nothing is retried.
 public struct HostileLoad: Sendable {
     public struct Options: Sendable {
         public var phase: Duration = .seconds(5)
+        /// The well-behaved client's calls under load: at least this many, the load lasting
+        /// until they are made (but no longer than `longestLoad`).
+        public var minimumCalls = 0
+        public var longestLoad: Duration = .seconds(120)
         public var nonReaders = 2
         public var nonReaderRequests = 200
         public var largeDocumentBytes = 4 << 20
@@ -68,7 +74,7 @@ public struct HostileLoad: Sendable {
         try await seed(db)
         var figures = Figures()
         figures.unloaded = try await measure(db, for: options.phase)
-        let end = ContinuousClock.now + options.phase
+        let end = LoadWindow(latest: ContinuousClock.now + max(options.phase, options.longestLoad))
         let counts = Counts()
         // Each hostile client has a connection of its own, as separate programs would; those that
         // compute or block (building huge requests) do it on threads of their own, so that the
@@ -87,7 +93,13 @@ public struct HostileLoad: Sendable {
             }
             try await group.waitForAll()
         } }
-        figures.loaded = try await measure(db, for: options.phase)
+        do {
+            figures.loaded = try await measure(db, for: options.phase, atLeast: options.minimumCalls, until: end.latest)
+            end.close()
+        } catch {
+            end.close()
+            throw error
+        }
         try await hostile.value
         figures.hostileRequests = counts.requests.withLock { $0 }
         figures.hostileRefused = counts.refused.withLock { $0 }
@@ -117,12 +129,14 @@ public struct HostileLoad: Sendable {
         _ = try await db.put(id: "large", json: large)
     }
 
-    /// The well-behaved client: a get and an indexed query in turn, each timed.
-    private func measure(_ db: Database, for phase: Duration) async throws -> [UInt64] {
+    /// The well-behaved client: a get and an indexed query in turn, each timed, for `phase` and
+    /// at least `minimumCalls` calls (but not past `latest`).
+    private func measure(_ db: Database, for phase: Duration, atLeast minimumCalls: Int = 0,
+                         until latest: ContinuousClock.Instant = .now + .seconds(3_600)) async throws -> [UInt64] {
         var samples: [UInt64] = []
         let end = ContinuousClock.now + phase
         var n = 0
-        while ContinuousClock.now < end {
+        while ContinuousClock.now < end || (samples.count < minimumCalls && ContinuousClock.now < latest) {
             let start = DispatchTime.now().uptimeNanoseconds
             if n % 2 == 0 {
                 _ = try await db.get(id: String(format: "d%06d", n % options.joinDocuments))
@@ -135,9 +149,9 @@ public struct HostileLoad: Sendable {
         return samples
     }
 
-    private func deep(_ db: Database, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+    private func deep(_ db: Database, until end: LoadWindow, _ counts: Counts) async throws {
         let chain = "SELECT 1 FROM _ WHERE n = 1" + String(repeating: " + 1", count: 40_000)
-        while ContinuousClock.now < end {
+        while end.isOpen {
             do {
                 _ = try await db.query(n1ql: chain)
                 counts.sent(refused: false)
@@ -148,14 +162,14 @@ public struct HostileLoad: Sendable {
     }
 
     /// Raw requests just over the gateway's limit: refused by the gateway with an error.
-    private func huge(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+    private func huge(_ name: String, until end: LoadWindow, _ counts: Counts) async throws {
         try await onThread {
             let socket = RawSocket(access)
             let body = Array(#"{"pad":""#.utf8) + [UInt8](repeating: 0x78, count: 16 << 20) + Array(#""}"#.utf8)
             let request = Request(database: name, operation: .putDocument(id: "huge", rev: "", body: body, deleted: false)).encoded()
-            while ContinuousClock.now < end {
+            while end.isOpen {
                 socket.send(request)
-                counts.sent(refused: socket.receive(until: end) != nil)
+                counts.sent(refused: socket.receive(until: end.latest) != nil)
             }
         }
     }
@@ -163,20 +177,20 @@ public struct HostileLoad: Sendable {
     /// Asks for the large document again and again and never reads an answer: its ZeroMQ takes
     /// one message off the connection and its kernel buffer is small, so the replies stay with
     /// the gateway (a client that reads them into a queue of its own is reading).
-    private func nonReader(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+    private func nonReader(_ name: String, until end: LoadWindow, _ counts: Counts) async throws {
         try await onThread {
             let socket = RawSocket(access, reading: false)
             let request = Request(database: name, operation: .getDocument(id: "large", rev: "")).encoded()
-            for _ in 0..<options.nonReaderRequests where ContinuousClock.now < end {
+            for _ in 0..<options.nonReaderRequests where end.isOpen {
                 socket.send(request)
                 counts.sent(refused: false)
             }
-            socket.wait(until: end)
+            while end.isOpen { socket.wait(until: min(end.latest, .now + .milliseconds(50))) }
         }
     }
 
     /// Keeps `hogs` cross joins running, each with a one-hour deadline.
-    private func hog(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+    private func hog(_ name: String, until end: LoadWindow, _ counts: Counts) async throws {
         let hogClient = try await access.connect(timeout: .seconds(3_600))
         defer { hogClient.close() }
         let db = hogClient.database(name)
@@ -184,7 +198,7 @@ public struct HostileLoad: Sendable {
         let running = Task { try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<options.hogs {
                 group.addTask {
-                    while ContinuousClock.now < end, !Task.isCancelled {
+                    while end.isOpen, !Task.isCancelled {
                         do {
                             _ = try await db.query(n1ql: join)
                             counts.sent(refused: false)
@@ -196,22 +210,60 @@ public struct HostileLoad: Sendable {
             }
             try await group.waitForAll()
         } }
-        try await Task.sleep(until: end, clock: .continuous)  // the load's own duration
+        await end.closed()  // the load's own duration
         running.cancel()
         hogClient.close()
         _ = try? await running.value
     }
 
     /// Bulk writes of 200,000 items (over the per-request item limit), one after another.
-    private func bulk(_ name: String, until end: ContinuousClock.Instant, _ counts: Counts) async throws {
+    private func bulk(_ name: String, until end: LoadWindow, _ counts: Counts) async throws {
         try await onThread {
             let socket = RawSocket(access)
             let items = (0..<200_000).map { _ in BulkItem.put(id: "", rev: "", body: Array("{}".utf8), deleted: false) }
             let request = Request(database: name, operation: .bulkWrite(items)).encoded()
-            while ContinuousClock.now < end {
+            while end.isOpen {
                 socket.send(request)
-                counts.sent(refused: socket.receive(until: end) != nil)
+                counts.sent(refused: socket.receive(until: end.latest) != nil)
             }
+        }
+    }
+}
+
+/// How long the hostile clients go on: until the well-behaved client's measurement under load
+/// ends (`close()`), or `latest`.
+final class LoadWindow: Sendable {
+    let latest: ContinuousClock.Instant
+    private let state = Mutex<(closed: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(latest: ContinuousClock.Instant) { self.latest = latest }
+
+    var isOpen: Bool { !state.withLock { $0.closed } && ContinuousClock.now < latest }
+
+    func close() {
+        let waiting = state.withLock { state in
+            state.closed = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns once `close()` was called or `latest` has come.
+    func closed() async {
+        let latest = latest
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: latest, clock: .continuous)
+            self?.close()
+        }
+        defer { timer.cancel() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.closed { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
         }
     }
 }
