@@ -752,6 +752,57 @@ class MultipartTests(SofaTestCase):
         self.assertEqual(documents[0]["kind"], "mp")
         self.assertEqual(documents[1], {"missing": "9-" + "a" * 32})
 
+    def test_bulk_get_as_multipart_mixed_with_attachments_following(self):
+        # Accept: multipart/mixed (and not JSON): a part per document; one with attachments is a
+        # multipart/related part (the JSON with "follows", then the bytes); failures say error="true".
+        import email.parser
+        import email.policy
+        import json
+        import requests
+        db = self.new_db()
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        big, small = os.urandom(200000), b"small text"
+        rev_a1 = self.admin.put_attachment(db=db, doc_id="a", attachment_name="big.bin", attachment=io.BytesIO(big),
+                                           content_type="application/octet-stream").get_result()["rev"]
+        rev_a2 = self.admin.put_attachment(db=db, doc_id="a", attachment_name="small.txt", attachment=io.BytesIO(small),
+                                           content_type="text/plain", rev=rev_a1).get_result()["rev"]
+        rev_p = self.put_doc(db, "plain", {"v": 1})
+        request = {"docs": [{"id": "a"}, {"id": "plain"}, {"id": "gone"}, {"id": "a", "atts_since": [rev_a1]}]}
+        response = requests.post(URL + "/" + db + "/_bulk_get", params={"revs": "true"}, json=request, auth=auth,
+                                 headers={"Accept": "multipart/mixed"}, timeout=30)
+        self.assertEqual(response.status_code, 200, response.text[:300])
+        self.assertTrue(response.headers["Content-Type"].startswith("multipart/mixed"), response.headers["Content-Type"])
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + response.headers["Content-Type"].encode() + b"\r\n\r\n" + response.content)
+        parts = list(message.iter_parts())
+        self.assertEqual([p.get_content_type() for p in parts],
+                         ["multipart/related", "application/json", "application/json", "multipart/related"])
+        # "a": every attachment follows, its bytes in the related part's later parts.
+        self.assertEqual((parts[0]["X-Doc-Id"], parts[0]["X-Rev-Id"]), ("a", rev_a2))
+        inner = list(parts[0].iter_parts())
+        doc = json.loads(inner[0].get_payload(decode=True))
+        self.assertEqual(doc["_rev"], rev_a2)
+        self.assertEqual(doc["_revisions"]["start"], 2)
+        self.assertEqual({name: (stub.get("follows"), stub.get("stub"), stub["length"]) for name, stub in doc["_attachments"].items()},
+                         {"big.bin": (True, None, len(big)), "small.txt": (True, None, len(small))})
+        attached = {p.get_filename(): p.get_payload(decode=True) for p in inner[1:]}
+        self.assertEqual(attached, {"big.bin": big, "small.txt": small})
+        # "plain": JSON alone; "gone": an error part.
+        self.assertEqual(json.loads(parts[1].get_payload(decode=True))["_rev"], rev_p)
+        self.assertEqual(parts[2]["Content-Type"], 'application/json; error="true"')
+        failure = json.loads(parts[2].get_payload(decode=True))
+        self.assertEqual((failure["id"], failure["error"]), ("gone", "not_found"))
+        # atts_since the first revision: only the attachment added after it follows.
+        since = list(parts[3].iter_parts())
+        doc = json.loads(since[0].get_payload(decode=True))
+        self.assertEqual(doc["_attachments"]["big.bin"].get("stub"), True)
+        self.assertEqual(doc["_attachments"]["small.txt"].get("follows"), True)
+        self.assertEqual({p.get_filename(): p.get_payload(decode=True) for p in since[1:]}, {"small.txt": small})
+        # JSON stays the answer when the client accepts it too.
+        both = requests.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "plain"}]}, auth=auth,
+                             headers={"Accept": "application/json, multipart/mixed"}, timeout=30)
+        self.assertEqual(both.json()["results"][0]["docs"][0]["ok"]["_rev"], rev_p)
+
     def test_a_stub_with_a_peers_digest_keeps_the_attachment_and_the_revision(self):
         db = self.new_db()
         data = b"attached once"

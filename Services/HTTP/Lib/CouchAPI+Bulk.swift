@@ -7,7 +7,7 @@ internal import SofaFiles
 internal import SofaWire
 internal import Foundation
 
-// Many documents at once: `_bulk_docs`, `_bulk_get`, `_all_docs`, `_revs_diff`.
+// Many documents at once: `_bulk_docs`, `_all_docs`, `_revs_diff` (`_bulk_get`: CouchAPI+BulkGet).
 
 extension CouchAPI {
     /// `{"docs": [...], "new_edits": bool}`: one transaction of Sofa's, each document with its own
@@ -58,34 +58,6 @@ extension CouchAPI {
             }
         }
         return Self.json(.array(answers), status: .created)
-    }
-
-    /// `{"docs": [{"id", "rev"?}]}`: each as `{"ok": doc}` or `{"error": …}`, grouped by ID.
-    func bulkGet(_ call: inout CouchCall, _ database: Database) async throws -> Response {
-        try Self.requireMethod(call, .post)
-        let body = try await call.objectBody(limit: limits.maxRequestBytes)
-        guard let requests = body["docs"]?.arrayValue else {
-            throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
-        }
-        var out: [UInt8] = Array("{\"results\":[".utf8)
-        for (index, request) in requests.enumerated() {
-            if index > 0 { out.append(0x2C) }
-            let id = request["id"]?.stringValue ?? ""
-            let rev = request["rev"]?.stringValue
-            out += Array("{\"id\":".utf8) + JSON.string(id).compactBytes() + Array(",\"docs\":[".utf8)
-            do {
-                guard !id.isEmpty else { throw CouchError(.badRequest, "bad_request", "document id missed") }
-                let document = try await database.get(id: id, rev: rev, history: true)
-                out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D]
-            } catch {
-                let couch = (error as? CouchError) ?? (error as? SofaError).map(CouchError.init) ?? CouchError(.internalServerError, "unknown_error", "\(error)")
-                out += JSON.object(["error": ["id": .string(id), "rev": rev.map { .string($0) } ?? "undefined",
-                                              "error": .string(couch.error), "reason": .string(couch.reason)]]).compactBytes()
-            }
-            out += Array("]}".utf8)
-        }
-        out += Array("]}".utf8)
-        return Self.json(bytes: out)
     }
 
     /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.

@@ -95,8 +95,23 @@ extension CouchAPI {
     }
 
     /// A document with the members the query asks for (`revs`, `revs_info`, `conflicts`,
-    /// `deleted_conflicts`, `local_seq`, `attachments`).
-    func documentBytes(_ document: StoredDocument, _ call: CouchCall, _ database: Database) async throws -> [UInt8] {
+    /// `deleted_conflicts`, `local_seq`, `attachments`). `attsSince` (a `_bulk_get` item's own
+    /// `atts_since`) asks for the attachments too, as the query's `atts_since` does.
+    func documentBytes(_ document: StoredDocument, _ call: CouchCall, _ database: Database,
+                       attsSince: [String]? = nil) async throws -> [UInt8] {
+        let extras = try await documentExtras(document, call, database)
+        // A stub has a `digest`: a body the compact scan finds none in has no attachments.
+        if try call.flag("attachments") || attsSince != nil, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
+            var stored = document
+            stored.body = try await inlineAttachments(document.body, database,
+                                                      since: try Self.attachmentGeneration(document, call, attsSince: attsSince))
+            return OutgoingDocument.bytes(stored, extras: extras)
+        }
+        return OutgoingDocument.bytes(document, extras: extras)
+    }
+
+    /// The members a document's answer adds to its body for the query's flags.
+    func documentExtras(_ document: StoredDocument, _ call: CouchCall, _ database: Database) async throws -> [(String, JSON)] {
         var extras: [(String, JSON)] = []
         if try call.flag("revs"), let revisions = OutgoingDocument.revisions(document.history) {
             extras.append(("_revisions", revisions))
@@ -114,18 +129,15 @@ extension CouchAPI {
             if try call.flag("deleted_conflicts"), !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
         }
         if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
-        // A stub has a `digest`: a body the compact scan finds none in has no attachments.
-        if try call.flag("attachments"), JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
-            var stored = document
-            // `atts_since`: revisions the client has; the newest generation among them that is
-            // this revision's ancestor bounds what it needs.
-            let since = try call.json("atts_since")?.arrayValue?.compactMap(\.stringValue)
-                .filter { document.history.isEmpty || document.history.contains($0) }
-                .compactMap { Int64($0.prefix { $0 != "-" }) }.max()
-            stored.body = try await inlineAttachments(document.body, database, since: since)
-            return OutgoingDocument.bytes(stored, extras: extras)
-        }
-        return OutgoingDocument.bytes(document, extras: extras)
+        return extras
+    }
+
+    /// `atts_since` (given, or the query's): revisions the client has; the newest generation
+    /// among them that is this revision's ancestor bounds the attachments it needs (nil: all).
+    static func attachmentGeneration(_ document: StoredDocument, _ call: CouchCall, attsSince: [String]?) throws -> Int64? {
+        let revs = try attsSince ?? call.json("atts_since")?.arrayValue?.compactMap(\.stringValue)
+        return revs?.filter { document.history.isEmpty || document.history.contains($0) }
+            .compactMap { Int64($0.prefix { $0 != "-" }) }.max()
     }
 
     /// `open_revs=all` or `open_revs=["rev", …]`: each as `{"ok": doc}` or `{"missing": rev}`.

@@ -63,9 +63,14 @@ enum Multipart {
         return nil
     }
 
+    /// A MIME boundary: 32 random hex digits.
+    static func newBoundary() -> String {
+        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+
     /// A `multipart/mixed` body of JSON parts, and its boundary.
     static func mixed(_ documents: [[UInt8]]) -> (body: [UInt8], boundary: String) {
-        let boundary = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let boundary = newBoundary()
         var body: [UInt8] = []
         for document in documents {
             body += Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8) + document + Array("\r\n".utf8)

@@ -1,0 +1,192 @@
+internal import Hummingbird
+internal import HTTPTypes
+internal import NIOCore
+internal import SofaClient
+internal import SofaCore
+internal import SofaWire
+internal import Foundation
+
+// `_bulk_get`: many documents (each at a revision, or its winner) in one request, as JSON or, for
+// a client that accepts only multipart (CouchDB's replicator, PouchDB), as `multipart/mixed` with
+// each document that has attachments in a `multipart/related` part of its own, their bytes
+// following as binary parts instead of base64.
+
+extension CouchAPI {
+    /// One item of a `_bulk_get` request.
+    struct BulkGetItem: Sendable {
+        var id: String
+        var rev: String?
+        /// The item's own `atts_since` (it asks for attachments newer than these revisions).
+        var attsSince: [String]?
+    }
+
+    /// How many documents a `_bulk_get` reads at once (the answer keeps the request's order).
+    static let bulkGetReadsInFlight = 16
+
+    /// `{"docs": [{"id", "rev"?, "atts_since"?}]}`: each as `{"ok": doc}` or `{"error": …}`,
+    /// grouped by ID; or multipart when the client accepts multipart and not JSON.
+    func bulkGet(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        guard let requests = body["docs"]?.arrayValue else {
+            throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
+        }
+        let items = requests.map { request in
+            BulkGetItem(id: request["id"]?.stringValue ?? "", rev: request["rev"]?.stringValue,
+                        attsSince: request["atts_since"]?.arrayValue?.compactMap(\.stringValue))
+        }
+        let results = await Self.read(items, database)
+        if let kind = Self.acceptedMultipart(call) {
+            return multipartBulkGet(call, database, items: items, results: results, kind: kind)
+        }
+        var out: [UInt8] = Array("{\"results\":[".utf8)
+        for (index, (item, result)) in zip(items, results).enumerated() {
+            if index > 0 { out.append(0x2C) }
+            out += Array("{\"id\":".utf8) + JSON.string(item.id).compactBytes() + Array(",\"docs\":[".utf8)
+            do {
+                let document = try result.get()
+                out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database, attsSince: item.attsSince)) + [0x7D]
+            } catch {
+                let couch = Self.couchError(error)
+                out += JSON.object(["error": ["id": .string(item.id), "rev": item.rev.map { .string($0) } ?? "undefined",
+                                              "error": .string(couch.error), "reason": .string(couch.reason)]]).compactBytes()
+            }
+            out += Array("]}".utf8)
+        }
+        out += Array("]}".utf8)
+        return Self.json(bytes: out)
+    }
+
+    /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order.
+    static func read(_ items: [BulkGetItem], _ database: Database) async -> [Result<StoredDocument, any Error>] {
+        var results: [Result<StoredDocument, any Error>] = []
+        results.reserveCapacity(items.count)
+        for start in stride(from: 0, to: items.count, by: bulkGetReadsInFlight) {
+            let window = items[start..<min(items.count, start + bulkGetReadsInFlight)]
+            var read = [Result<StoredDocument, any Error>?](repeating: nil, count: window.count)
+            await withTaskGroup(of: (Int, Result<StoredDocument, any Error>).self) { group in
+                for (offset, item) in window.enumerated() {
+                    group.addTask {
+                        guard !item.id.isEmpty else {
+                            return (offset, .failure(CouchError(.badRequest, "bad_request", "document id missed")))
+                        }
+                        do {
+                            return (offset, .success(try await database.get(id: item.id, rev: item.rev, history: true)))
+                        } catch {
+                            return (offset, .failure(error))
+                        }
+                    }
+                }
+                for await (offset, result) in group { read[offset] = result }
+            }
+            results += read.map { $0! }
+        }
+        return results
+    }
+
+    /// `multipart/mixed` (or `related`) when the client's `Accept` names it and not
+    /// `application/json` (CouchDB's rule: JSON stays the answer for `*/*` and for both).
+    static func acceptedMultipart(_ call: CouchCall) -> String? {
+        guard let accept = call.header(.accept)?.lowercased(), !accept.contains("application/json") else { return nil }
+        if accept.contains("multipart/mixed") { return "multipart/mixed" }
+        if accept.contains("multipart/related") { return "multipart/related" }
+        return nil
+    }
+
+    static func couchError(_ error: any Error) -> CouchError {
+        (error as? CouchError) ?? (error as? SofaError).map(CouchError.init) ?? CouchError(.internalServerError, "unknown_error", "\(error)")
+    }
+
+    /// The multipart answer, streamed: a document without attachments to send is an
+    /// `application/json` part; one with them a `multipart/related` part (`X-Doc-Id`, `X-Rev-Id`)
+    /// holding the JSON (those attachments marked `"follows": true`) and then each attachment's
+    /// bytes, read from sofa-blob a chunk at a time; a failure is an
+    /// `application/json; error="true"` part.
+    private func multipartBulkGet(_ call: CouchCall, _ database: Database, items: [BulkGetItem],
+                                  results: [Result<StoredDocument, any Error>], kind: String) -> Response {
+        let boundary = Multipart.newBoundary()
+        let body = ResponseBody { writer in
+            for (item, result) in zip(items, results) {
+                let document: StoredDocument
+                switch result {
+                case .success(let found): document = found
+                case .failure(let error):
+                    let couch = Self.couchError(error)
+                    var failure = JSONObject()
+                    failure["id"] = .string(item.id)
+                    failure["rev"] = item.rev.map { .string($0) } ?? "undefined"
+                    failure["error"] = .string(couch.error)
+                    failure["reason"] = .string(couch.reason)
+                    try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
+                                                      + JSON.object(failure).compactBytes() + Array("\r\n".utf8)))
+                    continue
+                }
+                let (json, following) = try await self.followingAttachments(document, call, database, attsSince: item.attsSince)
+                guard !following.isEmpty else {
+                    try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+                                                      + json + Array("\r\n".utf8)))
+                    continue
+                }
+                let inner = Multipart.newBoundary()
+                try await writer.write(ByteBuffer(bytes: Array(("--\(boundary)\r\nX-Doc-Id: \(document.id)\r\nX-Rev-Id: \(document.rev)\r\n"
+                    + "Content-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n"
+                    + "--\(inner)\r\nContent-Type: application/json\r\n\r\n").utf8) + json + Array("\r\n".utf8)))
+                for attachment in following {
+                    try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\"\(attachment.name)\"\r\n"
+                        + "Content-Type: \(attachment.contentType)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
+                    var offset: UInt64 = 0
+                    while offset < attachment.length {
+                        let want = Int(min(UInt64(Database.blobChunkSize), attachment.length - offset))
+                        let (bytes, _) = try await database.readBlob(attachment.digest, offset: offset, length: want)
+                        guard !bytes.isEmpty else {
+                            throw SofaError(.unexpectedError, "attachment \(attachment.name) of \(document.id) ended early")
+                        }
+                        try await writer.write(ByteBuffer(bytes: bytes))
+                        offset += UInt64(bytes.count)
+                    }
+                    try await writer.write(ByteBuffer(bytes: Array("\r\n".utf8)))
+                }
+                try await writer.write(ByteBuffer(bytes: Array("--\(inner)--\r\n".utf8)))
+            }
+            try await writer.write(ByteBuffer(bytes: Array("--\(boundary)--".utf8)))
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "\(kind); boundary=\"\(boundary)\"", .cacheControl: "must-revalidate"],
+                        body: body)
+    }
+
+    /// An attachment whose bytes follow the document in its multipart part.
+    struct FollowingAttachment: Sendable {
+        var name: String
+        var digest: String
+        var contentType: String
+        var length: UInt64
+    }
+
+    /// The document's JSON for a multipart answer, and the attachments that follow it: all of
+    /// them, but those added at or before `atts_since`'s newest ancestor, which stay stubs.
+    func followingAttachments(_ document: StoredDocument, _ call: CouchCall, _ database: Database,
+                              attsSince: [String]?) async throws -> ([UInt8], [FollowingAttachment]) {
+        let extras = try await documentExtras(document, call, database)
+        guard JSON.scanCompactObject(document.body)?.hasDigestKey ?? true,
+              var object = JSON.tryParse(document.body)?.objectValue, case .object(var attachments)? = object["_attachments"] else {
+            return (OutgoingDocument.bytes(document, extras: extras), [])
+        }
+        let since = try Self.attachmentGeneration(document, call, attsSince: attsSince)
+        var following: [FollowingAttachment] = []
+        for (name, value) in attachments {
+            guard var attachment = value.objectValue, let digest = attachment["digest"]?.stringValue else { continue }
+            if let since, let revpos = attachment["revpos"]?.intValue, revpos <= since { continue }
+            attachment["stub"] = nil
+            attachment["follows"] = true
+            attachments[name] = .object(attachment)
+            following.append(FollowingAttachment(name: name, digest: digest,
+                                                 contentType: attachment["content_type"]?.stringValue ?? "application/octet-stream",
+                                                 length: UInt64(max(0, attachment["length"]?.intValue ?? 0))))
+        }
+        object["_attachments"] = .object(attachments)
+        var stored = document
+        stored.body = JSON.object(object).compactBytes()
+        return (OutgoingDocument.bytes(stored, extras: extras), following)
+    }
+}
