@@ -11,15 +11,25 @@ public struct ReplicationFilter: Sendable, Equatable {
     public var docIDs: [String]
     /// A query WHERE expression (N1QL); "" = none.
     public var expression: String
+    /// A design document's JavaScript filter, "ddoc/name" (`filters.name` of `_design/ddoc` on
+    /// the source), run by the source's query workers; "" = none. `queryParams` is the `query`
+    /// of the request object it is given.
+    public var design: String
+    public var queryParams: JSONObject
 
-    public init(docIDs: [String] = [], expression: String = "") {
+    public init(docIDs: [String] = [], expression: String = "", design: String = "", queryParams: JSONObject = [:]) {
         self.docIDs = docIDs
         self.expression = expression
+        self.design = design
+        self.queryParams = queryParams
     }
 
     public static let none = ReplicationFilter()
     public static func docIDs(_ ids: [String]) -> ReplicationFilter { ReplicationFilter(docIDs: ids) }
     public static func query(_ expression: String) -> ReplicationFilter { ReplicationFilter(expression: expression) }
+    public static func design(_ name: String, queryParams: JSONObject = [:]) -> ReplicationFilter {
+        ReplicationFilter(design: name, queryParams: queryParams)
+    }
 }
 
 extension SofaClient {
@@ -42,7 +52,8 @@ extension SofaClient {
                           sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil) async throws(SofaError) -> ReplicationHandle {
         let spec = ReplicationSpec(source: source, target: target, direction: direction, continuous: mode == .continuous,
                                    docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts,
-                                   collection: collection, sourceAccess: sourceAccess, targetAccess: targetAccess)
+                                   collection: collection, sourceAccess: sourceAccess, targetAccess: targetAccess,
+                                   designFilter: filter.design, queryParams: filter.queryParams)
         guard case .replications(let started) = try await call(.startReplication(spec)) else { throw unexpected("startReplication") }
         return ReplicationHandle(client: self, initial: started)
     }

@@ -1126,6 +1126,36 @@ class DesignFunctionTests(SofaTestCase):
         missing = requests.get(URL + "/" + db + "/_changes", params={"filter": "rules/nope"}, auth=auth, timeout=30)
         self.assertEqual(missing.status_code, 404)
 
+    def test_replications_filtered_by_a_design_filter_with_query_params(self):
+        # CouchDB's `filter: "ddoc/name"` with `query_params`, on /_replicate and in a _replicator document.
+        import time
+        import requests
+        auth = (ADMIN_NAME, ADMIN_PASSWORD)
+        source, target, other = self.new_db(), self.new_db(), self.new_db()
+        self.admin.put_design_document(db=source, ddoc="rules", design_document={"filters": self.DESIGN["filters"]})
+        self.admin.post_bulk_docs(db=source, bulk_docs={"docs": [{"_id": "n%d" % n, "n": n} for n in range(10)]})
+        response = requests.post(URL + "/_replicate", auth=auth, timeout=120, json={
+            "source": source, "target": target, "filter": "rules/big", "query_params": {"min": "6"}})
+        self.assertEqual(response.status_code, 200, response.text)
+        rows = self.admin.post_all_docs(db=target).get_result()["rows"]
+        self.assertEqual([row["id"] for row in rows], ["n6", "n7", "n8", "n9"])
+        missing = requests.post(URL + "/_replicate", auth=auth, timeout=120, json={
+            "source": source, "target": target, "filter": "rules/nope"})
+        self.assertEqual(missing.status_code, 500, missing.text)
+        self.assertIn("rules/nope", missing.json()["reason"])
+        # A _replicator document: the target's feed is followed (long polls) until the documents arrived.
+        created = requests.put(URL + "/_replicator/filtered-" + other, auth=auth, timeout=30, json={
+            "source": source, "target": other, "filter": "rules/big", "query_params": {"min": "8"}})
+        self.assertIn(created.status_code, (201, 202), created.text)
+        deadline, since, seen = time.monotonic() + 60, "0", []
+        while sorted(seen) != ["n8", "n9"] and time.monotonic() < deadline:
+            feed = requests.get(URL + "/" + other + "/_changes", auth=auth, timeout=30,
+                                params={"feed": "longpoll", "since": since, "timeout": "5000"}).json()
+            seen += [change["id"] for change in feed["results"]]
+            since = feed["last_seq"]
+        self.assertEqual(sorted(seen), ["n8", "n9"])
+        self.assertEqual([row["id"] for row in self.admin.post_all_docs(db=other).get_result()["rows"]], ["n8", "n9"])
+
 
 class AttachmentTests(SofaTestCase):
 

@@ -86,6 +86,34 @@ import Testing
         }
     }
 
+    /// A replication filtered by a design document's filter (CouchDB's `filter: "ddoc/name"` with
+    /// `query_params`) copies the changes that pass it on the source, deletions shown to it with
+    /// `_deleted`; one naming a filter the source does not have fails at once, saying so.
+    @Test func replicationsRunTheSourcesDesignFilter() async throws {
+        try await Cluster.with { cluster in
+            let source = try await cluster.client.createDatabase("source")
+            let target = try await cluster.client.createDatabase("target")
+            let every = "function (doc, req) { return doc._deleted ? doc._id === 'd04' : doc.n % Number(req.query.by) === 0; }"
+            try await source.putDesignDocument("pick", ["filters": ["every": .string(every)]])
+            let written = try await source.bulk((0..<20).map { n in .put(id: String(format: "d%02d", n), json: #"{"n":\#(n)}"#) })
+            _ = try await source.delete(id: "d04", rev: written[4].rev)
+            _ = try await source.delete(id: "d05", rev: written[5].rev)
+            let handle = try await cluster.client.replicate(from: "source", to: "target",
+                                                            filter: .design("pick/every", queryParams: ["by": "3"]))
+            #expect(handle.initial.first?.designFilter == "pick/every")
+            let done = try await handle.wait { $0.state.isFinal }
+            #expect(done.first?.state == .completed, "\(done)")
+            #expect(try await target.allDocs().map(\.id) == ["d00", "d03", "d06", "d09", "d12", "d15", "d18"])
+            // d04's deletion passed (a tombstone arrived); d05's did not.
+            #expect(try await target.changes(ChangesQuery(includeDeleted: true)).changes.filter(\.deleted).map(\.id) == ["d04"])
+
+            let missing = try await cluster.client.replicate(from: "source", to: "target", filter: .design("pick/nope"))
+            let failed = try await missing.wait { $0.state.isFinal }
+            #expect(failed.first?.state == .failed, "\(failed)")
+            #expect(failed.first?.lastError.contains("pick/nope") == true, "\(failed)")
+        }
+    }
+
     @Test func aValidatorThatLoopsFailsItsWritesOnlyAndOtherDatabasesGoOn() async throws {
         try await Cluster.with { cluster in
             let stuck = try await cluster.client.createDatabase("stuck")

@@ -62,6 +62,10 @@ final class FakePeer: ReplicationPeer {
 
     // MARK: ReplicationPeer
 
+    func filter(_ name: String, documents: [JSON], request: JSON) async throws(SofaError) -> [Bool] {
+        throw SofaError(.notFound, "a fake peer has no design documents")
+    }
+
     private func enter(_ call: String) throws(SofaError) {
         let failure: SofaError? = state.withLock { state in
             state.calls.append(call)

@@ -1,4 +1,5 @@
 import SofaCore
+import SofaWire
 @testable import SofaReplicator
 import Testing
 
@@ -38,8 +39,16 @@ import Testing
             ReplicationID.derive(source: b, target: a, docIDs: ["x", "y"], filter: ""),
             ReplicationID.derive(source: a, target: b, docIDs: ["x"], filter: ""),
             ReplicationID.derive(source: a, target: b, docIDs: ["x", "y"], filter: "n > 1"),
+            ReplicationID.derive(source: a, target: b, docIDs: ["x", "y"], filter: "", designFilter: "d/f"),
+            ReplicationID.derive(source: a, target: b, docIDs: ["x", "y"], filter: "", designFilter: "d/f", queryParams: ["k": 1]),
         ]
-        #expect(Set(others + [id]).count == 4)
+        #expect(Set(others + [id]).count == 6)
+        // Query parameters count by value, not by the order they were given in.
+        #expect(ReplicationID.derive(source: a, target: b, docIDs: [], filter: "", designFilter: "d/f", queryParams: ["k": 1, "j": 2])
+                == ReplicationID.derive(source: a, target: b, docIDs: [], filter: "", designFilter: "d/f", queryParams: ["j": 2, "k": 1]))
+        // Which `filter` texts name a design document's filter (CouchDB's form) rather than a condition.
+        #expect(["ddoc/name", "my-app/by_type", "a.b/c$1"].allSatisfy { ReplicationSpec.isDesignFilter($0) })
+        #expect(!["n > 1", "a / b", "a/b/c", "/x", "x/", "type = 'a/b'", ""].contains { ReplicationSpec.isDesignFilter($0) })
     }
 
     /// (a, b, whether a wins)

@@ -24,7 +24,17 @@ extension CouchAPI {
             return Self.json(["ok": true, "_local_id": .string(running[0].id)])
         }
         var filter = ReplicationFilter.none
-        if let ids = body["doc_ids"]?.arrayValue { filter = .docIDs(ids.compactMap(\.stringValue)) }
+        if let ids = body["doc_ids"]?.arrayValue { filter.docIDs = ids.compactMap(\.stringValue) }
+        // `filter`: a design document's filter "ddoc/name" (with `query_params`), as in CouchDB;
+        // Sofa's query condition otherwise.
+        if let given = body["filter"]?.stringValue, !given.isEmpty {
+            if ReplicationSpec.isDesignFilter(given) {
+                filter.design = given
+                filter.queryParams = body["query_params"]?.objectValue ?? [:]
+            } else {
+                filter.expression = given
+            }
+        }
         let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter)
         guard let id = handle.ids.first else { throw CouchError(.internalServerError, "unknown_error", "no replication started") }
         if continuous { return Self.json(["ok": true, "_local_id": .string(id)], status: .accepted) }

@@ -47,6 +47,13 @@ actor ClientReplications {
             ("collection", .string(status.collection)), ("started_by", "client"),
         ])
         if let owner = plan?.owner, !owner.isEmpty { document["owner"] = .string(owner) }
+        if let plan, !plan.designFilter.isEmpty {
+            // CouchDB's `filter` names the design document's filter; a query filter beside it
+            // is `sofa_where`.
+            document["filter"] = .string(plan.designFilter)
+            document["query_params"] = .object(plan.queryParams)
+            if !status.filter.isEmpty { document["sofa_where"] = .string(status.filter) }
+        }
         return document
     }
 

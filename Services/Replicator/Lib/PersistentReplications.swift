@@ -164,7 +164,7 @@ actor PersistentReplications {
                 state: state, docsChecked: count("docs_checked"), docsWritten: count("docs_written"),
                 lastError: leg["last_error"]?.stringValue ?? "", checkpoint: count("checkpoint"), docIDs: plan.docIDs,
                 filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection,
-                revisionsSent: count("revisions_sent")))
+                revisionsSent: count("revisions_sent"), designFilter: plan.designFilter))
         }
     }
 
@@ -209,12 +209,23 @@ actor PersistentReplications {
             return side
         }
         let (source, sourceAccess) = try side("source"), (target, targetAccess) = try side("target")
+        // `filter`: CouchDB's "ddoc/name" (a design document's filter, with `query_params`), or
+        // Sofa's query condition; `sofa_where` is the condition beside a design filter.
+        var (filter, designFilter) = (try string("filter"), "")
+        if ReplicationSpec.isDesignFilter(filter) { (filter, designFilter) = (try string("sofa_where"), filter) }
+        var queryParams: JSONObject = [:]
+        switch body["query_params"] {
+        case nil, .null?: break
+        case .object(let params)?: queryParams = params
+        default: throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"query_params\" must be an object")
+        }
         return ReplicationSpec(source: source, target: target,
                                direction: try ReplicationDirection.parse(try string("direction")), continuous: continuous,
-                               docIDs: docIDs, filter: try string("filter"),
+                               docIDs: docIDs, filter: filter,
                                conflicts: try ConflictPolicy.parse(try string("conflicts")),
                                collection: try string("collection"), owner: try string("owner"),
-                               sourceAccess: sourceAccess, targetAccess: targetAccess)
+                               sourceAccess: sourceAccess, targetAccess: targetAccess,
+                               designFilter: designFilter, queryParams: queryParams)
     }
 
     /// Keeps the document's `status` up to date while its replications run: written after each

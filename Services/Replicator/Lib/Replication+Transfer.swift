@@ -6,6 +6,13 @@ internal import Logging
 /// One part of a batch of a replication: revs-diff, fetch with bounded history, blobs, bulk
 /// write, conflicts (see `Replication`).
 extension Replication {
+    /// The request object a design document's filter sees (CouchDB's replicator gives it the
+    /// replication's `query_params` as `query`).
+    var filterRequest: JSON {
+        ["method": "GET", "query": .object(plan.queryParams),
+         "userCtx": ["db": .string(plan.source.database), "name": plan.owner.isEmpty ? .null : .string(plan.owner), "roles": []]]
+    }
+
     struct Written {
         var revisions = 0
         var resolved = 0
@@ -32,6 +39,18 @@ extension Replication {
                 for row in result { if case .string(let id)?? = row.first { matching.insert(id) } }
             }
             kept = ArraySlice(kept.filter { $0.deleted || matching.contains($0.id) })
+        }
+        if !plan.designFilter.isEmpty, !kept.isEmpty {
+            // CouchDB's rule: every change (deletions too, `_deleted: true`) is shown to the filter.
+            let documents = kept.map { change -> JSON in
+                var object = change.deleted ? JSONObject() : JSON.tryParse(change.body)?.objectValue ?? [:]
+                object["_id"] = .string(change.id)
+                object["_rev"] = .string(change.rev)
+                if change.deleted { object["_deleted"] = true }
+                return .object(object)
+            }
+            let passed = try await source.filter(plan.designFilter, documents: documents, request: filterRequest)
+            kept = ArraySlice(zip(kept, passed).compactMap { $1 ? $0 : nil })
         }
         // Revision trees need no translation: the revs asked are the source's own.
         let asked = kept.map { change in

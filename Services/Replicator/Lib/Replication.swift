@@ -22,6 +22,10 @@ public struct ReplicationPlan: Sendable, Equatable {
     /// How a side of another cluster with its own key is reached: as a user of it.
     public var sourceAccess: RemoteAccess?
     public var targetAccess: RemoteAccess?
+    /// A design document's JavaScript filter on the source ("ddoc/name"; "" = none), and its
+    /// request's `query`.
+    public var designFilter = ""
+    public var queryParams: JSONObject = [:]
 
     public init(id: String, source: ReplicationEndpoint, target: ReplicationEndpoint, continuous: Bool,
                 docIDs: [String], filter: String = "", conflicts: ConflictPolicy, collection: String = "") {
@@ -148,6 +152,14 @@ final class Replication: Sendable {
                 _ = try await source.query(n1ql: query, parameters: ["ids": .array([])])
             } catch where error.is(.invalidQuery) || error.is(.invalidParameter) {
                 throw SofaError(.invalidQuery, "the replication's filter is not a valid WHERE expression: \(error.message)")
+            }
+        }
+        if !plan.designFilter.isEmpty {
+            // A filter the source's design documents do not define fails the replication at once.
+            do {
+                _ = try await source.filter(plan.designFilter, documents: [], request: filterRequest)
+            } catch where error.is(.notFound) || error.is(.invalidParameter) {
+                throw SofaError(.notFound, "the replication's filter \(plan.designFilter) is not available on the source: \(error.message)")
             }
         }
         if !plan.collection.isEmpty {

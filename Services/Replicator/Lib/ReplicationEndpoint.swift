@@ -6,12 +6,18 @@ public import SofaCore
 /// The ID of a replication: derived from source, target and filter (a push A → B and a pull of
 /// B from A are one and the same replication), so a restarted replication finds its checkpoints.
 /// Hex SHA-1 of `source \n target \n docIDs (sorted, comma-separated) \n filter`, then
-/// `\n collection` for a collection other than the default one.
+/// `\n collection` for a collection other than the default one, then for a design document's
+/// filter `\n collection \n ddoc/name \n query params` (keys sorted).
 public enum ReplicationID {
     public static func derive(source: ReplicationEndpoint, target: ReplicationEndpoint, docIDs: [String],
-                              filter: String, collection: String = "") -> String {
+                              filter: String, collection: String = "", designFilter: String = "",
+                              queryParams: JSONObject = [:]) -> String {
         var parts = [source.description, target.description, docIDs.sorted().joined(separator: ","), filter]
-        if !collection.isEmpty { parts.append(collection) }  // the default collection keeps the IDs it had
+        if !collection.isEmpty || !designFilter.isEmpty { parts.append(collection) }  // the default collection keeps the IDs it had
+        if !designFilter.isEmpty {
+            let sorted = JSONObject(queryParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            parts += [designFilter, JSON.object(sorted).compactString]
+        }
         let text = parts.joined(separator: "\n")
         let digest = SHA1Stream()
         digest.update(Array(text.utf8))

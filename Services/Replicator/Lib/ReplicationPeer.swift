@@ -21,6 +21,9 @@ protocol ReplicationPeer: Sendable {
     func openLeaves(id: String) async throws(SofaError) -> [StoredDocument]
     /// Closes the leaf `loser` of `id` in favour of `winner`.
     func resolve(id: String, winner: String, loser: String) async throws(SofaError)
+    /// Whether each document passes the design document's filter "ddoc/name" (run by the
+    /// peer's query workers), with CouchDB's request object.
+    func filter(_ name: String, documents: [JSON], request: JSON) async throws(SofaError) -> [Bool]
 
     // The database's blobs and local documents.
     func blobInfo(_ key: String) async throws(SofaError) -> BlobInfo
@@ -65,6 +68,9 @@ struct ClusterPeer: ReplicationPeer {
     func openLeaves(id: String) async throws(SofaError) -> [StoredDocument] { try await store.openLeaves(id: id) }
     func resolve(id: String, winner: String, loser: String) async throws(SofaError) {
         _ = try await store.resolve(id: id, winner: winner, loser: loser)
+    }
+    func filter(_ name: String, documents: [JSON], request: JSON) async throws(SofaError) -> [Bool] {
+        try await database.filter(name, documents: documents, request: request)
     }
     func blobInfo(_ key: String) async throws(SofaError) -> BlobInfo { try await database.blobInfo(key) }
     func blobChunks(_ key: String) -> any AsyncSequence<[UInt8], SofaError> & Sendable { database.blobChunks(key) }

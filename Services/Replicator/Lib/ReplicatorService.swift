@@ -135,11 +135,13 @@ public final class ReplicatorService: Sendable {
         }
         return legs.map { from, to in
             let id = ReplicationID.derive(source: from.endpoint, target: to.endpoint, docIDs: spec.docIDs, filter: spec.filter,
-                                          collection: spec.collection)
+                                          collection: spec.collection, designFilter: spec.designFilter, queryParams: spec.queryParams)
             var plan = ReplicationPlan(id: id, source: from.endpoint, target: to.endpoint, continuous: spec.continuous,
                                        docIDs: spec.docIDs, filter: spec.filter, conflicts: spec.conflicts,
                                        collection: spec.collection)
             plan.owner = spec.owner
+            plan.designFilter = spec.designFilter
+            plan.queryParams = spec.queryParams
             plan.sourceAccess = from.access
             plan.targetAccess = to.access
             return plan
@@ -152,7 +154,8 @@ public final class ReplicatorService: Sendable {
         for plan in try plan(spec) {
             let initial = ReplicationStatus(id: plan.id, source: plan.source.description, target: plan.target.description,
                                             continuous: plan.continuous, state: .starting, docIDs: plan.docIDs,
-                                            filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection)
+                                            filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection,
+                                            designFilter: plan.designFilter)
             started.append(await registry.start(initial) { [connections, registry, logger] run in
                 await Replication(plan: plan, run: run, connections: connections, registry: registry, logger: logger).run()
             })

@@ -5002,7 +5002,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[11] =
+static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[13] =
 {
   {
     "source",
@@ -5136,15 +5136,41 @@ static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "design_filter",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, design_filter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "query_params",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, query_params),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
   7,   /* field[7] = collection */
   6,   /* field[6] = conflicts */
   3,   /* field[3] = continuous */
+  11,   /* field[11] = design_filter */
   2,   /* field[2] = direction */
   4,   /* field[4] = doc_ids */
   5,   /* field[5] = filter */
   8,   /* field[8] = owner */
+  12,   /* field[12] = query_params */
   0,   /* field[0] = source */
   9,   /* field[9] = source_access */
   1,   /* field[1] = target */
@@ -5153,7 +5179,7 @@ static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__start_replication__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
 {
@@ -5163,7 +5189,7 @@ const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
   "Sofa__Wire__StartReplication",
   "sofa.wire",
   sizeof(Sofa__Wire__StartReplication),
-  11,
+  13,
   sofa__wire__start_replication__field_descriptors,
   sofa__wire__start_replication__field_indices_by_name,
   1,  sofa__wire__start_replication__number_ranges,
@@ -7856,7 +7882,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[17] =
+static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[18] =
 {
   {
     "id",
@@ -8062,6 +8088,18 @@ static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "design_filter",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, design_filter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   8,   /* field[8] = blobs_transferred */
@@ -8070,6 +8108,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   14,   /* field[14] = conflicts */
   7,   /* field[7] = conflicts_resolved */
   3,   /* field[3] = continuous */
+  17,   /* field[17] = design_filter */
   12,   /* field[12] = doc_ids */
   5,   /* field[5] = docs_checked */
   6,   /* field[6] = docs_written */
@@ -8085,7 +8124,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__replication_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 17 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
 {
@@ -8095,7 +8134,7 @@ const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
   "Sofa__Wire__ReplicationInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__ReplicationInfo),
-  17,
+  18,
   sofa__wire__replication_info__field_descriptors,
   sofa__wire__replication_info__field_indices_by_name,
   1,  sofa__wire__replication_info__number_ranges,

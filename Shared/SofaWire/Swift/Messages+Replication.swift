@@ -65,10 +65,17 @@ public struct ReplicationSpec: Sendable, Equatable {
     /// How each side is reached when it is another cluster's with its own key: as a user of it.
     public var sourceAccess: RemoteAccess?
     public var targetAccess: RemoteAccess?
+    /// A design document's JavaScript filter ("ddoc/name", CouchDB's `filter`), run on the
+    /// source's side; "" = none. `queryParams` is its request's `query`.
+    public var designFilter: String
+    public var queryParams: JSONObject
 
     public init(source: String, target: String, direction: ReplicationDirection = .push, continuous: Bool = false,
                 docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto, collection: String = "",
-                owner: String = "", sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil) {
+                owner: String = "", sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil,
+                designFilter: String = "", queryParams: JSONObject = [:]) {
+        self.designFilter = designFilter
+        self.queryParams = queryParams
         self.collection = collection
         self.owner = owner
         self.sourceAccess = sourceAccess
@@ -80,6 +87,17 @@ public struct ReplicationSpec: Sendable, Equatable {
         self.docIDs = docIDs
         self.filter = filter
         self.conflicts = conflicts
+    }
+}
+
+extension ReplicationSpec {
+    /// Whether a `filter` as CouchDB's replications give it names a design document's filter
+    /// ("ddoc/name": two names, one slash, no spaces) rather than a query condition.
+    public static func isDesignFilter(_ filter: String) -> Bool {
+        let parts = filter.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { part in
+            !part.isEmpty && part.allSatisfy { $0.isLetter || $0.isNumber || "_-.$".contains($0) }
+        }
     }
 }
 
@@ -115,11 +133,14 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var filter: String
     public var conflicts: ConflictPolicy
     public var collection: String
+    /// The design document's JavaScript filter ("ddoc/name"); "" = none.
+    public var designFilter: String
 
     public init(id: String, source: String, target: String, continuous: Bool, state: State, docsChecked: UInt64 = 0,
                 docsWritten: UInt64 = 0, conflictsResolved: UInt64 = 0, blobsTransferred: UInt64 = 0, lastError: String = "",
                 checkpoint: UInt64 = 0, version: UInt64 = 0, docIDs: [String] = [], filter: String = "",
-                conflicts: ConflictPolicy = .auto, collection: String = "", revisionsSent: UInt64 = 0) {
+                conflicts: ConflictPolicy = .auto, collection: String = "", revisionsSent: UInt64 = 0, designFilter: String = "") {
+        self.designFilter = designFilter
         self.collection = collection
         self.revisionsSent = revisionsSent
         self.id = id

@@ -42,6 +42,8 @@ enum ReplicationWire {
         op.pointee.owner = arena.string(spec.owner)
         op.pointee.source_access = spec.sourceAccess.map { access($0, arena) }
         op.pointee.target_access = spec.targetAccess.map { access($0, arena) }
+        op.pointee.design_filter = arena.string(spec.designFilter)
+        if !spec.queryParams.isEmpty { op.pointee.query_params = arena.bytes(JSON.object(spec.queryParams).compactBytes()) }
         return op
     }
 
@@ -71,7 +73,18 @@ enum ReplicationWire {
                         collection: try decodeString(op.collection, "startReplication.collection"),
                         owner: try decodeString(op.owner, "startReplication.owner"),
                         sourceAccess: try decodeAccess(op.source_access, "startReplication.sourceAccess"),
-                        targetAccess: try decodeAccess(op.target_access, "startReplication.targetAccess"))
+                        targetAccess: try decodeAccess(op.target_access, "startReplication.targetAccess"),
+                        designFilter: try decodeString(op.design_filter, "startReplication.designFilter"),
+                        queryParams: try decodeQueryParams(op.query_params))
+    }
+
+    /// `query_params`: empty, or a JSON object.
+    static func decodeQueryParams(_ bytes: ProtobufCBinaryData) throws(SofaError) -> JSONObject {
+        guard bytes.len > 0 else { return [:] }
+        guard let object = JSON.tryParse(Array(UnsafeBufferPointer(start: bytes.data, count: bytes.len)))?.objectValue else {
+            throw SofaError(.malformedMessage, "malformed request: startReplication.queryParams is not a JSON object")
+        }
+        return object
     }
 
     static func list(_ statuses: [ReplicationStatus], _ arena: Arena) -> UnsafeMutablePointer<Sofa__Wire__ReplicationList> {
@@ -95,6 +108,7 @@ enum ReplicationWire {
             i.pointee.conflicts = arena.string(s.conflicts.rawValue)
             i.pointee.collection = arena.string(s.collection)
             i.pointee.revisions_sent = s.revisionsSent
+            i.pointee.design_filter = arena.string(s.designFilter)
             return i
         }
         r.pointee.n_replications = items.count
@@ -120,7 +134,8 @@ enum ReplicationWire {
                 filter: try decodeString(i.filter, "replication.filter"),
                 conflicts: try ConflictPolicy.parse(try decodeString(i.conflicts, "replication.conflicts")),
                 collection: try decodeString(i.collection, "replication.collection"),
-                revisionsSent: i.revisions_sent))
+                revisionsSent: i.revisions_sent,
+                designFilter: try decodeString(i.design_filter, "replication.designFilter")))
         }
         return result
     }

@@ -453,10 +453,17 @@ struct  Sofa__Wire__StartReplication
    */
   Sofa__Wire__RemoteAccess *source_access;
   Sofa__Wire__RemoteAccess *target_access;
+  /*
+   * A design document's JavaScript filter, "ddoc/name" (CouchDB's `filter`), run on the
+   * source's side by its query workers; "" = none. query_params: its request's `query`, a JSON
+   * object (empty = {}).
+   */
+  char *design_filter;
+  ProtobufCBinaryData query_params;
 };
 #define SOFA__WIRE__START_REPLICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__start_replication__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, {0,NULL} }
 
 
 struct  Sofa__Wire__RemoteAccess
@@ -1229,10 +1236,14 @@ struct  Sofa__Wire__ReplicationInfo
    * revisions sent to the target, again after a failed write included
    */
   uint64_t revisions_sent;
+  /*
+   * "ddoc/name", as started
+   */
+  char *design_filter;
 };
 #define SOFA__WIRE__REPLICATION_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Sofa__Wire__ReplicationList
