@@ -274,7 +274,8 @@ public final class BusClient: Sendable {
 public enum BusLimits {
     /// The largest request a server takes (`SOFA_MAX_REQUEST_BYTES`), and a client sends.
     public static let defaultMaxRequestBytes = 16 << 20
-    /// How long a server waits before answering a request refused for a size limit (over the
-    /// request size, or a bulk over the item limit): see `BusServer`.
+    /// How long a server waits before answering a client's first request refused for a size
+    /// limit (over the request size, or a bulk over the item limit); the following ones wait
+    /// longer: see `BusServer.refuseSlowly`.
     public static let refusalDelayMs = 100
 }

@@ -44,13 +44,16 @@ extension BusServer {
         for task in tasks { task.cancel() }
     }
 
-    /// Answers a request refused for a size limit after `BusLimits.refusalDelayMs`: each such
-    /// request is a flood of bytes to receive, and a client that sends them one after another
-    /// (a loop retrying what it should not) is slowed to a few a second instead of taking the
-    /// machine's cores from the other clients. Requests within the limits are never delayed.
+    /// Answers a request refused for a size limit after a delay (`RefusalPacer`: 100 ms, doubling
+    /// for each such refusal of the same client that follows, up to 5 s): each such request is a
+    /// flood of bytes to receive, and a client that sends them one after another (a loop retrying
+    /// what it should not) is slowed instead of taking the machine's cores from the other
+    /// clients. Requests within the limits are never delayed.
     func refuseSlowly(_ identity: [UInt8], _ refusal: Response) {
         let message = refusal.encodedMessage()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(BusLimits.refusalDelayMs)) {
+        let delay = refusals.delay(for: identity).components
+        let milliseconds = Int(delay.seconds * 1000 + delay.attoseconds / 1_000_000_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
             self.queue(identity, message, counted: false)
         }
     }

@@ -110,6 +110,8 @@ public final class BusServer: Sendable {
     /// Forwarded requests in flight and waiting, per client; nil: no limit.
     let fair: FairForwarder?
     let name: String
+    /// The delays of size refusals, per client.
+    let refusals = RefusalPacer()
 
     typealias Outgoing = (identity: [UInt8], message: EncodedMessage, counted: Bool)
     /// What the loop is handed: a reply to send, or a request for the `index`th upstream client.
