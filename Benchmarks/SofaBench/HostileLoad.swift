@@ -50,11 +50,21 @@ public struct HostileLoad: Sendable {
                 ("unloaded_p50_us", .double(percentile(unloaded, 0.5))), ("unloaded_p99_us", .double(u99)),
                 ("loaded_p50_us", .double(percentile(loaded, 0.5))), ("loaded_p99_us", .double(l99)),
                 ("p99_ratio", .double((l99 / max(u99, 1) * 100).rounded() / 100)),
+                // The calls alternate a get (even) and an indexed query (odd): each kind's own tail.
+                ("unloaded_get_p99_us", .double(percentile(Self.every(unloaded, from: 0), 0.99))),
+                ("unloaded_query_p99_us", .double(percentile(Self.every(unloaded, from: 1), 0.99))),
+                ("loaded_get_p99_us", .double(percentile(Self.every(loaded, from: 0), 0.99))),
+                ("loaded_query_p99_us", .double(percentile(Self.every(loaded, from: 1), 0.99))),
                 ("hostile_requests", .int(Int64(hostileRequests))), ("hostile_refused", .int(Int64(hostileRefused))),
             ]))
         }
 
         public var p99Ratio: Double { percentile(loaded, 0.99) / max(percentile(unloaded, 0.99), 1) }
+
+        /// Every other sample, from `first`.
+        static func every(_ samples: [UInt64], from first: Int) -> [UInt64] {
+            stride(from: first, to: samples.count, by: 2).map { samples[$0] }
+        }
     }
 
     let access: ClusterAccess
