@@ -87,14 +87,11 @@ public struct HostileLoad: Sendable {
         let end = LoadWindow(latest: ContinuousClock.now + max(options.phase, options.longestLoad))
         let counts = Counts()
         // Each hostile client has a connection of its own, as separate programs would; those that
-        // compute or block (building huge requests) do it on threads of their own, so that the
-        // well-behaved client's tasks in this process are not held up by them.
-        let other = try await access.connect(timeout: .seconds(30))
-        defer { other.close() }
-        let hostileDB = other.database(name)
+        // compute or block (building huge or deep requests) do it on threads of their own, so that
+        // the well-behaved client's tasks in this process are not held up by them.
         let actors = options.actors
         let hostile = Task { try await withThrowingTaskGroup(of: Void.self) { group in
-            if actors.contains("deep") { group.addTask { try await deep(hostileDB, until: end, counts) } }
+            if actors.contains("deep") { group.addTask { try await deep(name, until: end, counts) } }
             if actors.contains("huge") { group.addTask { try await huge(name, until: end, counts) } }
             if actors.contains("hogs") { group.addTask { try await hog(name, until: end, counts) } }
             if actors.contains("bulk") { group.addTask { try await bulk(name, until: end, counts) } }
@@ -159,14 +156,19 @@ public struct HostileLoad: Sendable {
         return samples
     }
 
-    private func deep(_ db: Database, until end: LoadWindow, _ counts: Counts) async throws {
-        let chain = "SELECT 1 FROM _ WHERE n = 1" + String(repeating: " + 1", count: 40_000)
-        while end.isOpen {
-            do {
-                _ = try await db.query(n1ql: chain)
-                counts.sent(refused: false)
-            } catch {
-                counts.sent(refused: true)
+    /// Queries whose WHERE is a chain of 40,000 operators, one after another, from a raw socket
+    /// (the request is encoded once, on a thread of its own, as the other hostile clients').
+    private func deep(_ name: String, until end: LoadWindow, _ counts: Counts) async throws {
+        try await onThread {
+            let socket = RawSocket(access)
+            let chain = "SELECT 1 FROM _ WHERE n = 1" + String(repeating: " + 1", count: 40_000)
+            let request = Request(database: name, operation: .query(QuerySpec(text: chain, isN1QL: true))).encoded()
+            while end.isOpen {
+                socket.send(request)
+                guard let reply = socket.receive(until: end.latest) else { break }
+                var refused = true
+                if let response = try? Response.decode(reply), case .success = response.outcome { refused = false }
+                counts.sent(refused: refused)
             }
         }
     }
