@@ -37,9 +37,6 @@ public enum Setting: String, CaseIterable, Sendable {
     case maxRevTreeDepth = "MAX_REV_TREE_DEPTH"
     case queryClientShare = "QUERY_CLIENT_SHARE"
     case maxQueryMs = "MAX_QUERY_MS"
-    /// The nice value query workers run at (0–19): their queries and JavaScript yield the cores
-    /// to storage and the gateway when the machine is busy.
-    case queryNice = "QUERY_NICE"
     case clientReplyBytes = "CLIENT_REPLY_BYTES"
     case totalReplyBytes = "TOTAL_REPLY_BYTES"
     case clientInFlight = "CLIENT_IN_FLIGHT"
@@ -131,7 +128,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
                                         .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers, .maxConnections]
-        case .query: return common + [.heartbeatMs, .queryNice]
+        case .query: return common + [.heartbeatMs]
         case .http: return common + [.httpTLSCert, .httpTLSKey, .corsOrigins, .maxRequestBytes, .maxDocumentBytes, .maxConnections]
         }
     }

@@ -12,27 +12,9 @@ public enum QueryService {
     /// gives a new query to the least busy worker, so N workers still run N queries at once.
     static let capacity = 4
 
-    /// The nice value a worker runs at unless `SOFA_QUERY_NICE` says otherwise: when the cores are
-    /// busy, storage and the gateway (reads, writes, the routing of every request) go first, and
-    /// a client's long queries or deep expressions slow queries, not the rest of the cluster.
-    static let defaultNice = 10
-
-    /// Sets every thread of the process, and so those it starts later (threads and `sofa-js`
-    /// children inherit it), to `nice` (only ever lowered: raising a priority needs privileges).
-    static func lowerPriority(to nice: Int, logger: Logger) {
-        let wanted = Int32(min(19, max(0, nice)))
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        for thread in threads.compactMap({ id_t($0) }) where getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread) < wanted {
-            if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, wanted) != 0 {
-                logger.warning("cannot lower a thread's priority", metadata: ["thread": "\(thread)", "errno": "\(errno)"])
-            }
-        }
-    }
-
     /// Brings the worker up; its parts, for the process's service group (its socket loop, which says
     /// DISCONNECT to the broker as it stops).
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
-        lowerPriority(to: settings.int(.queryNice, default: Self.defaultNice), logger: logger)
         let instance = settings.instance ?? ServiceRuntime.defaultInstance("query")
         let handler = BasicHandler(service: "query", instance: instance)
         let engine = QueryEngine(dataDirectory: URL(fileURLWithPath: settings.dataDirectory))
