@@ -49,6 +49,31 @@ import Testing
         }
     }
 
+    /// A client's replication filtered by a design document's filter keeps it across a kill of the
+    /// replicator: its record holds CouchDB's `filter` and `query_params`, read back at restart.
+    @Test func aDesignFilterSurvivesAReplicatorKill() async throws {
+        try await Cluster.with(clientTimeout: .seconds(30)) { a in
+            let source = try await a.client.createDatabase("src")
+            let target = try await a.client.createDatabase("dst")
+            try await source.putDesignDocument("pick", ["filters": ["every": "function (doc, req) { return doc.n % Number(req.query.by) === 0; }"]])
+            _ = try await source.bulk(Self.items(0..<10))
+            let handle = try await a.client.replicate(from: "src", to: "dst", mode: .continuous,
+                                                      filter: .design("pick/every", queryParams: ["by": "2"]))
+            let id = try #require(handle.ids.first)
+            try await waitUntil("the first five on the target", in: target) { try await target.info().documentCount == 5 }
+            let record = try await a.client.database("_replicator").get(id: "client-\(id)").json()
+            #expect(record["filter"] == "pick/every" && record["query_params"] == ["by": "2"], "\(record)")
+
+            let pid = try #require(a.supervisor.pid(of: "replicator"))
+            kill(pid, SIGKILL)
+            _ = try await source.bulk(Self.items(10..<20))
+            try await waitForRestart(a, "replicator", old: pid)
+            try await waitUntil("ten on the target", in: target, timeout: .seconds(60)) { try await target.info().documentCount == 10 }
+            #expect(try await target.allDocs().map(\.id).sorted() == (0..<20).filter { $0 % 2 == 0 }.map { "d\($0)" }.sorted())
+            try await handle.stop()
+        }
+    }
+
     /// A one-shot replication interrupted by the kill resumes after the restart and completes;
     /// its record is removed once it has. The kill must come while the run is in its first half
     /// (well before its end, which removes the record: a replicator killed after that knows

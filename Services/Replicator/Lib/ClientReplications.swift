@@ -47,12 +47,15 @@ actor ClientReplications {
             ("collection", .string(status.collection)), ("started_by", "client"),
         ])
         if let owner = plan?.owner, !owner.isEmpty { document["owner"] = .string(owner) }
+        // CouchDB's `filter` names a design document's filter ("ddoc/name"); Sofa's query
+        // condition is `filter` too unless it is beside one, or would read as one: then `sofa_where`.
         if let plan, !plan.designFilter.isEmpty {
-            // CouchDB's `filter` names the design document's filter; a query filter beside it
-            // is `sofa_where`.
             document["filter"] = .string(plan.designFilter)
             document["query_params"] = .object(plan.queryParams)
             if !status.filter.isEmpty { document["sofa_where"] = .string(status.filter) }
+        } else if ReplicationSpec.isDesignFilter(status.filter) {
+            document["filter"] = ""
+            document["sofa_where"] = .string(status.filter)
         }
         return document
     }

@@ -211,8 +211,9 @@ actor PersistentReplications {
         let (source, sourceAccess) = try side("source"), (target, targetAccess) = try side("target")
         // `filter`: CouchDB's "ddoc/name" (a design document's filter, with `query_params`), or
         // Sofa's query condition; `sofa_where` is the condition beside a design filter.
-        var (filter, designFilter) = (try string("filter"), "")
-        if ReplicationSpec.isDesignFilter(filter) { (filter, designFilter) = (try string("sofa_where"), filter) }
+        let (given, condition) = (try string("filter"), try string("sofa_where"))
+        let designFilter = ReplicationSpec.isDesignFilter(given) ? given : ""
+        let filter = designFilter.isEmpty && !given.isEmpty ? given : condition
         var queryParams: JSONObject = [:]
         switch body["query_params"] {
         case nil, .null?: break
