@@ -79,12 +79,19 @@ extension CouchAPI {
         if try options.bool("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
         let prefix = Array(JSON.object(head).compactBytes().dropLast()) + Array(",\"rows\":[".utf8)
         if let keys {
+            // Each key is read on its own, `bulkGetReadsInFlight` at a time.
+            let found = await Self.inOrder(keys, width: Self.bulkGetReadsInFlight) { key -> Result<StoredDocument?, any Error> in
+                do {
+                    return .success(try await database.allDocs(AllDocsQuery(includeBodies: includeDocs, includeDeleted: true, limit: 1,
+                                                                            startKey: key, endKey: key)).first)
+                } catch {
+                    return .failure(error)
+                }
+            }
             var rows: [UInt8] = []
-            for (index, key) in keys.enumerated() {
+            for (index, (key, result)) in zip(keys, found).enumerated() {
                 if index > 0 { rows.append(0x2C) }
-                let found = try await database.allDocs(AllDocsQuery(includeBodies: includeDocs, includeDeleted: true, limit: 1,
-                                                                    startKey: key, endKey: key)).first
-                if let document = found, document.id == key {
+                if let document = try result.get(), document.id == key {
                     rows += row(document, includeDocs: includeDocs)
                 } else {
                     rows += JSON.object(["key": .string(key), "error": "not_found"]).compactBytes()

@@ -59,29 +59,31 @@ extension CouchAPI {
 
     /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order.
     static func read(_ items: [BulkGetItem], _ database: Database) async -> [Result<StoredDocument, any Error>] {
-        var results: [Result<StoredDocument, any Error>] = []
-        results.reserveCapacity(items.count)
-        for start in stride(from: 0, to: items.count, by: bulkGetReadsInFlight) {
-            let window = items[start..<min(items.count, start + bulkGetReadsInFlight)]
-            var read = [Result<StoredDocument, any Error>?](repeating: nil, count: window.count)
-            await withTaskGroup(of: (Int, Result<StoredDocument, any Error>).self) { group in
-                for (offset, item) in window.enumerated() {
-                    group.addTask {
-                        guard !item.id.isEmpty else {
-                            return (offset, .failure(CouchError(.badRequest, "bad_request", "document id missed")))
-                        }
-                        do {
-                            return (offset, .success(try await database.get(id: item.id, rev: item.rev, history: true)))
-                        } catch {
-                            return (offset, .failure(error))
-                        }
-                    }
-                }
-                for await (offset, result) in group { read[offset] = result }
+        await inOrder(items, width: bulkGetReadsInFlight) { item in
+            guard !item.id.isEmpty else { return .failure(CouchError(.badRequest, "bad_request", "document id missed")) }
+            do {
+                return .success(try await database.get(id: item.id, rev: item.rev, history: true))
+            } catch {
+                return .failure(error)
             }
-            results += read.map { $0! }
         }
-        return results
+    }
+
+    /// `body` of each item, `width` at a time, the answers in the items' order.
+    static func inOrder<Item: Sendable, Answer: Sendable>(_ items: [Item], width: Int,
+                                                          _ body: @escaping @Sendable (Item) async -> Answer) async -> [Answer] {
+        var answers: [Answer] = []
+        answers.reserveCapacity(items.count)
+        for start in stride(from: 0, to: items.count, by: width) {
+            let window = Array(items[start..<min(items.count, start + width)])
+            var answered = [Answer?](repeating: nil, count: window.count)
+            await withTaskGroup(of: (Int, Answer).self) { group in
+                for (offset, item) in window.enumerated() { group.addTask { (offset, await body(item)) } }
+                for await (offset, answer) in group { answered[offset] = answer }
+            }
+            answers += answered.map { $0! }
+        }
+        return answers
     }
 
     /// `multipart/mixed` (or `related`) when the client's `Accept` names it and not
