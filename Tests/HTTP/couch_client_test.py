@@ -798,6 +798,20 @@ class MultipartTests(SofaTestCase):
         self.assertEqual(doc["_attachments"]["big.bin"].get("stub"), True)
         self.assertEqual(doc["_attachments"]["small.txt"].get("follows"), True)
         self.assertEqual({p.get_filename(): p.get_payload(decode=True) for p in since[1:]}, {"small.txt": small})
+        # A name and a content type the document chose cannot break the part's headers.
+        self.admin.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": "odd", "_attachments": {'q"uote.txt': {
+            "content_type": "text/plain\r\nX-Injected: yes", "data": base64.b64encode(small).decode()}}}]})
+        odd = requests.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "odd"}, {"id": "plain"}]}, auth=auth,
+                            headers={"Accept": "multipart/mixed"}, timeout=30)
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + odd.headers["Content-Type"].encode() + b"\r\n\r\n" + odd.content)
+        parts = list(message.iter_parts())
+        self.assertEqual([p.get_content_type() for p in parts], ["multipart/related", "application/json"])
+        attached = list(parts[0].iter_parts())[1]
+        self.assertEqual((attached.get_filename(), attached["X-Injected"], attached.get_payload(decode=True)),
+                         ('q"uote.txt', None, small))
+        direct = requests.get(URL + "/" + db + "/odd/" + requests.utils.quote('q"uote.txt'), auth=auth, timeout=30)
+        self.assertEqual((direct.status_code, direct.content, direct.headers.get("X-Injected")), (200, small, None))
         # JSON stays the answer when the client accepts it too.
         both = requests.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "plain"}]}, auth=auth,
                              headers={"Accept": "application/json, multipart/mixed"}, timeout=30)

@@ -134,8 +134,9 @@ extension CouchAPI {
                     + "Content-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n"
                     + "--\(inner)\r\nContent-Type: application/json\r\n\r\n").utf8) + json + Array("\r\n".utf8)))
                 for attachment in following {
-                    try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\"\(attachment.name)\"\r\n"
-                        + "Content-Type: \(attachment.contentType)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
+                    let filename = Self.quoted(attachment.name), type = Self.headerValue(attachment.contentType)
+                    try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\(filename)\r\n"
+                        + "Content-Type: \(type)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
                     var offset: UInt64 = 0
                     while offset < attachment.length {
                         let want = Int(min(UInt64(Database.blobChunkSize), attachment.length - offset))
@@ -155,6 +156,23 @@ extension CouchAPI {
         }
         return Response(status: .ok, headers: [.contentType: "\(kind); boundary=\"\(boundary)\"", .cacheControl: "must-revalidate"],
                         body: body)
+    }
+
+    /// A header value made of what a document gave (an attachment's content type): line breaks
+    /// and other control characters, which would end the header or the part, become spaces.
+    static func headerValue(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) })
+    }
+
+    /// A quoted-string for a header parameter (RFC 9110): `"` and `\` escaped, control characters
+    /// made spaces (an attachment's name is the document's to choose).
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for character in headerValue(text) {
+            if character == "\"" || character == "\\" { out.append("\\") }
+            out.append(character)
+        }
+        return out + "\""
     }
 
     /// An attachment whose bytes follow the document in its multipart part.
