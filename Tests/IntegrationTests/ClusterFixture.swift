@@ -38,8 +38,11 @@ struct Cluster {
     let directory: URL
     let client: SofaClient
 
+    /// `heartbeatMs` is the services' own default: a worker is declared dead after three silent
+    /// periods, and a shorter one (FaultTests' 200 ms, to find dead workers fast) can take a
+    /// worker that merely waited for a core on a loaded machine for a dead one.
     static func with<T>(
-        queryWorkers: Int = 1, heartbeatMs: Int = 200, clientTimeout: Duration = .seconds(10),
+        queryWorkers: Int = 1, heartbeatMs: Int = 500, clientTimeout: Duration = .seconds(10),
         gatewayPort: Int? = nil, http: Bool = false, settings: [String: String] = [:], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
