@@ -20,6 +20,14 @@ public struct DocumentRevision: Sendable, Equatable, Codable {
 /// SDK adds ways to read the body.
 public typealias Document = StoredDocument
 
+extension Change {
+    /// The change's document as CouchDB shows it to a filter function: `_id`, `_rev`, and the
+    /// body of a live revision, or `_deleted` for a deletion.
+    public var shownDocument: JSON {
+        StoredDocument(id: id, rev: rev, body: deleted ? [] : body, deleted: deleted, sequence: sequence).metadataObject()
+    }
+}
+
 extension StoredDocument {
     /// The body parsed.
     public func json() throws(SofaError) -> JSON { try JSON.parse(body) }

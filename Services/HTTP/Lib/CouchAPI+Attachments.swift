@@ -158,19 +158,24 @@ extension CouchAPI {
         let count = length == 0 ? 0 : end - start + 1
         headers[.contentLength] = "\(count)"
         if call.method == .head || count == 0 { return Response(status: status, headers: headers) }
-        let chunk = UInt64(Database.blobChunkSize)
-        let (from, to) = (start, end)
-        let body = ResponseBody(contentLength: Int(count)) { writer in
-            var offset = from
-            while offset <= to {
-                let want = Int(min(chunk, to - offset + 1))
-                let (bytes, _) = try await database.readBlob(digest, offset: offset, length: want)
-                guard !bytes.isEmpty else { break }
-                try await writer.write(ByteBuffer(bytes: bytes))
-                offset += UInt64(bytes.count)
-            }
+        let body = ResponseBody(contentLength: Int(count)) { [start] writer in
+            try await Self.writeBlob(digest, from: start, count: count, of: database, to: &writer)
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Writes `count` bytes of a blob from `offset` to a response, read from sofa-blob a chunk
+    /// at a time; a blob that ends early fails the response (its length was promised).
+    static func writeBlob(_ digest: String, from offset: UInt64, count: UInt64, of database: Database,
+                          to writer: inout any ResponseBodyWriter) async throws {
+        var offset = offset, left = count
+        while left > 0 {
+            let (bytes, _) = try await database.readBlob(digest, offset: offset, length: Int(min(UInt64(Database.blobChunkSize), left)))
+            guard !bytes.isEmpty else { throw SofaError(.unexpectedError, "blob \(digest) ended \(left) bytes early") }
+            try await writer.write(ByteBuffer(bytes: bytes))
+            offset += UInt64(bytes.count)
+            left -= UInt64(min(UInt64(bytes.count), left))
+        }
     }
 }

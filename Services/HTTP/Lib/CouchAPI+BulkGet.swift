@@ -47,9 +47,7 @@ extension CouchAPI {
                 let document = try result.get()
                 out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database, attsSince: item.attsSince)) + [0x7D]
             } catch {
-                let couch = Self.couchError(error)
-                out += JSON.object(["error": ["id": .string(item.id), "rev": item.rev.map { .string($0) } ?? "undefined",
-                                              "error": .string(couch.error), "reason": .string(couch.reason)]]).compactBytes()
+                out += JSON.object(["error": Self.failure(item, error)]).compactBytes()
             }
             out += Array("]}".utf8)
         }
@@ -95,8 +93,12 @@ extension CouchAPI {
         return nil
     }
 
-    static func couchError(_ error: any Error) -> CouchError {
-        (error as? CouchError) ?? (error as? SofaError).map(CouchError.init) ?? CouchError(.internalServerError, "unknown_error", "\(error)")
+    /// An item that could not be read, as both answers give it: `{id, rev, error, reason}`.
+    static func failure(_ item: BulkGetItem, _ error: any Error) -> JSON {
+        let couch = (error as? CouchError) ?? (error as? SofaError).map(CouchError.init)
+            ?? CouchError(.internalServerError, "unknown_error", "\(error)")
+        return ["id": .string(item.id), "rev": item.rev.map { .string($0) } ?? "undefined",
+                "error": .string(couch.error), "reason": .string(couch.reason)]
     }
 
     /// The multipart answer, streamed: a document without attachments to send is an
@@ -113,14 +115,8 @@ extension CouchAPI {
                 switch result {
                 case .success(let found): document = found
                 case .failure(let error):
-                    let couch = Self.couchError(error)
-                    var failure = JSONObject()
-                    failure["id"] = .string(item.id)
-                    failure["rev"] = item.rev.map { .string($0) } ?? "undefined"
-                    failure["error"] = .string(couch.error)
-                    failure["reason"] = .string(couch.reason)
                     try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
-                                                      + JSON.object(failure).compactBytes() + Array("\r\n".utf8)))
+                                                      + Self.failure(item, error).compactBytes() + Array("\r\n".utf8)))
                     continue
                 }
                 let (json, following) = try await self.followingAttachments(document, call, database, attsSince: item.attsSince)
@@ -137,16 +133,7 @@ extension CouchAPI {
                     let filename = Self.quoted(attachment.name), type = Self.headerValue(attachment.contentType)
                     try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\(filename)\r\n"
                         + "Content-Type: \(type)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
-                    var offset: UInt64 = 0
-                    while offset < attachment.length {
-                        let want = Int(min(UInt64(Database.blobChunkSize), attachment.length - offset))
-                        let (bytes, _) = try await database.readBlob(attachment.digest, offset: offset, length: want)
-                        guard !bytes.isEmpty else {
-                            throw SofaError(.unexpectedError, "attachment \(attachment.name) of \(document.id) ended early")
-                        }
-                        try await writer.write(ByteBuffer(bytes: bytes))
-                        offset += UInt64(bytes.count)
-                    }
+                    try await Self.writeBlob(attachment.digest, from: 0, count: attachment.length, of: database, to: &writer)
                     try await writer.write(ByteBuffer(bytes: Array("\r\n".utf8)))
                 }
                 try await writer.write(ByteBuffer(bytes: Array("--\(inner)--\r\n".utf8)))

@@ -248,13 +248,7 @@ extension CouchAPI {
         var kept: [Change] = []
         while true {
             let batch = try await database.changes(fetch)
-            let documents = batch.changes.map { change -> JSON in
-                var object = change.deleted ? JSONObject() : JSON.tryParse(change.body)?.objectValue ?? [:]
-                object["_id"] = .string(change.id)
-                object["_rev"] = .string(change.rev)
-                if change.deleted { object["_deleted"] = true }
-                return .object(object)
-            }
+            let documents = batch.changes.map(\.shownDocument)
             let passed = documents.isEmpty ? [] : try await database.filter(filter, documents: documents, request: request)
             for (change, passes) in zip(batch.changes, passed) where passes {
                 var shown = change

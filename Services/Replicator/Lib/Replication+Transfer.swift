@@ -42,14 +42,7 @@ extension Replication {
         }
         if !plan.designFilter.isEmpty, !kept.isEmpty {
             // CouchDB's rule: every change (deletions too, `_deleted: true`) is shown to the filter.
-            let documents = kept.map { change -> JSON in
-                var object = change.deleted ? JSONObject() : JSON.tryParse(change.body)?.objectValue ?? [:]
-                object["_id"] = .string(change.id)
-                object["_rev"] = .string(change.rev)
-                if change.deleted { object["_deleted"] = true }
-                return .object(object)
-            }
-            let passed = try await source.filter(plan.designFilter, documents: documents, request: filterRequest)
+            let passed = try await source.filter(plan.designFilter, documents: kept.map(\.shownDocument), request: filterRequest)
             kept = ArraySlice(zip(kept, passed).compactMap { $1 ? $0 : nil })
         }
         // Revision trees need no translation: the revs asked are the source's own.
