@@ -33,9 +33,12 @@ import Testing
     @Test func bulkWhoseDeadlinePassesBeforeCommitWritesNothing() async throws {
         try await Cluster.with { a in
             let db = try await a.client.createDatabase("late")
-            let hurried = try await SofaClient.connect(a.supervisor.gatewayEndpoint, serverKey: a.supervisor.serverKey,
-                                                       credentials: a.supervisor.adminCredentials, timeout: .milliseconds(150),
-                                                       connectTimeout: .seconds(10))
+            // Its sign-in has the same 150 ms: on a loaded machine it is tried again until it fits.
+            let hurried = try await retrying {
+                try await SofaClient.connect(a.supervisor.gatewayEndpoint, serverKey: a.supervisor.serverKey,
+                                             credentials: a.supervisor.adminCredentials, timeout: .milliseconds(150),
+                                             connectTimeout: .seconds(10))
+            }
             defer { hurried.close() }
             do {
                 _ = try await hurried.database("late").bulk(Self.items(0..<2_000))
