@@ -88,6 +88,8 @@ let package = Package(
         // files, key files, the encrypted blob format, direct I/O and syncs
         .target(name: "SofaFiles", dependencies: ["SofaCore", "COpenSSL", "CPosix"], path: "Shared/SofaFiles",
                 swiftSettings: settings),
+        // A document's row in a database file: what storage writes and every reader of the file reads
+        .target(name: "SofaRows", dependencies: ["SofaCore", "SofaQL"], path: "Shared/SofaRows", swiftSettings: settings),
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
         // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
@@ -95,7 +97,7 @@ let package = Package(
                 path: "Shared/SofaCluster", swiftSettings: settings),
 
         // Services
-        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", "CPosix", log],
+        .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaRows", "SofaFiles", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
         .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
@@ -103,7 +105,7 @@ let package = Package(
                 path: "Services/Blob/Lib", swiftSettings: settings),
         .target(name: "SofaReplicator", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", log],
                 path: "Services/Replicator/Lib", swiftSettings: settings),
-        .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", log],
+        .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", "SofaQL", "SofaRows", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
         // CouchDB's HTTP API, beside the gateway: a client of it (the SDK, acting as each HTTP user)
         .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaBus", "CZlib", log, lifecycle,
@@ -170,7 +172,7 @@ let package = Package(
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator", log],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaFiles", "SofaStorage", "SofaTestSupport", "SofaWire", log],
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaRows", "SofaFiles", "SofaStorage", "SofaGateway", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",

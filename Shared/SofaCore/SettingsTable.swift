@@ -110,8 +110,8 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .storage: [.dataDir, .keysDir, .storageEndpoint, .changesEndpoint, .blobURL, .logLevel]
         case .blob: [.dataDir, .keysDir, .blobEndpoint, .logLevel]
         case .replicator: [.keysDir, .replicatorEndpoint, .gatewayURL, .logLevel]
-        case .gateway: [.keysDir, .gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL, .changesURL,
-                        .logLevel]
+        case .gateway: [.dataDir, .keysDir, .gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL,
+                        .changesURL, .logLevel]
         case .query: [.dataDir, .keysDir, .brokerURL, .logLevel]
         case .http: [.keysDir, .httpAddress, .gatewayURL, .logLevel]
         }

@@ -11,15 +11,16 @@ public enum StorageLayout {
 
     /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
     /// letters, digits and `_$()+-`, at most 238 characters.
+    private static let allowedInDatabaseNames = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
+
     public static func validate(databaseName name: String) throws(SofaError) {
         if systemDatabases.contains(name) { return }
         guard !name.isEmpty else { throw SofaError(.badDatabaseName, "database name is empty") }
         guard name.utf8.count <= 238 else {
             throw SofaError(.badDatabaseName, "database name is \(name.utf8.count) characters; the limit is 238")
         }
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
         guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first),
-              name.utf8.allSatisfy({ allowed.contains($0) }) else {
+              name.utf8.allSatisfy({ allowedInDatabaseNames.contains($0) }) else {
             throw SofaError(.badDatabaseName,
                             "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
         }

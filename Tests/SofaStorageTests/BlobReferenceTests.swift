@@ -2,6 +2,7 @@ import SofaTestSupport
 import SofaQL
 import Foundation
 import SofaCore
+import SofaRows
 import SofaFiles
 @testable import SofaStorage
 import Synchronization

@@ -1,6 +1,7 @@
 import Foundation
 import SofaTestSupport
 import SofaCore
+import SofaRows
 @testable import SofaStorage
 import Testing
 

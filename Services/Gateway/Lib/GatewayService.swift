@@ -4,6 +4,7 @@ public import SofaCore
 public import SofaWire
 public import Logging
 internal import Synchronization
+public import Foundation
 internal import SofaFiles
 
 /// `sofa-gateway`: the one endpoint clients use. It checks each request, routes it (documents and
@@ -31,9 +32,15 @@ public final class GatewayService: Sendable {
     /// The broker's jobs of queries passed on and not yet answered, by the descriptor of the
     /// client connection they came in on.
     private let runningQueries = Mutex<[Int32: Set<UInt64>]>([:])
+    /// Plain document gets read here from the database files (nil: every get goes to storage).
+    let directReads: DirectReads?
 
+    /// `dataDirectory`: where storage keeps the databases, when this process can read it (plain
+    /// gets are then answered from the files).
     public init(storage: BusClient, blob: BusClient, replicator: BusClient, broker: Broker, instance: String,
-                identities: Identities, replicationPeers: Set<String> = [], maxQueryMs: Int = 120_000, logger: Logger) {
+                identities: Identities, replicationPeers: Set<String> = [], maxQueryMs: Int = 120_000,
+                dataDirectory: URL? = nil, logger: Logger) {
+        self.directReads = dataDirectory.map(DirectReads.init)
         self.identities = identities
         self.replicationPeers = replicationPeers
         self.maxQueryMs = UInt64(max(1, maxQueryMs))
@@ -107,7 +114,9 @@ public final class GatewayService: Sendable {
         let gateway = GatewayService(storage: server.upstreamClients[0], blob: server.upstreamClients[1], replicator: replicator,
                                      broker: broker, instance: settings.instance ?? ServiceRuntime.defaultInstance("gateway"),
                                      identities: identities, replicationPeers: settings.replicationPeers,
-                                     maxQueryMs: settings.maxQueryMs, logger: logger)
+                                     maxQueryMs: settings.maxQueryMs,
+                                     dataDirectory: settings.value(Setting.dataDir.rawValue).map { URL(fileURLWithPath: $0) },
+                                     logger: logger)
         ready.withLock { $0 = gateway }
         let waiters = gateway.changeWaiters
         let subscriber = try await Subscriber.connect(settings.changesURL, name: "changes", logger: logger) { frames in
@@ -164,6 +173,7 @@ public final class GatewayService: Sendable {
             return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(kind.name) needs a database name")).encodedMessage())
         }
         if route.service == .query { return forwardQuery(request, then: reply) }
+        if route.service == .storage, let directReads, let answer = directReads.answer(request) { return reply(answer) }
         client(for: route.service).forward(request, timeout: route.timeout) { result in
             switch result {
             case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))  // copied here, once
@@ -298,6 +308,7 @@ public final class GatewayService: Sendable {
             response = await route(request, principal: principal)
         }
         if kind == .createDatabase || kind == .deleteDatabase { forgetSecurity(request.database) }
+        if kind == .deleteDatabase { directReads?.forget(request.database) }
         if kind == .createDatabase || kind == .deleteDatabase || kind == .purge || AccessRules.writesDesignDocument(request.operation) {
             validators.forget(request.database)
         }

@@ -1,3 +1,4 @@
+internal import SofaRows
 public import SofaCore
 public import SofaFiles
 internal import Foundation

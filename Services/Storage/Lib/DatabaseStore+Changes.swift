@@ -1,3 +1,4 @@
+public import SofaRows
 public import SofaQL
 public import SofaCore
 

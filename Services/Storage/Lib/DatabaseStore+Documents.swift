@@ -1,3 +1,4 @@
+internal import SofaRows
 public import SofaQL
 public import SofaCore
 internal import Foundation
@@ -69,33 +70,6 @@ public struct WriteResult: Sendable, Equatable {
     /// current version, what clients see as the revID).
     public var rev: DocumentVersion
     public var sequence: UInt64
-}
-
-/// A revision as the engine reads it: its version typed (a parent for the next write) and its
-/// expiration; `stored` is what a reader is answered.
-public struct DocumentRecord: Sendable, Equatable {
-    public var id: String
-    public var rev: DocumentVersion
-    /// The body as compact JSON.
-    public var body: [UInt8]
-    public var deleted: Bool
-    public var sequence: UInt64
-    /// When asked for: the ancestry, newest first, starting with `rev` (revision trees); the whole
-    /// vector as its only element (version vectors).
-    public var history: [String] = []
-    public var conflicted: Bool = false
-    /// ms since the epoch; nil for none.
-    public var expiration: Int64? = nil
-    /// The revision references a blob (LiteCore's hasAttachments flag).
-    public var hasAttachments: Bool = false
-}
-
-extension DocumentRecord {
-    /// The record as readers see it: the revision as text, without the expiration.
-    public var stored: StoredDocument {
-        StoredDocument(id: id, rev: rev.ascii, body: body, deleted: deleted, sequence: sequence, history: history,
-                       conflicted: conflicted, hasAttachments: hasAttachments)
-    }
 }
 
 extension DatabaseStore {

@@ -1,4 +1,5 @@
 internal import SofaQL
+internal import SofaRows
 public import SofaCore
 
 /// A local document (`_local/ID`): not replicated, no history, not in the changes feed. Its revs
@@ -11,11 +12,8 @@ public struct LocalDocument: Sendable, Equatable {
 
 /// Local documents live in the database-wide key store `local` (one per database, whatever the
 /// collection), keyed by their whole ID (`_local/…`); `version` holds the rev as ASCII.
-enum LocalDocuments {
-    static let prefix = "_local/"
+extension LocalDocuments {
     static let table = "kv_local"
-
-    static func isLocal(_ id: String) -> Bool { id.hasPrefix(prefix) }
 
     static func refuse(_ id: String) throws(SofaError) {
         if isLocal(id) { throw .invalid("'\(id)' is a local document: use the local-document calls") }

@@ -1,3 +1,4 @@
+public import SofaRows
 public import SofaQL
 public import SofaCore
 
@@ -79,7 +80,7 @@ extension DatabaseStore {
     /// The row and revisions of an existing (not purged) document, on the reader.
     func loadForRead(_ reader: SQLiteConnection, _ id: String, _ collection: CollectionName) throws(SofaError) -> (DocumentRow, DocumentContent) {
         guard let row = try DocumentRow.load(reader, collection, id), let content = try row.content(versioning) else {
-            throw .notFound("document '\(id)' not found")
+            throw DocumentRow.notFound(id)
         }
         return (row, content)
     }
@@ -88,26 +89,7 @@ extension DatabaseStore {
                        history: Bool) throws(SofaError) -> DocumentRecord {
         switch content {
         case .tree(let tree):
-            guard let current = tree.current else { throw .notFound("document '\(id)' not found") }
-            var revision = current
-            if let rev {
-                guard case .revID(let revID) = rev else {
-                    throw SofaError(.badRevisionID, "this database uses revision trees; \(rev) is a version")
-                }
-                guard let found = tree[revID] else { throw .notFound("document '\(id)' has no revision \(revID)") }
-                guard found.body != nil || found.isDeleted else {
-                    throw .notFound("document '\(id)': the body of revision \(revID) is no longer kept")
-                }
-                revision = found
-            } else if current.isDeleted {
-                throw .notFound("document '\(id)' is deleted (revision \(current.revID))")
-            }
-            return DocumentRecord(id: id, rev: .revID(revision.revID), body: revision.body ?? Array("{}".utf8),
-                                  deleted: revision.isDeleted,
-                                  sequence: revision.revID == current.revID ? row.sequence : revision.sequence,
-                                  history: history ? tree.history(of: revision.revID).map(\.ascii) : [],
-                                  conflicted: tree.hasConflict, expiration: row.expiration,
-                                  hasAttachments: revision.flags.contains(.hasAttachments))
+            return try row.record(id: id, tree: tree, rev: rev, history: history)
         case .vector(let doc):
             var revision = doc.current
             if let rev {

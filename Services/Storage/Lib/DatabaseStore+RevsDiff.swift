@@ -1,3 +1,4 @@
+internal import SofaRows
 public import SofaQL
 public import SofaCore
 

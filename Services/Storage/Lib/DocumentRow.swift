@@ -1,63 +1,19 @@
+internal import SofaRows
 internal import SofaQL
-public import SofaCore
+internal import SofaCore
 
-extension DocumentFlags {
-    /// Storage's own flag (never set by SofaCore): the row of a purged or expired document, kept
-    /// so the changes feed can report the purge at its sequence. Its version, body and extra are
-    /// empty and `deleted` is set too, so LiteCore-style readers (`flags & 1 = 0`) skip it; reads
-    /// answer not found and a new write starts a new document.
-    public static let purged = DocumentFlags(rawValue: 0x8000)
-}
-
-/// One row of a collection's table.
-struct DocumentRow {
-    var key: String
-    var sequence: UInt64
-    var flags: DocumentFlags
-    var version: [UInt8]
-    var body: [UInt8]
-    var extra: [UInt8]
-    var expiration: Int64?
-
-    var isPurged: Bool { flags.contains(.purged) }
-
-    static let columns = "key, sequence, flags, version, body, extra, expiration"
-
-    /// Reads a row selected with `columns`.
-    init(_ row: SQLiteRow) throws(SofaError) {
-        key = row.text(0)
-        sequence = UInt64(max(0, row.integer(1)))
-        flags = try Record.splitFlagsColumn(row.integer(2)).flags
-        version = row.blob(3)
-        body = row.blob(4)
-        extra = row.blob(5)
-        expiration = row.isNull(6) ? nil : row.integer(6)
-    }
-
+extension DocumentRow {
     static func load(_ db: SQLiteConnection, _ collection: CollectionName, _ id: String) throws(SofaError) -> DocumentRow? {
-        var result: DocumentRow?
-        try db.run(StatementKey(kind: .loadDocument, table: collection.table),
-                   { "SELECT \(columns) FROM \(collection.table) WHERE key = ?" }, [.text(id)]) { row throws(SofaError) in
-            result = try DocumentRow(row)
-        }
-        return result
+        try load(db, table: collection.table, id: id, statement: StatementKey(kind: .loadDocument, table: collection.table))
     }
 
     /// The document's revisions; nil for a purged row.
     func content(_ versioning: Versioning) throws(SofaError) -> DocumentContent? {
-        if isPurged || version.isEmpty { return nil }
         switch versioning {
         case .revisionTrees:
-            if extra.isEmpty {
-                // A row written before trees were kept: one revision, the current one.
-                var tree = RevTree()
-                try tree.insert(try RevID(binary: version), parent: nil, body: body, deleted: flags.contains(.deleted),
-                                hasAttachments: flags.contains(.hasAttachments))
-                tree.markSaved(sequence: sequence)
-                return .tree(tree)
-            }
-            return .tree(try RevTree(encoded: extra, currentBody: body))
+            return try revisionTree().map(DocumentContent.tree)
         case .versionVectors:
+            if isPurged || version.isEmpty { return nil }
             return .vector(try VectorDocument(row: self))
         }
     }

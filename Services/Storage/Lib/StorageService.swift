@@ -1,3 +1,4 @@
+internal import SofaRows
 internal import SofaQL
 import SofaCore
 public import SofaWire

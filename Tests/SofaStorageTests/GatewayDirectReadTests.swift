@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import SofaCore
+@testable import SofaGateway
+@testable import SofaStorage
+import SofaTestSupport
+import SofaWire
+import Testing
+
+/// The gateway's `DirectReads`: a plain get is answered from the database file exactly as storage
+/// answers it; whatever it does not take goes on to storage (nil), and a database deleted and
+/// made again is read from its new file.
+@Suite struct GatewayDirectReadTests {
+    func get(_ id: String, rev: String = "", history: Bool = false, database: String = "db", collection: String = "") -> Request {
+        var request = Request(id: 7, database: database, operation: .getDocument(id: id, rev: rev, history: history, openLeaves: false))
+        request.collection = collection
+        return request
+    }
+
+    func decoded(_ message: EncodedMessage?) throws -> Response? {
+        guard let message else { return nil }
+        return try Response.decode(message.bytes)
+    }
+
+    func put(_ service: StorageService, _ id: String, _ body: String, rev: String = "", deleted: Bool = false,
+             database: String = "db") async throws -> String {
+        let put = await service.handle(Request(id: 1, database: database, operation: .putDocument(
+            id: id, rev: rev, body: Array(body.utf8), deleted: deleted)))
+        guard case .success(.revision(_, let made, _)) = put.outcome else { throw SofaError(.unexpectedError, "put: \(put)") }
+        return made
+    }
+
+    @Test func getsAreAnsweredAsStorageAnswersThem() async throws {
+        try await withTemporaryDirectory { url in
+            let engine = try StorageEngine(dataDirectory: url)
+            defer { engine.close() }
+            try await engine.createDatabase("db")
+            let service = StorageService(engine: engine, instance: "test", logger: Logger(label: "test"))
+            let first = try await put(service, "a", #"{"x":1}"#)
+            let second = try await put(service, "a", #"{"x":2}"#, rev: first)
+            let gone = try await put(service, "gone", #"{}"#)
+            _ = try await put(service, "gone", #"{}"#, rev: gone, deleted: true)
+            let reads = DirectReads(dataDirectory: url)
+
+            for request in [get("a"), get("a", history: true), get("a", rev: first), get("a", rev: second, history: true),
+                            get("missing"), get("a", rev: "9-abcd"), get("gone"), get("a", collection: "_default")] {
+                let answered = try decoded(reads.answer(ForwardedRequest(request)))
+                #expect(answered != nil, "\(request.operation)")
+                #expect(answered == (await service.handle(request)), "\(request.operation)")
+            }
+            // A later write is seen by the next read.
+            let third = try await put(service, "a", #"{"x":3}"#, rev: second)
+            guard case .success(.document(let document))? = try decoded(reads.answer(ForwardedRequest(get("a"))))?.outcome else {
+                Issue.record("no document"); return
+            }
+            #expect(document.rev == third && document.body == Array(#"{"x":3}"#.utf8))
+
+            // Left to storage: documents over 64 KiB, local documents, open leaves, other collections,
+            // bad IDs and revisions, other operations, databases with no file, version-vector databases.
+            _ = try await put(service, "big", #"{"x":""# + String(repeating: "x", count: 65 << 10) + #""}"#)
+            try await engine.createDatabase("vectors", versioning: .versionVectors)
+            _ = try await put(service, "v", #"{}"#, database: "vectors")
+            var leaves = get("a")
+            leaves.operation = .getDocument(id: "a", rev: "", history: false, openLeaves: true)
+            for request in [get("big"), get("_local/x"), leaves, get("a", collection: "s.c"), get(""), get("a", rev: "not a revision"),
+                            Request(id: 7, database: "db", operation: .listCollections), get("a", database: "nowhere"),
+                            get("a", database: "Bad Name"), get("v", database: "vectors")] {
+                #expect(try decoded(reads.answer(ForwardedRequest(request))) == nil, "\(request.database) \(request.operation)")
+            }
+
+            // Deleted, then made again: the new file is read, not the old one still open here.
+            try await engine.deleteDatabase("db")
+            #expect(try decoded(reads.answer(ForwardedRequest(get("a")))) == nil)
+            try await engine.createDatabase("db")
+            let again = try await put(service, "a", #"{"again":true}"#)
+            guard case .success(.document(let remade))? = try decoded(reads.answer(ForwardedRequest(get("a"))))?.outcome else {
+                Issue.record("no document in the new database"); return
+            }
+            #expect(remade.rev == again && remade.body == Array(#"{"again":true}"#.utf8))
+        }
+    }
+}
