@@ -42,6 +42,11 @@ final class CouchAPI: Sendable {
             call.clientAddress = context.clientAddress
             call.user = try await sessions.user(of: call)
             response = try await route(&call)
+            // A write to `_users` through this process is forgotten at once (a password changed
+            // here stops working on the next request); other writers' reach it through the feed.
+            if call.segments.first == "_users", call.method != .get, call.method != .head {
+                sessions.forgetEveryone()
+            }
             if let renewed = call.user?.renewedCookie { response.headers[.setCookie] = sessions.setCookieHeader(renewed) }
         } catch let error as CouchError {
             response = Self.error(error)

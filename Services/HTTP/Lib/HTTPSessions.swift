@@ -150,6 +150,11 @@ final class HTTPSessions: Sendable {
         return salt
     }
 
+    /// Forgets every name, password and salt remembered (a user's document was written here).
+    func forgetEveryone() {
+        state.withLock { $0 = State() }
+    }
+
     /// Forgets what is remembered of the users whose documents change, for as long as the process runs.
     func followUsers() async {
         let users = gateway.cluster.database("_users")
