@@ -59,6 +59,12 @@ import Testing
         }
     }
 
+    /// What stopping may take at most: the supervisor's grace for SIGTERM (10 s) and its wait
+    /// after SIGKILL. Well under the start's own deadline, so a `sofa up` that went on starting
+    /// after the signal would fail; a loaded machine that is slow to run the children's own
+    /// shutdown does not.
+    static let stopBound: Duration = .seconds(20)
+
     @Test func sigtermWhileStartingStopsEveryChild() async throws {
         let up = try UpProcess(["--port", "\(try freePort())", "--query-workers", "1"], dataDirectory: Self.temporaryDataDirectory())
         defer { up.cleanUp() }
@@ -76,7 +82,7 @@ import Testing
         let status = await up.waitForExit(within: .seconds(30))
         let took = clock.now - signalled
         #expect(status == 128 + SIGTERM, "\(up.stderr)")
-        #expect(took < .seconds(8), "stopping took \(took)")
+        #expect(took < Self.stopBound, "stopping took \(took)")
         let left = children.filter(isAlive)
         #expect(left.isEmpty, "children still running: \(left)")
         #expect(!up.stdout.contains("ready"))
@@ -96,7 +102,7 @@ import Testing
         let status = await up.waitForExit(within: .seconds(30))
         let took = clock.now - signalled
         #expect(status == 0, "\(up.stderr)")
-        #expect(took < .seconds(8), "stopping took \(took)")
+        #expect(took < Self.stopBound, "stopping took \(took)")
         let left = children.filter(isAlive)
         #expect(left.isEmpty, "children still running: \(left)")
     }
