@@ -26,8 +26,9 @@ public final class QueryEngine: Sendable {
     }
 
     struct State {
-        /// Open connections by database, with the file's inode when opened.
-        var connections: [String: (connection: SQLiteConnection, inode: UInt64)] = [:]
+        /// Open connections by database, with the file's path and its inode when opened (the
+        /// path is kept: building it from the name cost as much as a point lookup).
+        var connections: [String: (connection: SQLiteConnection, path: String, inode: UInt64)] = [:]
         var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
     }
 
@@ -89,22 +90,28 @@ public final class QueryEngine: Sendable {
     /// The database's connection: reused while the file is the one it opened; a database that
     /// was deleted (and maybe re-created) gets a fresh connection and forgets its compiled queries.
     private func connection(_ state: inout State, _ database: String) throws(SofaError) -> SQLiteConnection {
-        try StorageLayout.validate(databaseName: database)
-        let file = StorageLayout.databaseFile(of: database, in: dataDirectory)
-        guard let inode = Self.inode(file.path) else {
+        let known = state.connections[database]
+        let path: String
+        if let known {
+            path = known.path
+        } else {
+            try StorageLayout.validate(databaseName: database)
+            path = StorageLayout.databaseFile(of: database, in: dataDirectory).path
+        }
+        guard let inode = Self.inode(path) else {
             state.connections[database] = nil
             state.compiled = state.compiled.filter { $0.key.database != database }
             throw SofaError(.notFound, "no database '\(database)'")
         }
-        if let open = state.connections[database], open.inode == inode { return open.connection }
+        if let known, known.inode == inode { return known.connection }
         state.compiled = state.compiled.filter { $0.key.database != database }
-        let connection = try SQLiteConnection(path: file.path, queue: self.state.queue, options: .queryWorker)
+        let connection = try SQLiteConnection(path: path, queue: self.state.queue, options: .queryWorker)
         let attachments = StorageLayout.attachmentsDirectory(of: database, in: dataDirectory)
         try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
             guard let key = BlobKey.tryParse(digest) else { return nil }
             return try BlobFileReader.contents(of: key, in: attachments)
         }
-        state.connections[database] = (connection, inode)
+        state.connections[database] = (connection, path, inode)
         return connection
     }
 
