@@ -52,14 +52,23 @@ struct Cluster {
         let log = try FileHandle(forWritingTo: logFile)
         _ = TestSecrets.cluster
         let settings = settings.merging([Setting.keysDir.variable: TestSecrets.folder.path]) { given, _ in given }
-        let supervisor = try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
-                                              gatewayPort: try gatewayPort ?? freePort(), httpPort: http ? try freePort() : nil,
-                                              queryWorkers: queryWorkers,
-                                              heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
-            log.write(Data((line + "\n").utf8))
+        func makeSupervisor() throws -> Supervisor {
+            try Supervisor(.init(dataDirectory: directory.appendingPathComponent("data"),
+                                 gatewayPort: try gatewayPort ?? freePort(), httpPort: http ? try freePort() : nil,
+                                 queryWorkers: queryWorkers,
+                                 heartbeatMs: heartbeatMs, logLevel: "info", settings: settings)) { line in
+                log.write(Data((line + "\n").utf8))
+            }
+        }
+        let supervisor: Supervisor
+        do {
+            supervisor = try await started(makeSupervisor, newPorts: gatewayPort == nil)
+        } catch {
+            dumpLog(logFile)
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
         do {
-            try await supervisor.start(timeout: .seconds(60))
             let client = try await supervisor.connect(timeout: clientTimeout)
             let cluster = Cluster(supervisor: supervisor, directory: directory, client: client)
             let result: T
@@ -80,6 +89,26 @@ struct Cluster {
             dumpLog(logFile)
             try? FileManager.default.removeItem(at: directory)
             throw error
+        }
+    }
+
+    /// A started cluster made by `make`. A port found free can be taken by another test's
+    /// connection before the cluster binds it (the supervisor refuses it before launching
+    /// anything): with `newPorts`, a cluster on new ports is tried then, up to three in all.
+    private static func started(_ make: () throws -> Supervisor, newPorts: Bool) async throws -> Supervisor {
+        var attempt = 1
+        while true {
+            let supervisor = try make()
+            do {
+                try await supervisor.start(timeout: .seconds(60))
+                return supervisor
+            } catch where attempt < 3 && newPorts && error.message.contains("Address already in use") {
+                await supervisor.stop()
+                attempt += 1
+            } catch {
+                await supervisor.stop()
+                throw error
+            }
         }
     }
 
