@@ -9,8 +9,13 @@ internal import Foundation
 public enum QueryService {
     /// Queries the broker hands a worker at once. They run one after the other on the engine's
     /// queue; the ones waiting save the round trip to the broker between two queries. The broker
-    /// gives a new query to the least busy worker, so N workers still run N queries at once.
-    static let capacity = 4
+    /// gives a new query to the least busy worker, so N workers still run N queries at once, and
+    /// queues one behind another only if both are the same client's and the one running is
+    /// younger than its prefetch bound (a long query does not hold up the next).
+    /// Measured (`sofa bench query`, 16 lookups in flight, 1 worker): with 4, the engine sat idle
+    /// while replies and new jobs crossed the gateway (a round trip is longer than four point
+    /// lookups), 6.1–6.5k lookups/s; with 16, 10–11.6k/s.
+    static let capacity = 16
 
     /// Brings the worker up; its parts, for the process's service group (its socket loop, which says
     /// DISCONNECT to the broker as it stops).
