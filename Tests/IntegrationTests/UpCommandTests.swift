@@ -69,16 +69,10 @@ import Testing
         let up = try UpProcess(["--port", "\(try freePort())", "--query-workers", "1"], dataDirectory: Self.temporaryDataDirectory())
         defer { up.cleanUp() }
         // As soon as it has started a child (long before the cluster can be healthy).
-        var children: [Int32] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while children.isEmpty && ContinuousClock.now < deadline && up.process.isRunning {
-            children = up.children
-            if children.isEmpty { try await Task.sleep(for: .milliseconds(5)) }  // back-off between polls of /proc
-        }
-        try #require(!children.isEmpty, "sofa up started no child: \(up.stderr)")
         let clock = ContinuousClock()
+        let children = await up.signalOnFirstChild(SIGTERM, within: .seconds(30))
         let signalled = clock.now
-        kill(up.pid, SIGTERM)
+        try #require(!children.isEmpty, "sofa up started no child: \(up.stderr)")
         let status = await up.waitForExit(within: .seconds(30))
         let took = clock.now - signalled
         #expect(status == 128 + SIGTERM, "\(up.stderr)")

@@ -76,6 +76,25 @@ final class UpProcess: @unchecked Sendable {  // safe: `process` is set up in in
     /// The pids of its child processes now (from /proc: the processes whose parent it is).
     var children: [Int32] { childPIDs(of: pid) }
 
+    /// Waits (on a thread of its own, looking at /proc again a millisecond after each look: a
+    /// task on a loaded cooperative pool can wake too late, when the cluster is already up) until
+    /// it has started a child, and sends it `signal` at once. The children seen then; [] when
+    /// none came before the deadline or it ended first.
+    func signalOnFirstChild(_ signal: Int32, within timeout: Duration) async -> [Int32] {
+        await blocking {
+            let deadline = Date().addingTimeInterval(seconds(timeout))
+            while Date() < deadline && self.process.isRunning {
+                let children = self.children
+                if !children.isEmpty {
+                    kill(self.pid, signal)
+                    return children
+                }
+                usleep(1000)  // back-off between looks at /proc
+            }
+            return []
+        }
+    }
+
     /// Kills it if it still runs (a test that failed half-way), and removes its data directory.
     func cleanUp() {
         if process.isRunning { kill(pid, SIGKILL) }

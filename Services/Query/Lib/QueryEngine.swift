@@ -29,9 +29,7 @@ public final class QueryEngine: Sendable {
     }
 
     struct State {
-        /// Open connections by database, with the file's path and its inode when opened (the
-        /// path is kept: building it from the name cost as much as a point lookup).
-        var connections: [String: (connection: SQLiteConnection, path: String, inode: UInt64)] = [:]
+        var files = ReadConnections()
         var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
     }
 
@@ -119,37 +117,28 @@ public final class QueryEngine: Sendable {
         }
     }
 
-    /// The file's inode, nil when there is no file.
-    private static func inode(_ path: String) -> UInt64? {
-        var info = stat()
-        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
-    }
-
     /// The database's connection: reused while the file is the one it opened; a database that
     /// was deleted (and maybe re-created) gets a fresh connection and forgets its compiled queries.
     private func connection(_ state: inout State, _ database: String) throws(SofaError) -> SQLiteConnection {
-        let known = state.connections[database]
-        let path: String
-        if let known {
-            path = known.path
-        } else {
-            try StorageLayout.validate(databaseName: database)
-            path = StorageLayout.databaseFile(of: database, in: dataDirectory).path
-        }
-        guard let inode = Self.inode(path) else {
-            state.connections[database] = nil
+        let connection: SQLiteConnection, opened: Bool
+        do {
+            (connection, opened) = try state.files.connection(database, in: dataDirectory, queue: self.state.queue)
+        } catch {
             state.compiled = state.compiled.filter { $0.key.database != database }
-            throw SofaError(.notFound, "no database '\(database)'")
+            throw error
         }
-        if let known, known.inode == inode { return known.connection }
+        guard opened else { return connection }
         state.compiled = state.compiled.filter { $0.key.database != database }
-        let connection = try SQLiteConnection(path: path, queue: self.state.queue, options: .queryWorker)
         let attachments = StorageLayout.attachmentsDirectory(of: database, in: dataDirectory)
-        try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
-            guard let key = BlobKey.tryParse(digest) else { return nil }
-            return try BlobFileReader.contents(of: key, in: attachments)
+        do {
+            try connection.enableBlobs { (digest: String) throws(SofaError) -> [UInt8]? in
+                guard let key = BlobKey.tryParse(digest) else { return nil }
+                return try BlobFileReader.contents(of: key, in: attachments)
+            }
+        } catch {
+            state.files.forget(database)
+            throw error
         }
-        state.connections[database] = (connection, path, inode)
         return connection
     }
 

@@ -16,6 +16,8 @@ func designDocuments(_ main: SQLiteConnection) throws(SofaError) -> [(name: Stri
 /// Read-only connections to databases' files, one per database, reused while the file is the
 /// one opened (a database deleted and created again gets a new one). On one queue.
 struct ReadConnections {
+    /// By database: the connection, the file's path (kept: building it from the name cost as
+    /// much as a point lookup) and the file's inode when opened.
     private var open: [String: (connection: SQLiteConnection, path: String, inode: UInt64)] = [:]
 
     /// The database's connection, and whether it was opened now (things kept about the old
@@ -39,5 +41,10 @@ struct ReadConnections {
         let connection = try SQLiteConnection(path: path, queue: queue, options: .queryWorker)
         open[database] = (connection, path, UInt64(info.st_ino))
         return (connection, true)
+    }
+
+    /// Closes the connection to `database` (the next call opens a new one).
+    mutating func forget(_ database: String) {
+        open[database] = nil
     }
 }
