@@ -66,20 +66,27 @@ import Testing
     static let stopBound: Duration = .seconds(20)
 
     @Test func sigtermWhileStartingStopsEveryChild() async throws {
-        let up = try UpProcess(["--port", "\(try freePort())", "--query-workers", "1"], dataDirectory: Self.temporaryDataDirectory())
-        defer { up.cleanUp() }
-        // As soon as it has started a child (long before the cluster can be healthy).
-        let clock = ContinuousClock()
-        let children = await up.signalOnFirstChild(SIGTERM, within: .seconds(30))
-        let signalled = clock.now
-        try #require(!children.isEmpty, "sofa up started no child: \(up.stderr)")
-        let status = await up.waitForExit(within: .seconds(30))
-        let took = clock.now - signalled
-        #expect(status == 128 + SIGTERM, "\(up.stderr)")
-        #expect(took < Self.stopBound, "stopping took \(took)")
-        let left = children.filter(isAlive)
-        #expect(left.isEmpty, "children still running: \(left)")
-        #expect(!up.stdout.contains("ready"))
+        // A machine the whole suite loads can bring the cluster up before `sofa up` takes the
+        // signal: it then rightly says ready and stops as a running cluster does (exit 0), and the
+        // case is tried again; the third try is judged whatever happens.
+        for attempt in 1...3 {
+            let up = try UpProcess(["--port", "\(try freePort())", "--query-workers", "1"], dataDirectory: Self.temporaryDataDirectory())
+            defer { up.cleanUp() }
+            // As soon as it has started a child (long before the cluster can be healthy).
+            let clock = ContinuousClock()
+            let children = await up.signalOnFirstChild(SIGTERM, within: .seconds(30))
+            let signalled = clock.now
+            try #require(!children.isEmpty, "sofa up started no child: \(up.stderr)")
+            let status = await up.waitForExit(within: .seconds(30))
+            let took = clock.now - signalled
+            if attempt < 3 && status == 0 && up.stdout.contains("ready") { continue }
+            #expect(status == 128 + SIGTERM, "\(up.stderr)")
+            #expect(took < Self.stopBound, "stopping took \(took)")
+            let left = children.filter(isAlive)
+            #expect(left.isEmpty, "children still running: \(left)")
+            #expect(!up.stdout.contains("ready"))
+            return
+        }
     }
 
     @Test func sigintWhenReadyStopsEveryChild() async throws {
