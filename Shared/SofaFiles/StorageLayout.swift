@@ -9,10 +9,11 @@ public enum StorageLayout {
     /// persistent replications (see sofa-replicator), `_users` the users (see the gateway).
     public static let systemDatabases: Set<String> = ["_replicator", "_users"]
 
-    /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
-    /// letters, digits and `_$()+-`, at most 238 characters.
+    /// The bytes a database name may hold after its first letter.
     private static let allowedInDatabaseNames = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
 
+    /// Database names follow CouchDB's rule without `/`: a lower-case letter, then lower-case
+    /// letters, digits and `_$()+-`, at most 238 characters.
     public static func validate(databaseName name: String) throws(SofaError) {
         if systemDatabases.contains(name) { return }
         guard !name.isEmpty else { throw SofaError(.badDatabaseName, "database name is empty") }

@@ -72,7 +72,7 @@ public struct DocumentRow: Sendable {
     /// What a read of document `id` answers from its revision tree (this row's): the current
     /// revision, or `rev`; with `history`, its ancestry.
     public func record(id: String, tree: RevTree, rev: DocumentVersion?, history: Bool) throws(SofaError) -> DocumentRecord {
-        guard let current = tree.current else { throw .notFound("document '\(id)' not found") }
+        guard let current = tree.current else { throw Self.notFound(id) }
         var revision = current
         if let rev {
             guard case .revID(let revID) = rev else {
