@@ -136,6 +136,8 @@ extension BusServer {
             return (count: bytes.count, head: Array(bytes.prefix(16)),
                     request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
         }
+        forwarding?.batchBegins?()
+        defer { forwarding?.batchEnds?() }
         while let received = try? socket.receive(limit: maxRequestBytes, last: decode) {
             switch received {
             case .tooLarge(let frames, let size):

@@ -53,6 +53,11 @@ public final class BusServer: Sendable {
         /// (`pass`), is refused (`refuse`), or must be decoded and handled as any other
         /// (`decode`: when deciding needs more than the envelope, or what only a task can load).
         public var gate: (@Sendable (ForwardedRequest, Peer) -> GateDecision)?
+        /// Called on the socket thread before the server takes up the messages waiting on its
+        /// socket, and after it has taken them all (`batchEnds`): `direct` may hold requests in
+        /// between and answer them together then (reads in one transaction).
+        public var batchBegins: (@Sendable () -> Void)?
+        public var batchEnds: (@Sendable () -> Void)?
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
                     limits: ForwardingLimits? = nil, disconnected: (@Sendable (Set<Int32>) -> Void)? = nil,

@@ -4,6 +4,7 @@ internal import SofaQL
 internal import SofaRows
 internal import SofaFiles
 internal import Foundation
+internal import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -20,6 +21,14 @@ internal import Glibc
 /// collections, version vectors, a database that does not exist or is being made, any error but
 /// "not found") goes on to storage, which answers as it always did; answers found here are
 /// made by the same code as storage's (`SofaRows`).
+///
+/// Gets that arrive together are read together. While the server takes up the messages waiting
+/// on its socket (between `beginBatch` and `endBatch`), the gets are held; then each database's
+/// are read in one read transaction, after one look at which file is open. Every get held was
+/// received before that transaction began, so each still sees every write acknowledged before it
+/// was sent. Measured on the gateway's thread with 64 gets in flight: the file check (a `stat`)
+/// and SQLite's locking at the start and end of each read (`fcntl` on the file and its
+/// shared-memory index) were a third of the thread's time per get.
 final class DirectReads: Sendable {
     /// An open database file: the connection, which file it is (a database deleted and made
     /// again is another file), and whether it keeps revision trees.
@@ -37,55 +46,152 @@ final class DirectReads: Sendable {
         var uses: UInt64 = 0
     }
 
+    /// A get taken here: what it asks for, and where its answer goes (nil: to storage instead).
+    struct Read: Sendable {
+        let id: UInt64
+        let database: String
+        let document: String
+        let rev: DocumentVersion?
+        let history: Bool
+        let reply: @Sendable (EncodedMessage?) -> Void
+    }
+
+    /// The gets held while a batch is open.
+    private struct Batch {
+        var open = false
+        var held: [Read] = []
+    }
+
     private let dataDirectory: URL
     private let files: Confined<Files>
+    private let batch = Mutex(Batch())
     /// Open files kept at most (the least recently used is closed first).
     static let maxOpenFiles = 64
     /// The largest document (its stored revisions) read here. Larger ones go to storage: reading
     /// and encoding megabytes would hold up this thread, which every client's requests cross, and
     /// storage's answers are paced by the gateway's fair forwarding and reply budgets.
     static let maxRowBytes = 64 << 10
+    /// Gets held at most: past it they are read at once, and the batch goes on holding the next.
+    static let maxHeld = 128
+    /// How the files are opened: read-only, and only for this type's own statements (and the
+    /// transaction around them).
+    static let options = SQLiteConnection.Options(readOnly: true, queryOnly: true)
 
     init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory
         files = Confined(Files(), label: "sofa.gateway.direct-reads")
     }
 
-    /// The answer to `request` read here, or nil when storage should answer it. Runs on the
-    /// calling thread (a serial queue's `sync` with no one else queued runs in place).
-    func answer(_ request: ForwardedRequest) -> EncodedMessage? {
+    /// Takes `request` when it is a get read here, and answers it through `reply` (now, or when
+    /// the open batch ends); `reply` gets nil when storage should answer after all. False when
+    /// the request is not one read here (`reply` is then never called).
+    func take(_ request: ForwardedRequest, reply: @escaping @Sendable (EncodedMessage?) -> Void) -> Bool {
         guard request.operationField == OperationKind.getDocument.rawValue,
               let decoded = try? Request.decode(request.bytes(id: request.id, deadline: request.deadline)),
               case .getDocument(let id, let revText, let history, false) = decoded.operation,
               !LocalDocuments.isLocal(id), decoded.collection.isEmpty || (try? CollectionName(parsing: decoded.collection)) == .default,
-              DocumentID.isValid(id) else { return nil }
+              DocumentID.isValid(id) else { return false }
         let rev: DocumentVersion?
         if revText.isEmpty {
             rev = nil
         } else {
-            guard let parsed = try? DocumentVersion.parse(ascii: revText) else { return nil }
+            guard let parsed = try? DocumentVersion.parse(ascii: revText) else { return false }
             rev = parsed
         }
-        let (queue, dataDirectory) = (files.queue, dataDirectory)
-        let outcome: Result<DocumentRecord, SofaError>? = files.sync { files in
-            guard let connection = Self.connection(&files, decoded.database, in: dataDirectory, queue: queue) else { return nil }
-            do throws(SofaError) {
-                let table = CollectionName.default.table
-                guard let row = try Self.smallRow(connection, table: table, id: id) else {
-                    // Large, or not there: a large one goes to storage (its reply is paced there).
-                    return try Self.exists(connection, table: table, id: id) ? nil : .failure(DocumentRow.notFound(id))
-                }
-                guard let tree = try row.revisionTree() else { return .failure(DocumentRow.notFound(id)) }
-                return .success(try row.record(id: id, tree: tree, rev: rev, history: history))
-            } catch where error.is(.notFound) {
-                return .failure(error)
-            } catch {
-                return nil
+        let read = Read(id: request.id, database: decoded.database, document: id, rev: rev, history: history, reply: reply)
+        let (held, full) = batch.withLock { batch -> (Bool, Bool) in
+            guard batch.open else { return (false, false) }
+            batch.held.append(read)
+            return (true, batch.held.count >= Self.maxHeld)
+        }
+        if !held {
+            deliver([read], answer([read]))
+        } else if full {
+            readHeld(closing: false)
+        }
+        return true
+    }
+
+    /// The server starts taking up the messages waiting on its socket: gets are held from now.
+    func beginBatch() {
+        batch.withLock { $0.open = true }
+    }
+
+    /// It has taken them all up: the gets held are read, with any that answering them let go on
+    /// (a client's next requests, waiting their turn), and the batch ends.
+    func endBatch() {
+        readHeld(closing: true)
+    }
+
+    /// Reads the gets held until none are left; with `closing`, ends the batch then (in the same
+    /// step as finding none left, so a get taken meanwhile is read here too, not stranded).
+    private func readHeld(closing: Bool) {
+        while true {
+            let reads = batch.withLock { batch -> [Read] in
+                let reads = batch.held
+                batch.held.removeAll(keepingCapacity: true)
+                if reads.isEmpty && closing { batch.open = false }
+                return reads
             }
+            if reads.isEmpty { return }
+            deliver(reads, answer(reads))
+        }
+    }
+
+    /// Hands each read its answer, outside the files' queue: a reply may start the next request
+    /// of its client, which may be a get taken here.
+    private func deliver(_ reads: [Read], _ answers: [EncodedMessage?]) {
+        for (read, answer) in zip(reads, answers) { read.reply(answer) }
+    }
+
+    /// The answers to `reads` (nil for one storage should answer), each database's read in one
+    /// read transaction.
+    private func answer(_ reads: [Read]) -> [EncodedMessage?] {
+        let (queue, dataDirectory) = (files.queue, dataDirectory)
+        return files.sync { files in
+            var answers = [EncodedMessage?](repeating: nil, count: reads.count)
+            var databases: [String: [Int]] = [:]
+            var order: [String] = []
+            for (index, read) in reads.enumerated() {
+                if databases[read.database] == nil { order.append(read.database) }
+                databases[read.database, default: []].append(index)
+            }
+            for database in order {
+                let indices = databases[database]!
+                guard let connection = Self.connection(&files, database, in: dataDirectory, queue: queue) else { continue }
+                let together = indices.count > 1 && (try? connection.run(Statement.begin, { "BEGIN" }, [])) != nil
+                for index in indices { answers[index] = Self.answer(reads[index], connection) }
+                if together && (try? connection.run(Statement.commit, { "COMMIT" }, [])) == nil {
+                    try? connection.execute("ROLLBACK")
+                }
+            }
+            return answers
+        }
+    }
+
+    /// The answer to `read` from `connection`, or nil when storage should answer it.
+    private static func answer(_ read: Read, _ connection: SQLiteConnection) -> EncodedMessage? {
+        let outcome: Result<DocumentRecord, SofaError>?
+        do throws(SofaError) {
+            let table = CollectionName.default.table
+            if let row = try smallRow(connection, table: table, id: read.document) {
+                if let tree = try row.revisionTree() {
+                    outcome = .success(try row.record(id: read.document, tree: tree, rev: read.rev, history: read.history))
+                } else {
+                    outcome = .failure(DocumentRow.notFound(read.document))
+                }
+            } else {
+                // Large, or not there: a large one goes to storage (its reply is paced there).
+                outcome = try exists(connection, table: table, id: read.document) ? nil : .failure(DocumentRow.notFound(read.document))
+            }
+        } catch where error.is(.notFound) {
+            outcome = .failure(error)
+        } catch {
+            outcome = nil
         }
         switch outcome {
-        case .success(let record)?: return Response.ok(request.id, .document(record.stored)).encodedMessage()
-        case .failure(let error)?: return Response.failure(request.id, error).encodedMessage()
+        case .success(let record)?: return Response.ok(read.id, .document(record.stored)).encodedMessage()
+        case .failure(let error)?: return Response.failure(read.id, error).encodedMessage()
         case nil: return nil
         }
     }
@@ -108,7 +214,7 @@ final class DirectReads: Sendable {
         return found
     }
 
-    private enum Statement: Hashable, Sendable { case smallRow, exists }
+    private enum Statement: Hashable, Sendable { case smallRow, exists, begin, commit }
 
     /// Closes the file of `database` if it is open (it was deleted).
     func forget(_ database: String) {
@@ -143,7 +249,7 @@ final class DirectReads: Sendable {
         if files.open.count >= maxOpenFiles, let oldest = files.open.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
             files.open[oldest] = nil
         }
-        guard let connection = try? SQLiteConnection(path: path, queue: queue, options: .queryWorker) else { return nil }
+        guard let connection = try? SQLiteConnection(path: path, queue: queue, options: options) else { return nil }
         var versioning: Versioning?
         guard (try? connection.run("SELECT body FROM kv_info WHERE key = 'versioning'", row: { row in
             versioning = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self))

@@ -93,6 +93,9 @@ public final class GatewayService: Sendable {
         }
         // Queries wait their turn in the broker's queue per client, not in fair forwarding's.
         forwarding.queuedElsewhere = [OperationKind.query.rawValue, OperationKind.viewQuery.rawValue]
+        // Gets that arrive together are read from the files together (see `DirectReads`).
+        forwarding.batchBegins = { ready.withLock({ $0 })?.directReads?.beginBatch() }
+        forwarding.batchEnds = { ready.withLock({ $0 })?.directReads?.endBatch() }
         forwarding.gate = { request, peer in
             guard let gateway = ready.withLock({ $0 }) else { return .refuse(starting) }
             return gateway.gate(request, peer)
@@ -173,7 +176,14 @@ public final class GatewayService: Sendable {
             return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(kind.name) needs a database name")).encodedMessage())
         }
         if route.service == .query { return forwardQuery(request, then: reply) }
-        if route.service == .storage, let directReads, let answer = directReads.answer(request) { return reply(answer) }
+        if route.service == .storage, let directReads, directReads.take(request, reply: { answer in
+            if let answer { reply(answer) } else { self.pass(request, to: route, then: reply) }
+        }) { return }
+        pass(request, to: route, then: reply)
+    }
+
+    /// A request of `passedThrough` to its service (`route`'s) and its answer back.
+    private func pass(_ request: ForwardedRequest, to route: Route, then reply: @escaping @Sendable (EncodedMessage) -> Void) {
         client(for: route.service).forward(request, timeout: route.timeout) { result in
             switch result {
             case .success(let bytes): reply(ForwardedResponse.encoded(bytes, id: request.id))  // copied here, once
