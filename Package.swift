@@ -172,7 +172,7 @@ let package = Package(
                     path: "Tests/SofaGatewayTests", swiftSettings: settings),
         .testTarget(name: "SofaReplicatorTests", dependencies: ["SofaCore", "SofaWire", "SofaReplicator", log],
                     path: "Tests/SofaReplicatorTests", swiftSettings: settings),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaRows", "SofaFiles", "SofaStorage", "SofaGateway", "SofaTestSupport", "SofaWire", log],
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaCore", "SofaQL", "SofaRows", "SofaFiles", "SofaStorage", "SofaGateway", "SofaQuery", "SofaTestSupport", "SofaWire", log],
                     path: "Tests/SofaStorageTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests",
                     dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaCluster", "SofaBench", "SofaBlob", "SofaFiles", "SofaTestSupport", "CZeroMQ",

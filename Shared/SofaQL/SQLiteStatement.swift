@@ -128,7 +128,9 @@ public struct SQLiteRow {
 /// Which statements a connection lets through SQLite's authorizer.
 public enum SQLiteAuthorizer: Sendable {
     /// Reading only: SELECT, reads, functions and recursive CTEs; of the pragmas only
-    /// `schema_version` (when to re-read the index list) and `data_version` (which FTS5 reads).
+    /// `schema_version` (when to re-read the index list) and `data_version` (which FTS5 reads);
+    /// and BEGIN/COMMIT/ROLLBACK, which on a connection that cannot write only hold one read
+    /// snapshot across several queries (a worker's batch).
     case readingOnly
 
     func install(on handle: OpaquePointer) {
@@ -136,7 +138,7 @@ public enum SQLiteAuthorizer: Sendable {
         case .readingOnly:
             sqlite3_set_authorizer(handle, { _, action, arg1, _, _, _ in
                 switch action {
-                case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE: return SQLITE_OK
+                case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION: return SQLITE_OK
                 case SQLITE_PRAGMA:
                     let name = arg1.map { String(cString: $0) }
                     return name == "schema_version" || name == "data_version" ? SQLITE_OK : SQLITE_DENY

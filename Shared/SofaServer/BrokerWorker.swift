@@ -30,11 +30,18 @@ public final class BrokerWorker: Sendable {
     /// job is already here when one ends.
     public let capacity: Int
 
-    private init(instance: String, loop: SocketLoop<WorkerFrame>, capacity: Int, direct: DirectHandler?) {
+    /// See `start`.
+    fileprivate let batchBegins: (@Sendable () -> Void)?
+    fileprivate let batchEnds: (@Sendable () -> Void)?
+
+    private init(instance: String, loop: SocketLoop<WorkerFrame>, capacity: Int, direct: DirectHandler?,
+                 batchBegins: (@Sendable () -> Void)?, batchEnds: (@Sendable () -> Void)?) {
         self.instance = instance
         self.loop = loop
         self.capacity = max(1, capacity)
         self.direct = direct
+        self.batchBegins = batchBegins
+        self.batchEnds = batchEnds
     }
 
     /// Whether the broker has been heard from recently.
@@ -43,13 +50,18 @@ public final class BrokerWorker: Sendable {
     /// The thread of this worker's socket, for a lifecycle service to follow.
     public var socketLoop: any SocketLoopControl { loop }
 
+    /// `batchBegins` and `batchEnds` are called on the socket thread before the worker takes up
+    /// the jobs waiting on its socket and after it has taken them all: `direct` may hold jobs in
+    /// between and run them together then.
     public static func start(
         broker endpoint: String, service: String, instance: String, heartbeatMs: UInt64 = 500,
         liveness: UInt64 = 3, capacity: Int = 1, logger: Logger, direct: DirectHandler? = nil,
+        batchBegins: (@Sendable () -> Void)? = nil, batchEnds: (@Sendable () -> Void)? = nil,
         handler: @escaping BusServer.Handler
     ) async throws(SofaError) -> BrokerWorker {
         try await SocketLoop.start(name: "worker-\(instance)") { loop in
-            let worker = BrokerWorker(instance: instance, loop: loop, capacity: capacity, direct: direct)
+            let worker = BrokerWorker(instance: instance, loop: loop, capacity: capacity, direct: direct,
+                                      batchBegins: batchBegins, batchEnds: batchEnds)
             return (worker, WorkerDriver(worker: worker, endpoint: endpoint, service: service, heartbeatMs: heartbeatMs,
                                          liveness: liveness, logger: logger, handler: handler))
         }
@@ -190,6 +202,8 @@ private final class WorkerDriver: SocketLoopDriver {
         }
         let now = monotonicMs()
         if readable[0] {
+            worker.batchBegins?()
+            defer { worker.batchEnds?() }
             while let received = try? current.receive(limit: 256 << 20) {
                 guard case .message(let frames) = received, let last = frames.last,
                       let frame = try? WorkerFrame.decode(last) else { continue }

@@ -64,13 +64,30 @@ public final class QueryEngine: Sendable {
     /// worker more than the query itself. A query that outruns the budget is stopped and run
     /// again on the queue, so a long one never holds up the socket thread (heartbeats, cancels)
     /// for more than the budget.
+    ///
+    /// While a batch is open (`beginBatch`), such a query is held instead, and run with the
+    /// others held when the batch ends (see `endBatch`).
     public func handle(_ request: Request, _ spec: QuerySpec,
                        reply: @escaping @Sendable (Response) -> Void) -> @Sendable () -> Void {
-        if queued.load(ordering: .acquiring) == 0, let response = inline(request, spec) {
-            reply(response)
-            return {}
+        if queued.load(ordering: .acquiring) == 0 {
+            let interrupt = QueryInterrupt()
+            let held = batch.withLock { batch -> Bool in
+                guard batch.open else { return false }
+                batch.held.append(Held(request: request, spec: spec, interrupt: interrupt, reply: reply))
+                return true
+            }
+            if held { return { interrupt.interrupt() } }
+            if let response = inline(request, spec) {
+                reply(response)
+                return {}
+            }
         }
-        let interrupt = QueryInterrupt()
+        return enqueue(request, spec, reply: reply)
+    }
+
+    /// Runs the query on the engine's queue, which calls `reply`; the function returned cancels it.
+    private func enqueue(_ request: Request, _ spec: QuerySpec, interrupt: QueryInterrupt = QueryInterrupt(),
+                         reply: @escaping @Sendable (Response) -> Void) -> @Sendable () -> Void {
         queued.add(1, ordering: .relaxed)
         state.async { state in
             defer { self.queued.subtract(1, ordering: .releasing) }
@@ -88,6 +105,102 @@ public final class QueryEngine: Sendable {
 
     /// How long a query may run on the socket thread before it is moved to the engine's queue.
     static let inlineBudgetNs: UInt64 = 2_000_000
+
+    /// A query held while a batch is open.
+    private struct Held: Sendable {
+        let request: Request
+        let spec: QuerySpec
+        let interrupt: QueryInterrupt
+        let reply: @Sendable (Response) -> Void
+    }
+
+    /// The queries held while a batch is open.
+    private let batch = Mutex<(open: Bool, held: [Held])>((false, []))
+
+    /// The worker starts taking up the jobs waiting on its socket: queries that would run on its
+    /// thread are held from now.
+    public func beginBatch() {
+        batch.withLock { $0.open = true }
+    }
+
+    /// It has taken them all up: the queries held run now, each database's in one read
+    /// transaction, with one look at which file is open and at its schema version. Every query
+    /// held arrived before that transaction began, so each sees every write acknowledged before
+    /// it was sent. Measured on the worker's thread (`sofa bench query`, 16 lookups in flight):
+    /// per lookup, the file check (a `stat`), the schema version (a statement of its own) and
+    /// SQLite's locking at the start and end of each read (`fcntl`) were a third of its time.
+    ///
+    /// The budget is the inline one, for the batch: once it is spent, the queries not yet run go
+    /// to the engine's queue, so the socket thread is held up no longer than a single query.
+    public func endBatch() {
+        while true {
+            let held = batch.withLock { batch -> [Held] in
+                let held = batch.held
+                batch.held.removeAll(keepingCapacity: true)
+                if held.isEmpty { batch.open = false }
+                return held
+            }
+            if held.isEmpty { return }
+            run(held)
+        }
+    }
+
+    /// Runs queries held in a batch (see `endBatch`).
+    private func run(_ held: [Held]) {
+        guard queued.load(ordering: .acquiring) == 0 else {
+            for query in held { _ = enqueue(query.request, query.spec, interrupt: query.interrupt, reply: query.reply) }
+            return
+        }
+        let started = DispatchTime.now().uptimeNanoseconds
+        let budget = started + Self.inlineBudgetNs
+        var answers: [Response?] = Array(repeating: nil, count: held.count)
+        state.sync { state in
+            var databases: [String: [Int]] = [:]
+            var order: [String] = []
+            for (index, query) in held.enumerated() {
+                if databases[query.request.database] == nil { order.append(query.request.database) }
+                databases[query.request.database, default: []].append(index)
+            }
+            for database in order where DispatchTime.now().uptimeNanoseconds < budget {
+                let indices = databases[database]!
+                // A database that cannot be opened: each query says why, as it would alone.
+                let connection = try? self.connection(&state, database)
+                let together = indices.count > 1 && connection.map { (try? $0.execute("BEGIN")) != nil } == true
+                let version = together ? try? connection?.schemaVersion() : nil
+                for index in indices {
+                    let query = held[index]
+                    if query.interrupt.isInterrupted {
+                        answers[index] = .failure(query.request.id, SofaError(.cancelled, "the query was cancelled"))
+                        continue
+                    }
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    guard now < budget else { break }  // the rest go to the queue
+                    let asked = query.request.deadline > 0 ? Self.monotonicDeadline(epochMs: query.request.deadline) : 0
+                    let own = now + Self.inlineBudgetNs
+                    do throws(SofaError) {
+                        let rows = try self.run(&state, query.request, query.spec, query.interrupt,
+                                                deadline: asked == 0 ? own : min(asked, own),
+                                                opened: connection.flatMap { connection in version.map { (connection, $0) } })
+                        answers[index] = .ok(query.request.id, .query(rows))
+                    } catch where error.is(.timeout) && (asked == 0 || asked > own) {
+                        continue  // the budget, not the request's deadline: on to the queue
+                    } catch {
+                        answers[index] = .failure(query.request.id, error)
+                    }
+                }
+                if together, let connection, (try? connection.execute("COMMIT")) == nil {
+                    try? connection.execute("ROLLBACK")
+                }
+            }
+        }
+        for (query, answer) in zip(held, answers) {
+            if let answer {
+                query.reply(answer)
+            } else {
+                _ = enqueue(query.request, query.spec, interrupt: query.interrupt, reply: query.reply)
+            }
+        }
+    }
 
     /// The query's response when it ran to its end within the inline budget; nil when the budget
     /// stopped it (it runs again on the queue). The queue is idle, so `sync` runs in place.
@@ -142,10 +255,14 @@ public final class QueryEngine: Sendable {
         return connection
     }
 
+    /// `opened`: the database's connection and schema version, when the caller has them (a
+    /// batch, in its read transaction).
     private func run(_ state: inout State, _ request: Request, _ spec: QuerySpec,
-                     _ interrupt: QueryInterrupt?, deadline given: UInt64? = nil) throws(SofaError) -> QueryRows {
-        let connection = try self.connection(&state, request.database)
-        let compiled = try compile(&state, connection, request, spec)
+                     _ interrupt: QueryInterrupt?, deadline given: UInt64? = nil,
+                     opened: (connection: SQLiteConnection, schemaVersion: Int64)? = nil) throws(SofaError) -> QueryRows {
+        let connection: SQLiteConnection
+        if let opened { connection = opened.connection } else { connection = try self.connection(&state, request.database) }
+        let compiled = try compile(&state, connection, request, spec, version: opened?.schemaVersion)
         if spec.explain {
             let plan = try connection.explain(compiled)
             return QueryRows(columns: compiled.columns, rows: [], explain: compiled.sql + "\n\n" + plan,
@@ -166,8 +283,9 @@ public final class QueryEngine: Sendable {
     }
 
     private func compile(_ state: inout State, _ connection: SQLiteConnection, _ request: Request,
-                         _ spec: QuerySpec) throws(SofaError) -> CompiledQuery {
-        let version = try connection.schemaVersion()
+                         _ spec: QuerySpec, version known: Int64? = nil) throws(SofaError) -> CompiledQuery {
+        let version: Int64
+        if let known { version = known } else { version = try connection.schemaVersion() }
         let key = CacheKey(database: request.database, collection: request.collection, text: spec.text, isN1QL: spec.isN1QL)
         if let cached = state.compiled[key], cached.version == version { return cached.query }
         var tree = try Self.tree(spec)

@@ -36,7 +36,7 @@ public enum QueryService {
             }
             guard case .query(let spec) = request.operation else { return nil }
             return engine.handle(request, spec, reply: reply)
-        }) { request in
+        }, batchBegins: { engine.beginBatch() }, batchEnds: { engine.endBatch() }) { request in
             if case .query(let spec) = request.operation { return await engine.handle(request, spec) }
             if case .viewQuery(let design, let view, let options) = request.operation {
                 return await views.handle(request, design: design, view: view, options: options)

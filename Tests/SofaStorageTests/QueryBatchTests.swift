@@ -1,0 +1,92 @@
+import Foundation
+import Logging
+import SofaCore
+import SofaQuery
+@testable import SofaStorage
+import SofaTestSupport
+import SofaWire
+import Synchronization
+import Testing
+
+/// A query worker's batch (`QueryEngine.beginBatch`/`endBatch`): the queries taken while it is
+/// open run when it ends, after they all arrived (a write acknowledged in between is seen), each
+/// with the answer it gets alone: rows, a database that does not exist, a query that does not
+/// compile, a query cancelled while it waited.
+@Suite struct QueryBatchTests {
+    func put(_ service: StorageService, _ id: String, _ body: String, rev: String = "", database: String = "db") async throws -> String {
+        let put = await service.handle(Request(id: 1, database: database, operation: .putDocument(
+            id: id, rev: rev, body: Array(body.utf8), deleted: false)))
+        guard case .success(.revision(_, let made, _)) = put.outcome else { throw SofaError(.unexpectedError, "put: \(put)") }
+        return made
+    }
+
+    func query(_ id: UInt64, _ text: String, database: String = "db") -> (Request, QuerySpec) {
+        let spec = QuerySpec(text: text, isN1QL: true)
+        return (Request(id: id, database: database, operation: .query(spec)), spec)
+    }
+
+    @Test func queriesHeldInABatchRunWhenItEnds() async throws {
+        try await withTemporaryDirectory { url in
+            let storage = try StorageEngine(dataDirectory: url)
+            defer { storage.close() }
+            try await storage.createDatabase("db")
+            try await storage.createDatabase("other")
+            let service = StorageService(engine: storage, instance: "test", logger: Logger(label: "test"))
+            let first = try await put(service, "a", #"{"x":1}"#)
+            _ = try await put(service, "b", #"{"x":"other"}"#, database: "other")
+            let engine = QueryEngine(dataDirectory: url)
+            let queries = [query(1, "SELECT x FROM _ WHERE META().id = 'a'"),
+                           query(2, "SELECT x FROM _ WHERE META().id = 'b'", database: "other"),
+                           query(3, "SELECT x FROM _", database: "nowhere"),
+                           query(4, "SELECT FROM WHERE"),
+                           query(5, "SELECT x FROM _ WHERE META().id = 'a'"),
+                           query(6, "SELECT COUNT(*) FROM _")]
+            let count = Mutex(0)
+            let (arrivals, arrived) = AsyncStream<(UInt64, Response)>.makeStream()
+
+            engine.beginBatch()
+            var cancels: [UInt64: @Sendable () -> Void] = [:]
+            for (request, spec) in queries {
+                cancels[request.id] = engine.handle(request, spec) { response in
+                    count.withLock { $0 += 1 }
+                    arrived.yield((request.id, response))
+                }
+            }
+            #expect(count.withLock { $0 } == 0, "answered before the batch ended")
+            cancels[5]?()
+            _ = try await put(service, "a", #"{"x":2}"#, rev: first)
+            engine.endBatch()
+            // Those past the batch's budget (a debug build compiles slowly) finish on the engine's queue.
+            let deadline = Task {
+                try? await Task.sleep(for: .seconds(30))
+                arrived.finish()
+            }
+            var answered: [UInt64: Response] = [:]
+            for await (id, response) in arrivals {
+                answered[id] = response
+                if answered.count == queries.count { break }
+            }
+            deadline.cancel()
+            #expect(answered.count == queries.count)
+
+            #expect(answered[1]?.outcome == .success(.query(QueryRows(columns: ["x"], rows: [[.int(2)]], collections: ["_default._default"]))),
+                    "the write acknowledged before the batch ended is seen")
+            #expect(answered[2]?.outcome == .success(.query(QueryRows(columns: ["x"], rows: [[.string("other")]], collections: ["_default._default"]))))
+            guard case .failure(let missing)? = answered[3]?.outcome, case .failure(let bad)? = answered[4]?.outcome,
+                  case .failure(let cancelled)? = answered[5]?.outcome else {
+                Issue.record("expected failures: \(answered)"); return
+            }
+            #expect(missing.is(.notFound) && bad.is(.invalidQuery) && cancelled.is(.cancelled), "\(missing) \(bad) \(cancelled)")
+            // Each answer is the one the query gets alone.
+            for (request, spec) in queries where request.id != 5 {
+                #expect(answered[request.id] == (await engine.handle(request, spec)), "query \(request.id)")
+            }
+
+            // The batch ended: the next query is answered at once.
+            let (request, spec) = query(7, "SELECT x FROM _ WHERE META().id = 'a'")
+            let now = Mutex<Response?>(nil)
+            _ = engine.handle(request, spec) { response in now.withLock { $0 = response } }
+            #expect(now.withLock { $0 }?.outcome == answered[1]?.outcome)
+        }
+    }
+}
