@@ -159,6 +159,16 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
                 return
             }
             driver.turn(posted: posted, readable: Array(ready.prefix(sockets.count)))
+            // What that turn posted to the loop itself (a server's replies, made as it read its
+            // requests) goes at once, in one more turn with nothing readable, rather than after
+            // another poll: a reply to a get went out one poll later (the poll asks each socket
+            // for its events, a dozen system calls with the gateway's seven).
+            let own = inbox.withLock { inbox -> [Posted] in
+                guard !inbox.closed else { return [] }
+                defer { inbox.posted.removeAll(keepingCapacity: true) }
+                return inbox.posted
+            }
+            if !own.isEmpty { driver.turn(posted: own, readable: Array(repeating: false, count: driver.sockets.count)) }
         }
     }
 
