@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import SofaCore
-import SofaQuery
+@testable import SofaQuery
 @testable import SofaStorage
 import SofaTestSupport
 import SofaWire
@@ -87,6 +87,30 @@ import Testing
             let now = Mutex<Response?>(nil)
             _ = engine.handle(request, spec) { response in now.withLock { $0 = response } }
             #expect(now.withLock { $0 }?.outcome == answered[1]?.outcome)
+        }
+    }
+
+    /// A worker keeps at most `maxOpen` database files open: the least recently used is closed
+    /// to make room, and opened again (as new) when next read.
+    @Test func readConnectionsKeepTheMostRecentlyUsed() async throws {
+        try await withTemporaryDirectory { url in
+            let storage = try StorageEngine(dataDirectory: url)
+            defer { storage.close() }
+            for name in ["one", "two", "three"] { try await storage.createDatabase(name) }
+            let queue = DispatchQueue(label: "test.read-connections")
+            // What each step saw: whether the connection was opened now, then which are open.
+            let seen: [String] = queue.sync {
+                var reads = ReadConnections(maxOpen: 2)
+                var seen: [String] = []
+                for name in ["one", "two", "one", "three", "two"] {
+                    let opened = (try? reads.connection(name, in: url, queue: queue))?.opened
+                    seen.append("\(name):\(opened.map { $0 ? "opened" : "kept" } ?? "failed")")
+                }
+                seen.append(["one", "two", "three"].filter { reads.isOpen($0) }.joined(separator: ",") + " of \(reads.count)")
+                return seen
+            }
+            // "two" was the least recently used when "three" came: closed, then opened again.
+            #expect(seen == ["one:opened", "two:opened", "one:kept", "three:opened", "two:opened", "two,three of 2"])
         }
     }
 }

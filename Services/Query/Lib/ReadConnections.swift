@@ -14,16 +14,33 @@ func designDocuments(_ main: SQLiteConnection) throws(SofaError) -> [(name: Stri
 }
 
 /// Read-only connections to databases' files, one per database, reused while the file is the
-/// one opened (a database deleted and created again gets a new one). On one queue.
+/// one opened (a database deleted and created again gets a new one). On one queue. At most
+/// `maxOpen` are kept: past it the least recently used is closed (a cluster with thousands of
+/// databases would otherwise hold a file descriptor, and SQLite's page cache, for each one it
+/// ever read), and opened again when next needed.
 struct ReadConnections {
     /// By database: the connection, the file's path (kept: building it from the name cost as
-    /// much as a point lookup) and the file's inode when opened.
-    private var open: [String: (connection: SQLiteConnection, path: String, inode: UInt64)] = [:]
+    /// much as a point lookup), the file's inode when opened, and when it was last used.
+    private var open: [String: (connection: SQLiteConnection, path: String, inode: UInt64, lastUse: UInt64)] = [:]
+    private var uses: UInt64 = 0
+    /// Connections kept at most.
+    let maxOpen: Int
+
+    init(maxOpen: Int = 64) {
+        self.maxOpen = max(1, maxOpen)
+    }
+
+    /// How many connections are open.
+    var count: Int { open.count }
+
+    /// Whether `database`'s connection is open.
+    func isOpen(_ database: String) -> Bool { open[database] != nil }
 
     /// The database's connection, and whether it was opened now (things kept about the old
-    /// file are to be forgotten then).
+    /// file, or about a connection closed to make room, are to be forgotten then).
     mutating func connection(_ database: String, in dataDirectory: URL,
                              queue: DispatchQueue) throws(SofaError) -> (connection: SQLiteConnection, opened: Bool) {
+        uses += 1
         let known = open[database]
         let path: String
         if let known {
@@ -37,9 +54,16 @@ struct ReadConnections {
             open[database] = nil
             throw SofaError(.notFound, "no database '\(database)'")
         }
-        if let known, known.inode == UInt64(info.st_ino) { return (known.connection, false) }
+        if let known, known.inode == UInt64(info.st_ino) {
+            open[database]?.lastUse = uses
+            return (known.connection, false)
+        }
+        open[database] = nil
+        if open.count >= maxOpen, let oldest = open.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+            open[oldest] = nil
+        }
         let connection = try SQLiteConnection(path: path, queue: queue, options: .queryWorker)
-        open[database] = (connection, path, UInt64(info.st_ino))
+        open[database] = (connection, path, UInt64(info.st_ino), uses)
         return (connection, true)
     }
 

@@ -64,6 +64,12 @@ public final class ViewEngine: Sendable {
         let (main, opened) = try state.reads.connection(database, in: dataDirectory, queue: self.state.queue)
         if !opened, let views = state.views[database] { return (main, views) }
         state.indexes = state.indexes.filter { !$0.key.hasPrefix(database + "\u{0}") }
+        // The views of databases whose file connection was closed to make room are closed too.
+        if state.views.count >= state.reads.maxOpen {
+            let reads = state.reads
+            state.views = state.views.filter { reads.isOpen($0.key) }
+            state.indexes = state.indexes.filter { reads.isOpen(String($0.key.prefix { $0 != "\u{0}" })) }
+        }
         let viewsFile = StorageLayout.directory(of: database, in: dataDirectory).appendingPathComponent("views.sqlite3")
         let views = try SQLiteConnection(path: viewsFile.path, queue: self.state.queue, options: .scratch)
         // Derived data: a commit need not reach the disk before the next (the index and its last
