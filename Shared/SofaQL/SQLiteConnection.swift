@@ -122,6 +122,12 @@ public final class SQLiteConnection {
         return statement
     }
 
+    /// Whether a transaction is open (BEGIN was run and neither COMMIT nor ROLLBACK since).
+    public var inTransaction: Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return sqlite3_get_autocommit(handle) == 0
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int {
         dispatchPrecondition(condition: .onQueue(queue))

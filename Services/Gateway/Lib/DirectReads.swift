@@ -164,6 +164,9 @@ final class DirectReads: Sendable {
                 if together && (try? connection.run(Statement.commit, { "COMMIT" }, [])) == nil {
                     try? connection.execute("ROLLBACK")
                 }
+                // A transaction left open would hold every later read to its snapshot: the
+                // connection is closed instead (the next read opens a new one).
+                if connection.inTransaction { files.open[database] = nil }
             }
             return answers
         }

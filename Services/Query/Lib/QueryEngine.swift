@@ -131,7 +131,8 @@ public final class QueryEngine: Sendable {
     /// SQLite's locking at the start and end of each read (`fcntl`) were a third of its time.
     ///
     /// The budget is the inline one, for the batch: once it is spent, the queries not yet run go
-    /// to the engine's queue, so the socket thread is held up no longer than a single query.
+    /// to the engine's queue, so the socket thread is held up at most twice the budget (the last
+    /// query started has its own).
     public func endBatch() {
         while true {
             let held = batch.withLock { batch -> [Held] in
@@ -191,6 +192,9 @@ public final class QueryEngine: Sendable {
                 if together, let connection, (try? connection.execute("COMMIT")) == nil {
                     try? connection.execute("ROLLBACK")
                 }
+                // A transaction left open would hold every later query to its snapshot: the
+                // connection is closed instead (the next query opens a new one).
+                if let connection, connection.inTransaction { state.files.forget(database) }
             }
         }
         for (query, answer) in zip(held, answers) {
