@@ -160,7 +160,7 @@ let package = Package(
                     path: "Tests/SofaCoreTests", swiftSettings: settings),
         .testTarget(name: "SofaWireTests", dependencies: ["SofaCore", "SofaWire", "SofaTestSupport"],
                     path: "Tests/SofaWireTests", swiftSettings: settings),
-        .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaTestSupport"],
+        .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaTestSupport"],
                     path: "Tests/SofaBusTests", swiftSettings: settings),
         .testTarget(name: "SofaBlobTests", dependencies: ["SofaCore", "SofaWire", "SofaBlob", "SofaFiles", "SofaTestSupport"],
                     path: "Tests/SofaBlobTests", swiftSettings: settings),

@@ -210,23 +210,44 @@ public final class BusClient: Sendable {
     }
 
     /// Waits until a connection to the peer has completed its handshake (ZeroMQ connects in the
-    /// background), or `timeout` passes: true when connected. Driven by the socket monitor's events.
+    /// background), or `timeout` passes, or the calling task is cancelled: true when connected.
+    /// Driven by the socket monitor's events. (A service stopping while it waits for a peer that
+    /// does not run stops at once, not at the end of the wait.)
     public func waitUntilConnected(timeout: Duration) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let waiter: UInt64? = state.withLock { state in
-                if state.connected || state.closed { return nil }
-                defer { state.nextWaiter += 1 }
-                state.connectionWaiters[state.nextWaiter] = continuation
-                return state.nextWaiter
+        let waiterBox = Mutex<(id: UInt64?, deadline: Task<Void, Never>?, cancelled: Bool)>((nil, nil, false))
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let waiter: UInt64? = state.withLock { state in
+                    if state.connected || state.closed || Task.isCancelled { return nil }
+                    defer { state.nextWaiter += 1 }
+                    state.connectionWaiters[state.nextWaiter] = continuation
+                    return state.nextWaiter
+                }
+                guard let waiter else {
+                    continuation.resume(returning: state.withLock { $0.connected })
+                    return
+                }
+                let deadline = Task {
+                    try? await Task.sleep(for: timeout)  // the deadline of the wait
+                    self.state.withLock { $0.connectionWaiters.removeValue(forKey: waiter) }?.resume(returning: false)
+                }
+                // A cancel that came between the registration and here ends the wait now.
+                if waiterBox.withLock({ box in
+                    (box.id, box.deadline) = (waiter, deadline)
+                    return box.cancelled
+                }) {
+                    deadline.cancel()
+                    self.state.withLock { $0.connectionWaiters.removeValue(forKey: waiter) }?.resume(returning: false)
+                }
             }
-            guard let waiter else {
-                continuation.resume(returning: state.withLock { $0.connected })
-                return
+        } onCancel: {
+            let (waiter, deadline) = waiterBox.withLock { box in
+                box.cancelled = true
+                return (box.id, box.deadline)
             }
-            Task {
-                try? await Task.sleep(for: timeout)  // the deadline of the wait
-                self.state.withLock { $0.connectionWaiters.removeValue(forKey: waiter) }?.resume(returning: false)
-            }
+            deadline?.cancel()
+            guard let waiter else { return }  // not registered yet: registering sees the cancel
+            state.withLock { $0.connectionWaiters.removeValue(forKey: waiter) }?.resume(returning: false)
         }
     }
 

@@ -92,6 +92,7 @@ public final class SofaClient: Sendable {
         while true {
             guard await bus.waitUntilConnected(timeout: started + handshakeLimit - ContinuousClock.now) else {
                 bus.close()
+                if Task.isCancelled { throw SofaError(.cancelled, "connecting to \(endpoint) was cancelled") }
                 if bus.handshakeFailed {
                     throw SofaError.unauthorized(serverKey == nil
                         ? "the server at \(endpoint) speaks CURVE: give its public key (`sofa status` on its host prints it; "

@@ -1,5 +1,6 @@
 import Foundation
 import SofaBus
+import SofaClient
 import SofaServer
 import SofaCore
 import SofaWire
@@ -110,6 +111,31 @@ import Testing
         let error = await pending
         #expect(error?.is(.unavailable) == true, "got \(String(describing: error))")
         #expect(clock.now - start < .seconds(30))  // not the call's timeout: the handler never answered
+    }
+
+    /// Waiting for a peer that does not run ends when the waiting task is cancelled (a service
+    /// stopping), not at the end of the wait; connecting the SDK says it was cancelled.
+    @Test func waitingForAPeerEndsWhenCancelled() async throws {
+        let endpoint = uniqueIPCEndpoint("nobody")
+        let client = try await BusClient.connect(endpoint, peerName: "test")
+        defer { client.close() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let waiting = Task { await client.waitUntilConnected(timeout: .seconds(60)) }
+        let connecting = Task { () -> SofaError? in
+            do throws(SofaError) {
+                _ = try await SofaClient.connect(endpoint, timeout: .seconds(60))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        waiting.cancel()
+        connecting.cancel()
+        #expect(await waiting.value == false)
+        let error = await connecting.value
+        #expect(error?.is(.cancelled) == true, "got \(String(describing: error))")
+        #expect(clock.now - start < .seconds(30))  // not the wait's 60 s
     }
 
     @Test func clientReconnectsWhenThePeerRestarts() async throws {
