@@ -69,20 +69,15 @@ public final class QueryEngine: Sendable {
     /// others held when the batch ends (see `endBatch`).
     public func handle(_ request: Request, _ spec: QuerySpec,
                        reply: @escaping @Sendable (Response) -> Void) -> @Sendable () -> Void {
-        if queued.load(ordering: .acquiring) == 0 {
-            let interrupt = QueryInterrupt()
-            let held = batch.withLock { batch -> Bool in
-                guard batch.open else { return false }
-                batch.held.append(Held(request: request, spec: spec, interrupt: interrupt, reply: reply))
-                return true
-            }
-            if held { return { interrupt.interrupt() } }
-            if let response = inline(request, spec) {
-                reply(response)
-                return {}
-            }
+        guard queued.load(ordering: .acquiring) == 0 else { return enqueue(request, spec, reply: reply) }
+        let query = Held(request: request, spec: spec, interrupt: QueryInterrupt(), reply: reply)
+        let held = batch.withLock { batch -> Bool in
+            guard batch.open else { return false }
+            batch.held.append(query)
+            return true
         }
-        return enqueue(request, spec, reply: reply)
+        if !held { run([query]) }  // a batch of one: inline, or on to the queue past the budget
+        return { query.interrupt.interrupt() }
     }
 
     /// Runs the query on the engine's queue, which calls `reply`; the function returned cancels it.
@@ -146,7 +141,8 @@ public final class QueryEngine: Sendable {
         }
     }
 
-    /// Runs queries held in a batch (see `endBatch`).
+    /// Runs queries held in a batch (see `endBatch`), or one alone: on this thread within the
+    /// inline budget, the rest on the engine's queue. The queue is idle, so `sync` runs in place.
     private func run(_ held: [Held]) {
         guard queued.load(ordering: .acquiring) == 0 else {
             for query in held { _ = enqueue(query.request, query.spec, interrupt: query.interrupt, reply: query.reply) }
@@ -166,7 +162,8 @@ public final class QueryEngine: Sendable {
                 let indices = databases[database]!
                 // A database that cannot be opened: each query says why, as it would alone.
                 let connection = try? self.connection(&state, database)
-                let together = indices.count > 1 && connection.map { (try? $0.execute("BEGIN")) != nil } == true
+                var together = false
+                if indices.count > 1, let connection { together = (try? connection.execute("BEGIN")) != nil }
                 let version = together ? try? connection?.schemaVersion() : nil
                 for index in indices {
                     let query = held[index]
@@ -202,24 +199,6 @@ public final class QueryEngine: Sendable {
                 query.reply(answer)
             } else {
                 _ = enqueue(query.request, query.spec, interrupt: query.interrupt, reply: query.reply)
-            }
-        }
-    }
-
-    /// The query's response when it ran to its end within the inline budget; nil when the budget
-    /// stopped it (it runs again on the queue). The queue is idle, so `sync` runs in place.
-    private func inline(_ request: Request, _ spec: QuerySpec) -> Response? {
-        let started = DispatchTime.now().uptimeNanoseconds
-        let asked = request.deadline > 0 ? Self.monotonicDeadline(epochMs: request.deadline) : 0
-        let budget = started + Self.inlineBudgetNs
-        return state.sync { (state) -> Response? in
-            do throws(SofaError) {
-                let rows = try self.run(&state, request, spec, nil, deadline: asked == 0 ? budget : min(asked, budget))
-                return .ok(request.id, .query(rows))
-            } catch where error.is(.timeout) && (asked == 0 || asked > budget) {
-                return nil  // the budget, not the request's deadline: on to the queue
-            } catch {
-                return .failure(request.id, error)
             }
         }
     }
