@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "SofaFiles", dependencies: ["SofaCore", "COpenSSL", "CPosix"], path: "Shared/SofaFiles",
                 swiftSettings: settings),
         // A document's row in a database file: what storage writes and every reader of the file reads
-        .target(name: "SofaRows", dependencies: ["SofaCore", "SofaQL"], path: "Shared/SofaRows", swiftSettings: settings),
+        .target(name: "SofaRows", dependencies: ["SofaCore", "SofaQL", "SofaFiles"], path: "Shared/SofaRows", swiftSettings: settings),
         .target(name: "SofaClient", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CPosix"],
                 path: "Shared/SofaClient", swiftSettings: settings),
         // The local cluster (`sofa up`'s supervisor, free ports) and what the command-line tools share
@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "SofaGateway", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", "SofaQL", "SofaRows", log],
                 path: "Services/Gateway/Lib", swiftSettings: settings),
         // CouchDB's HTTP API, beside the gateway: a client of it (the SDK, acting as each HTTP user)
-        .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaBus", "CZlib", log, lifecycle,
+        .target(name: "SofaHTTP", dependencies: ["SofaCore", "SofaClient", "SofaServer", "SofaFiles", "SofaRows", "SofaBus", "CZlib", log, lifecycle,
                                                  .product(name: "Hummingbird", package: "hummingbird"),
                                                  .product(name: "HummingbirdCore", package: "hummingbird"),
                                                  .product(name: "HummingbirdTLS", package: "hummingbird"),

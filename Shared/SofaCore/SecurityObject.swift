@@ -72,3 +72,40 @@ public struct SecurityObject: Sendable, Equatable {
         public static func < (a: Access, b: Access) -> Bool { a.rawValue < b.rawValue }
     }
 }
+
+/// Who a request runs as: a server admin (roles include `_admin`; the cluster's own services
+/// are one), or a user from `_users` with their roles.
+public struct Principal: Sendable, Equatable {
+    public var name: String
+    public var roles: [String]
+
+    public init(name: String, roles: [String]) {
+        self.name = name
+        self.roles = roles
+    }
+
+    /// CouchDB's role of server admins.
+    public static let adminRole = SecurityObject.serverAdminRole
+    public var isServerAdmin: Bool { roles.contains(Self.adminRole) }
+
+    /// The cluster's own services (a peer holding the cluster's key): a server admin.
+    public static let cluster = Principal(name: "_cluster", roles: [adminRole])
+}
+
+/// What a principal may do in a database under its security object.
+extension SecurityObject {
+    /// What `principal` may do in the database (nil: not signed in).
+    public func access(of principal: Principal?) -> Access {
+        if let principal, principal.isServerAdmin || admins.includes(principal) { return .admin }
+        // As CouchDB: a database whose members are empty is open to everyone.
+        if members.isEmpty { return .member }
+        if let principal, members.includes(principal) { return .member }
+        return .none
+    }
+}
+
+extension SecurityObject.Group {
+    public func includes(_ principal: Principal) -> Bool {
+        names.contains(principal.name) || principal.roles.contains(where: roles.contains)
+    }
+}

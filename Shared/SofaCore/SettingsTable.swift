@@ -113,7 +113,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .gateway: [.dataDir, .keysDir, .gatewayEndpoint, .brokerEndpoint, .storageURL, .blobURL, .replicatorURL,
                         .changesURL, .logLevel]
         case .query: [.dataDir, .keysDir, .brokerURL, .logLevel]
-        case .http: [.keysDir, .httpAddress, .gatewayURL, .logLevel]
+        case .http: [.dataDir, .keysDir, .httpAddress, .gatewayURL, .logLevel]
         }
     }
 

@@ -257,6 +257,54 @@ class AuthTests(SofaTestCase):
         wrong = client_with(BasicAuthenticator(member, member_password + "x"))
         self.assert_api_error(lambda: wrong.get_document(db=db, doc_id="m1"), 401, "unauthorized")
 
+    def test_document_gets_follow_the_security_object_at_once(self):
+        # A plain GET is read by sofa-http from the file when who may read is clear without
+        # roles; each change of the security object applies to the very next GET.
+        db = self.new_db()
+        member, member_password = self.new_user()
+        reader, reader_password = self.new_user(roles=["readers"])
+        rev = self.put_doc(db, "s1", {"v": 1})
+        member_client = client_with(BasicAuthenticator(member, member_password))
+        reader_client = client_with(BasicAuthenticator(reader, reader_password))
+        anonymous = client_with(NoAuthAuthenticator())
+        expected = {"_id": "s1", "_rev": rev, "v": 1}
+
+        # admin-only (no security object): members and anonymous clients are refused
+        self.assert_api_error(lambda: member_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
+        self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="s1"), 401, "unauthorized")
+        for round_ in range(3):
+            self.admin.put_security(db=db, members={"names": [member], "roles": []})
+            self.assertEqual(member_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assert_api_error(lambda: reader_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
+            # by role (the gateway knows the user's roles)
+            self.admin.put_security(db=db, members={"names": [], "roles": ["readers"]})
+            self.assertEqual(reader_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assert_api_error(lambda: member_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
+            self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="s1"), 401, "unauthorized")
+            # no members: open to everyone, as CouchDB
+            self.admin.put_security(db=db, members={"names": [], "roles": []}, admins={"names": [], "roles": []})
+            self.assertEqual(anonymous.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assertEqual(member_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            exc = self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="nope"), 404, "not_found")
+            self.assertEqual(exc.http_response.json().get("reason"), "missing")
+            # a database admin by name
+            self.admin.put_security(db=db, members={"names": ["someone"], "roles": []},
+                                    admins={"names": [member], "roles": []})
+            self.assertEqual(member_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="s1"), 401, "unauthorized")
+
+        # each acknowledged write is what the next GET reads
+        for n in range(2, 40):
+            rev = self.put_doc(db, "s1", {"_rev": rev, "v": n})
+            self.assertEqual(member_client.get_document(db=db, doc_id="s1").get_result(), {"_id": "s1", "_rev": rev, "v": n})
+        # a database deleted and made again is read anew
+        self.admin.delete_database(db=db)
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="s1"), 404, "not_found")
+        self.admin.put_database(db=db)
+        self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="s1"), 404, "not_found")
+        rev = self.put_doc(db, "s1", {"again": True})
+        self.assertEqual(self.admin.get_document(db=db, doc_id="s1").get_result(), {"_id": "s1", "_rev": rev, "again": True})
+
     def test_cookie_session_auth(self):
         db = self.new_db()
         member, member_password = self.new_user()

@@ -87,11 +87,20 @@ extension CouchAPI {
         let revs = try call.flag("revs"), revsInfo = try call.flag("revs_info")
         // `latest`: the newest leaf descending from the revision asked for.
         if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
-        let document = try await database.get(id: id, rev: rev, history: revs || revsInfo)
+        let document = try await read(call, database, id: id, rev: rev, history: revs || revsInfo)
         let etag = "\"\(document.rev)\""
         if call.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
         let bytes = try await documentBytes(document, call, database)
         return Self.json(bytes: bytes, headers: [.eTag: etag])
+    }
+
+    /// A document (revision `rev`, nil: the current one) as the request's user may read it:
+    /// from the file here when `HTTPReads` can answer, else from the gateway.
+    func read(_ call: CouchCall, _ database: Database, id: String, rev: String?, history: Bool) async throws -> StoredDocument {
+        if let reads, let document = try reads.get(database: database.name, id: id, rev: rev, history: history, user: call.user?.name) {
+            return document
+        }
+        return try await database.get(id: id, rev: rev, history: history)
     }
 
     /// A document with the members the query asks for (`revs`, `revs_info`, `conflicts`,

@@ -22,8 +22,12 @@ final class CouchAPI: Sendable {
     let limits: CouchLimits
     let cors: CORSRules
     let uuid: String
+    /// Plain gets read here from the database files (nil: the data directory is not reachable).
+    let reads: HTTPReads?
 
-    init(gateway: GatewayPool, sessions: HTTPSessions, logger: Logger, limits: CouchLimits, cors: CORSRules, uuid: String) {
+    init(gateway: GatewayPool, sessions: HTTPSessions, logger: Logger, limits: CouchLimits, cors: CORSRules, uuid: String,
+         reads: HTTPReads? = nil) {
+        self.reads = reads
         self.gateway = gateway
         self.sessions = sessions
         self.logger = logger

@@ -37,7 +37,10 @@ public enum HTTPService {
         let api = CouchAPI(gateway: gateway, sessions: sessions, logger: logger,
                            limits: .init(maxRequestBytes: settings.maxRequestBytes, maxDocumentBytes: settings.maxDocumentBytes),
                            cors: CORSRules(settings.string(.corsOrigins, default: "")),
-                           uuid: try serverUUID())
+                           uuid: try serverUUID(),
+                           reads: settings.value(Setting.dataDir.rawValue).map {
+                               HTTPReads(dataDirectory: URL(fileURLWithPath: $0), admins: Set(admins.keys))
+                           })
         let server: HTTPServerBuilder
         let cert = settings.string(.httpTLSCert, default: ""), key = settings.string(.httpTLSKey, default: "")
         if !cert.isEmpty || !key.isEmpty {
