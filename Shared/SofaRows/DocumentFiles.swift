@@ -2,6 +2,7 @@ public import SofaCore
 public import SofaQL
 public import Foundation
 internal import SofaFiles
+internal import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -90,8 +91,18 @@ public final class DocumentFiles: Sendable {
         }
     }
 
+    /// One set of open files on its own queue: a reader takes a lane no other is using, so
+    /// threads reading at once neither wait for each other nor wake each other.
+    private final class Lane: Sendable {
+        let files: Confined<Files>
+        let busy = Atomic<Bool>(false)
+
+        init(label: String) { files = Confined(Files(), label: label) }
+    }
+
     private let dataDirectory: URL
-    private let files: Confined<Files>
+    private let lanes: [Lane]
+    private let nextLane = Atomic<UInt>(0)
     /// Open files kept at most (the least recently used is closed first).
     public static let maxOpenFiles = 64
     /// The largest document (its stored revisions) read here. Larger ones go to storage: reading
@@ -101,15 +112,28 @@ public final class DocumentFiles: Sendable {
     /// transaction around them).
     static let options = SQLiteConnection.Options(readOnly: true, queryOnly: true)
 
-    public init(dataDirectory: URL, label: String) {
+    /// `lanes`: how many threads may read at once without waiting (each lane keeps its own
+    /// connections; a thread finding every lane taken waits for one).
+    public init(dataDirectory: URL, label: String, lanes: Int = 1) {
         self.dataDirectory = dataDirectory
-        files = Confined(Files(), label: label)
+        self.lanes = (0..<max(1, lanes)).map { Lane(label: "\(label).\($0)") }
     }
 
     /// Runs `body` on `database`'s file (in one read transaction when `together`); nil when the
     /// file cannot be read here (no such file, not a revision-tree database, not readable yet).
     public func read<T>(_ database: String, together: Bool, _ body: (Reader) -> T) -> T? {
-        let (queue, dataDirectory) = (files.queue, dataDirectory)
+        let start = Int(nextLane.add(1, ordering: .relaxed).oldValue % UInt(lanes.count))
+        var lane = lanes[start], taken = false
+        for offset in 0..<lanes.count {
+            let candidate = lanes[(start + offset) % lanes.count]
+            if candidate.busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+                (lane, taken) = (candidate, true)
+                break
+            }
+        }
+        defer { if taken { lane.busy.store(false, ordering: .releasing) } }
+        let (files, dataDirectory) = (lane.files, dataDirectory)
+        let queue = files.queue
         return files.sync { files -> T? in
             guard let connection = Self.connection(&files, database, in: dataDirectory, queue: queue) else { return nil }
             let begun = together && (try? connection.run(Statement.begin, { "BEGIN" }, [])) != nil
@@ -126,7 +150,7 @@ public final class DocumentFiles: Sendable {
 
     /// Closes the file of `database` if it is open (it was deleted).
     public func forget(_ database: String) {
-        files.async { files in files.open[database] = nil }
+        for lane in lanes { lane.files.async { files in files.open[database] = nil } }
     }
 
     /// The row of `id` when its stored revisions take at most `maxRowBytes` (SQLite reads a

@@ -1,6 +1,7 @@
 internal import SofaCore
 internal import SofaRows
 internal import Foundation
+internal import NIOCore
 
 /// `GET /db/id` read by this process itself from the database file, when it can reach the data
 /// directory (`SOFA_DATA_DIR`), as the gateway reads plain gets (`DocumentFiles`, the same code):
@@ -20,7 +21,8 @@ final class HTTPReads: Sendable {
     private let admins: Set<String>
 
     init(dataDirectory: URL, admins: Set<String>) {
-        files = DocumentFiles(dataDirectory: dataDirectory, label: "sofa.http.reads")
+        // A lane per event-loop thread and as many again: requests read at once do not wait.
+        files = DocumentFiles(dataDirectory: dataDirectory, label: "sofa.http.reads", lanes: 2 * System.coreCount)
         self.admins = admins
     }
 

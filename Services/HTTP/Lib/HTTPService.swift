@@ -23,6 +23,8 @@ internal import Synchronization
 /// or restarts on its own. It holds the cluster's key, checks who each HTTP client is (basic
 /// auth, or a signed `AuthSession` cookie) and sends each request on to the gateway as that user
 /// (`Request.actingUser`), so the gateway applies the same permissions as to any other client.
+/// Plain document gets it reads itself from the database files when it can reach them and tell
+/// who may read without asking the gateway (`HTTPReads`).
 public enum HTTPService {
     /// The connections to the gateway requests are spread over (each is one client there, with its
     /// own share of requests in flight).
