@@ -38,10 +38,12 @@ extension Database {
     }
 
     /// Stores whatever a sequence of byte chunks (of any sizes) yields, in order. `progress` is
-    /// told the bytes stored so far as chunks are acknowledged.
-    public func putBlob<S: AsyncSequence>(_ chunks: S, expectedKey: String? = nil,
+    /// told the bytes stored so far as chunks are acknowledged. `window`: chunk calls in flight
+    /// at most (each holds a chunk of `blobChunkSize` and its message until it is answered).
+    public func putBlob<S: AsyncSequence>(_ chunks: S, expectedKey: String? = nil, window: Int = Database.blobWindow,
                                           progress: (@Sendable (_ bytes: UInt64) -> Void)? = nil) async throws(SofaError) -> BlobInfo
     where S.Element == [UInt8] {
+        let window = max(1, window)
         guard case .blobWriteStarted(let writeID) = try await client.call(.blobWriteBegin(expectedKey: expectedKey ?? ""),
                                                                           database: name) else {
             throw unexpected("blobWriteBegin")
@@ -55,7 +57,7 @@ extension Database {
                 var pending: [UInt8] = []
                 pending.reserveCapacity(Self.blobChunkSize)
                 func flush(_ group: inout ThrowingTaskGroup<UInt64, any Error>) async throws {
-                    if inFlight == Self.blobWindow, let sent = try await group.next() {
+                    if inFlight == window, let sent = try await group.next() {
                         stored += sent
                         progress?(stored)
                         inFlight -= 1
