@@ -19,6 +19,9 @@ func runInTerminal(_ arguments: [String], gateway: String, executable: String = 
                 var environment = ProcessInfo.processInfo.environment
                 environment["SOFA_GATEWAY_URL"] = gateway
                 if environment[Setting.keysDir.variable] == nil { environment[Setting.keysDir.variable] = TestSecrets.folder.path }
+                // Each of these commands is run against a cluster that is up: on a machine the
+                // whole suite loads, its handshake can take longer than the 1 s default (it did once).
+                if environment[Setting.connectTimeoutMs.variable] == nil { environment[Setting.connectTimeoutMs.variable] = "10000" }
                 process.environment = environment
                 let out = Pipe()
                 process.standardOutput = out
