@@ -272,14 +272,25 @@ class AuthTests(SofaTestCase):
         # admin-only (no security object): members and anonymous clients are refused
         self.assert_api_error(lambda: member_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
         self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="s1"), 401, "unauthorized")
+        def bulk_get(client):
+            # `_bulk_get` reads its items as GET does: the first item's document, or its error word.
+            item = client.post_bulk_get(db=db, docs=[BulkGetQueryDocument(id="s1")]).get_result()["results"][0]["docs"][0]
+            if "ok" in item:
+                item["ok"].pop("_revisions", None)
+                return item["ok"]
+            return item["error"]["error"]
+
         for round_ in range(3):
             self.admin.put_security(db=db, members={"names": [member], "roles": []})
             self.assertEqual(member_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assertEqual(bulk_get(member_client), expected)
             self.assert_api_error(lambda: reader_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
             # by role (the gateway knows the user's roles)
             self.admin.put_security(db=db, members={"names": [], "roles": ["readers"]})
             self.assertEqual(reader_client.get_document(db=db, doc_id="s1").get_result(), expected)
+            self.assertEqual(bulk_get(reader_client), expected)
             self.assert_api_error(lambda: member_client.get_document(db=db, doc_id="s1"), 403, "forbidden")
+            self.assertEqual(bulk_get(member_client), "forbidden")
             self.assert_api_error(lambda: anonymous.get_document(db=db, doc_id="s1"), 401, "unauthorized")
             # no members: open to everyone, as CouchDB
             self.admin.put_security(db=db, members={"names": [], "roles": []}, admins={"names": [], "roles": []})

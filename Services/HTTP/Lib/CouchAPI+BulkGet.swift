@@ -35,7 +35,7 @@ extension CouchAPI {
             BulkGetItem(id: request["id"]?.stringValue ?? "", rev: request["rev"]?.stringValue,
                         attsSince: request["atts_since"]?.arrayValue?.compactMap(\.stringValue))
         }
-        let results = await Self.read(items, database)
+        let results = await read(items, call, database)
         if let kind = Self.acceptedMultipart(call) {
             return multipartBulkGet(call, database, items: items, results: results, kind: kind)
         }
@@ -55,12 +55,13 @@ extension CouchAPI {
         return Self.json(bytes: out)
     }
 
-    /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order.
-    static func read(_ items: [BulkGetItem], _ database: Database) async -> [Result<StoredDocument, any Error>] {
-        await inOrder(items, width: bulkGetReadsInFlight) { item in
+    /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order
+    /// (from the files here where `read(_:_:id:rev:history:)` can, as a single GET is).
+    func read(_ items: [BulkGetItem], _ call: CouchCall, _ database: Database) async -> [Result<StoredDocument, any Error>] {
+        await Self.inOrder(items, width: Self.bulkGetReadsInFlight) { item in
             guard !item.id.isEmpty else { return .failure(CouchError(.badRequest, "bad_request", "document id missed")) }
             do {
-                return .success(try await database.get(id: item.id, rev: item.rev, history: true))
+                return .success(try await self.read(call, database, id: item.id, rev: item.rev, history: true))
             } catch {
                 return .failure(error)
             }

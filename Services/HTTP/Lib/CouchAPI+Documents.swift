@@ -166,7 +166,7 @@ extension CouchAPI {
                 do {
                     // `latest`: each leaf descending from the revision, in its place (once each).
                     let documents = latest ? try await Self.latestLeaves(of: rev, id: id, database)
-                        : [try await database.get(id: id, rev: rev, history: true)]
+                        : [try await read(call, database, id: id, rev: rev, history: true)]
                     if documents.isEmpty { throw SofaError(.notFound, "no leaf descends from \(rev)") }
                     for document in documents where sent.insert(document.rev).inserted {
                         items.append(Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D])
