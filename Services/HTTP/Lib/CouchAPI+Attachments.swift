@@ -130,7 +130,8 @@ extension CouchAPI {
 
     /// Chunks of an attachment PUT in flight to sofa-blob at once: fewer than the SDK's, as each
     /// holds a megabyte here twice (the chunk and its message) and this process keeps within 64 MiB
-    /// whatever its clients send; four still overlap the round trips (measured: the same MB/s).
+    /// whatever its clients send; four still overlap the round trips (measured with 1 GiB: 231 MB/s
+    /// up, against 221 with six, a peak of 62.8 MiB against 66–67).
     static let uploadWindow = 4
 
     /// An attachment's bytes, streamed from sofa-blob chunk by chunk (one `Range` honoured).
