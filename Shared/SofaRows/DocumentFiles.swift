@@ -1,5 +1,5 @@
 public import SofaCore
-public import SofaQL
+internal import SofaQL
 public import Foundation
 internal import SofaFiles
 internal import Synchronization
