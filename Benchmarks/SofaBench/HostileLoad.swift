@@ -86,7 +86,7 @@ public struct HostileLoad: Sendable {
         var figures = Figures()
         figures.unloaded = try await measure(db, for: options.phase)
         let end = LoadWindow(latest: ContinuousClock.now + max(options.phase, options.longestLoad))
-        let counts = Counts()
+        let counts = Counts(until: end.latest)
         // Each hostile client has a connection of its own, as separate programs would; those that
         // compute or block (building huge or deep requests) do it on threads of their own, so that
         // the well-behaved client's tasks in this process are not held up by them.
@@ -106,7 +106,7 @@ public struct HostileLoad: Sendable {
             // The load also lasts until the limits have refused something (or `latest`): on a
             // machine a whole test suite loads, the hostile clients (at the lowest priority) may
             // not have had a request answered by the time the well-behaved client is done.
-            if !actors.isDisjoint(with: ["deep", "huge", "bulk"]) { await counts.firstRefusal(until: end.latest) }
+            if !actors.isDisjoint(with: ["deep", "huge", "bulk"]) { await counts.firstRefusal.closed() }
             end.close()
         } catch {
             end.close()
@@ -122,35 +122,16 @@ public struct HostileLoad: Sendable {
     final class Counts: Sendable {
         let requests = Mutex(0)
         let refused = Mutex(0)
-        private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+        /// Closed by the first refusal (or at its `latest`).
+        let firstRefusal: LoadWindow
+
+        init(until latest: ContinuousClock.Instant) { firstRefusal = LoadWindow(latest: latest) }
 
         func sent(refused wasRefused: Bool) {
             requests.withLock { $0 += 1 }
             guard wasRefused else { return }
             refused.withLock { $0 += 1 }
-            wake()
-        }
-
-        private func wake() {
-            for continuation in waiting.withLock({ waiting in defer { waiting = [] }; return waiting }) { continuation.resume() }
-        }
-
-        /// Returns once a hostile request has been refused, or at `latest`.
-        func firstRefusal(until latest: ContinuousClock.Instant) async {
-            let timer = Task { [weak self] in
-                try? await Task.sleep(until: latest, clock: .continuous)
-                self?.wake()
-            }
-            defer { timer.cancel() }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                // Checked under the waiters' lock: a refusal counted after this check wakes it.
-                let resumeNow = waiting.withLock { waiting in
-                    if refused.withLock({ $0 }) > 0 || ContinuousClock.now >= latest { return true }
-                    waiting.append(continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
+            firstRefusal.close()
         }
     }
 
