@@ -26,11 +26,7 @@ public enum ServiceRuntime {
         umask(0o077)
         let settings = Settings(role: ServiceRole(rawValue: service))
         let level = Logger.Level(rawValue: settings.logLevel.lowercased()) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { label in SofaLogHandler(label: label, level: level) }
         let logger = {
             var logger = Logger(label: "sofa-\(service)")
             logger[metadataKey: "pid"] = "\(getpid())"
