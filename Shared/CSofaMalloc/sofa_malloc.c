@@ -9,6 +9,8 @@ static int profile = SOFA_MALLOC_UNTUNED;
 
 int sofa_malloc_profile(void) { return profile; }
 
+int sofa_malloc_release_free(void) { return malloc_trim(0); }
+
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;

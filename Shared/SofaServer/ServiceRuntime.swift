@@ -108,6 +108,13 @@ public enum ServiceRuntime {
         }
     }
 
+    /// Gives the free pages inside the C heap back to the system: the heap keeps what requests of
+    /// megabytes freed (only its top is given back by itself), which a process holding to a memory
+    /// bound then carries into its next peak.
+    public static func releaseFreeMemory() {
+        _ = sofa_malloc_release_free()
+    }
+
     /// The health answer of this process.
     public static func health(service: String, instance: String, started: ContinuousClock.Instant) -> HealthInfo {
         let uptime = ContinuousClock.now - started

@@ -103,6 +103,7 @@ extension CouchAPI {
             let type = call.header(.contentType) ?? "application/octet-stream"
             let chunks = call.request.body.map { Array($0.readableBytesView) }
             let blob = try await database.putBlob(chunks, window: Self.uploadWindow)
+            HeapTrimmer.shared.note(bytes: Int(clamping: blob.length))
             var attachments = object["_attachments"]?.objectValue ?? [:]
             attachments[name] = ["content_type": .string(type), "digest": .string(blob.key), "length": .int(Int64(blob.length)),
                                  "revpos": .int(generation + 1), "stub": true]
@@ -167,6 +168,7 @@ extension CouchAPI {
         let body = ResponseBody(contentLength: Int(count)) { [start] writer in
             try await Self.writeBlob(digest, from: start, count: count, of: database, to: &writer)
             try await writer.finish(nil)
+            HeapTrimmer.shared.note(bytes: Int(clamping: count))
         }
         return Response(status: status, headers: headers, body: body)
     }

@@ -97,6 +97,7 @@ final class CouchAPI: Sendable {
         fields[.cacheControl] = "must-revalidate"
         var body = bytes
         body.append(0x0A)
+        HeapTrimmer.shared.note(bytes: body.count)
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 

@@ -89,6 +89,7 @@ struct CouchCall: Sendable {
         do {
             let buffer = try await request.collectBody(upTo: limit)
             bytes = Array(buffer.readableBytesView)
+            HeapTrimmer.shared.note(bytes: bytes.count)
         } catch {
             throw CouchError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
         }

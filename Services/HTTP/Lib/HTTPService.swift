@@ -67,7 +67,8 @@ public enum HTTPService {
                                                        "tls": "\(!cert.isEmpty)"])
             },
             logger: logger)
-        return [BackgroundService { await sessions.followUsers() }, HTTPPart(app: app, gateway: gateway)]
+        return [BackgroundService { await sessions.followUsers() }, BackgroundService { await HeapTrimmer.shared.run() },
+                HTTPPart(app: app, gateway: gateway)]
     }
 
     /// Makes NIO's event loops Swift Concurrency's global executor, before any task runs: a

@@ -12,4 +12,8 @@
 /// The profile this process's allocator was set up with, before `main`.
 int sofa_malloc_profile(void);
 
+/// Gives the free pages inside the heap back to the system (glibc's `malloc_trim(0)`); 1 if any
+/// were given back.
+int sofa_malloc_release_free(void);
+
 #endif
