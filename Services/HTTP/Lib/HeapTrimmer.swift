@@ -5,10 +5,10 @@ internal import Foundation
 /// Gives the heap's free pages back once requests that moved megabytes through this process
 /// (bodies of 256 KiB or more, attachments) pause for a second. Measured: after a 20,000-document
 /// `_bulk_docs` import, sofa-http's heap kept 9 MB it had freed, which the next attachment stream
-/// carried into its peak (62–64 MiB of the 64 MiB bound); giving it back took it to 5 MB, and the
-/// peak to 57–59 MiB. Not while they go on: trimming then (once a second) cost a bulk import
-/// over HTTP a fifth of its rate, every page given back being faulted in again. Plain GETs never
-/// ask for it: a trim holds the allocator's lock while it runs.
+/// carried into its peak (61–64 MiB of the 64 MiB bound); giving it back took it to 5 MB, and the
+/// peak to 57–61 MiB. Not while they go on: trimming then (once a second) cost a bulk import over
+/// HTTP about a sixth of its rate (52k against 62k docs/s), every page given back being faulted
+/// in again. Plain GETs never ask for it: a trim holds the allocator's lock while it runs.
 final class HeapTrimmer: Sendable {
     static let shared = HeapTrimmer()
     /// Bodies at least this large ask for a trim.
