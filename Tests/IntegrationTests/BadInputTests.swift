@@ -3,6 +3,7 @@ import SofaClient
 import SofaCore
 import Testing
 import SofaCluster
+import SofaTestSupport
 
 /// Odd IDs, revisions and sizes through real processes: each is refused with an error that says
 /// what is wrong, by the SDK and by storage itself, and nothing is written.
@@ -37,7 +38,8 @@ import SofaCluster
         }
     }
 
-    @Test func cliRefusesArgumentsThatAreNotUTF8() async throws {
+    // Off the cooperative pool: it waits for a process to exit.
+    @Test(.ownThreads) func cliRefusesArgumentsThatAreNotUTF8() async throws {
         try await Cluster.with { cluster in
             _ = try await cluster.client.createDatabase("utf")
             let sofa = Supervisor.defaultBinDirectory.appendingPathComponent("sofa").path

@@ -6,9 +6,11 @@ import SofaClient
 import SofaWire
 import Synchronization
 import Testing
+import SofaTestSupport
 
 /// Blob transfer end to end: SDK and CLI → gateway → sofa-blob → the database's Attachments/.
-@Suite(.serialized) struct BlobTests {
+// Off the cooperative pool: its tests wait for `sha1sum` to read whole files.
+@Suite(.serialized, .ownThreads) struct BlobTests {
     static let sizes = [0, 1, 15, 16, 17, 4095, 4096, 4097, 4111, 4112, 4113, 8191, 8192, 8193, 8 << 20]
 
     /// Every size round-trips through bytes and through a file, under the key that `sha1sum`

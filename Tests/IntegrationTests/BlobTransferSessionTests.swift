@@ -2,10 +2,12 @@ import Foundation
 import SofaBlob
 import SofaWire
 import Testing
+import SofaTestSupport
 
 /// The service's write sessions, in process: a session left idle is reaped and its temporary
 /// file removed; a write beyond the reorder buffer's bound is refused as busy.
-@Suite struct BlobTransferSessionTests {
+// Off the cooperative pool: it waits for `sha1sum` to read a whole file.
+@Suite(.ownThreads) struct BlobTransferSessionTests {
     private func database() throws -> URL {
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-bt-\(UUID().uuidString.prefix(8))")
         let db = data.appendingPathComponent("app.sofa")

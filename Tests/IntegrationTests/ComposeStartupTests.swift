@@ -12,7 +12,8 @@ import Testing
 /// ports), in the order of its `depends_on` (`condition: service_healthy`: a service starts once
 /// every service it depends on passes its health check), and each health check is the service's
 /// own `healthcheck.test` command, run until it passes (as compose does at its interval).
-@Suite(.serialized) struct ComposeStartupTests {
+// Off the cooperative pool: stopping waits for the processes to exit.
+@Suite(.serialized, .ownThreads) struct ComposeStartupTests {
     struct Service {
         var name: String
         var command: [String]
