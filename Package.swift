@@ -99,7 +99,7 @@ let package = Package(
         // Services
         .target(name: "SofaStorage", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaRows", "SofaFiles", "CPosix", log],
                 path: "Services/Storage/Lib", swiftSettings: settings),
-        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaFiles", log],
+        .target(name: "SofaQuery", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaQL", "SofaRows", "SofaFiles", log],
                 path: "Services/Query/Lib", swiftSettings: settings),
         .target(name: "SofaBlob", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaFiles", "COpenSSL", "CPosix", log],
                 path: "Services/Blob/Lib", swiftSettings: settings),

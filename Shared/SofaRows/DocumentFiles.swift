@@ -3,9 +3,6 @@ internal import SofaQL
 public import Foundation
 internal import SofaFiles
 internal import Synchronization
-#if canImport(Glibc)
-internal import Glibc
-#endif
 
 /// Database files read beside storage, on read-only connections (as query workers read them):
 /// plain document gets, and the raw entries of a database's `info` store (its security object).
@@ -20,20 +17,11 @@ internal import Glibc
 /// on to storage, which answers as it always did. Answers found here are made by the same code as
 /// storage's (`DocumentRow`).
 public final class DocumentFiles: Sendable {
-    /// An open database file: the connection, which file it is (a database deleted and made
-    /// again is another file), and whether it keeps revision trees.
-    private struct OpenFile {
-        let path: String
-        let connection: SQLiteConnection
-        let device: UInt64
-        let inode: UInt64
-        let trees: Bool
-        var lastUse: UInt64
-    }
-
+    /// A lane's open files (`ReadConnections`: one per database, reopened when the file is
+    /// another, at most 64), and whether each keeps revision trees (read when it is opened).
     private struct Files {
-        var open: [String: OpenFile] = [:]
-        var uses: UInt64 = 0
+        var reads = ReadConnections(options: DocumentFiles.options)
+        var trees: [String: Bool] = [:]
     }
 
     /// A get: which document, which revision (nil: the current one), with its history or not.
@@ -103,8 +91,6 @@ public final class DocumentFiles: Sendable {
     private let dataDirectory: URL
     private let lanes: [Lane]
     private let nextLane = Atomic<UInt>(0)
-    /// Open files kept at most (the least recently used is closed first).
-    public static let maxOpenFiles = 64
     /// The largest document (its stored revisions) read here. Larger ones go to storage: reading
     /// and encoding megabytes would hold up the reading thread, and storage's answers are paced.
     public static let maxRowBytes = 64 << 10
@@ -143,14 +129,14 @@ public final class DocumentFiles: Sendable {
             }
             // A transaction left open would hold every later read to its snapshot: the
             // connection is closed instead (the next read opens a new one).
-            if connection.inTransaction { files.open[database] = nil }
+            if connection.inTransaction { files.reads.forget(database) }
             return result
         }
     }
 
     /// Closes the file of `database` if it is open (it was deleted).
     public func forget(_ database: String) {
-        for lane in lanes { lane.files.async { files in files.open[database] = nil } }
+        for lane in lanes { lane.files.async { files in files.reads.forget(database) } }
     }
 
     /// The row of `id` when its stored revisions take at most `maxRowBytes` (SQLite reads a
@@ -173,40 +159,28 @@ public final class DocumentFiles: Sendable {
 
     fileprivate enum Statement: Hashable, Sendable { case smallRow, exists, info, begin, commit }
 
-    /// The open connection to `database`'s file, opened when it is not, or when the file is no
-    /// longer the one open (it was deleted, and maybe made again); nil when it cannot be read here.
+    /// The open connection to `database`'s file (see `ReadConnections`) when it keeps revision
+    /// trees; nil when it cannot be read here (no such file, another versioning, not readable yet).
     private static func connection(_ files: inout Files, _ database: String, in dataDirectory: URL,
                                    queue: DispatchQueue) -> SQLiteConnection? {
-        files.uses += 1
-        let known = files.open[database]
-        let path: String
-        if let known {
-            path = known.path
-        } else {
-            guard (try? StorageLayout.validate(databaseName: database)) != nil else { return nil }
-            path = StorageLayout.databaseFile(of: database, in: dataDirectory).path
-        }
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            files.open[database] = nil
+        guard let (connection, opened) = try? files.reads.connection(database, in: dataDirectory, queue: queue) else {
+            files.trees[database] = nil
             return nil
         }
-        let device = UInt64(status.st_dev), inode = UInt64(status.st_ino)
-        if let known, known.device == device, known.inode == inode {
-            files.open[database]?.lastUse = files.uses
-            return known.trees ? known.connection : nil
-        }
-        files.open[database] = nil
-        if files.open.count >= maxOpenFiles, let oldest = files.open.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-            files.open[oldest] = nil
-        }
-        guard let connection = try? SQLiteConnection(path: path, queue: queue, options: options) else { return nil }
+        if !opened, let trees = files.trees[database] { return trees ? connection : nil }
         var versioning: Versioning?
         guard (try? connection.run("SELECT body FROM kv_info WHERE key = 'versioning'", row: { row in
             versioning = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self))
-        })) != nil, let versioning else { return nil }
-        files.open[database] = OpenFile(path: path, connection: connection, device: device, inode: inode,
-                                        trees: versioning == .revisionTrees, lastUse: files.uses)
+        })) != nil, let versioning else {
+            files.reads.forget(database)  // not readable yet: looked at again next time
+            return nil
+        }
+        // What is known of files closed to make room is forgotten with them.
+        if files.trees.count >= files.reads.maxOpen {
+            let reads = files.reads
+            files.trees = files.trees.filter { reads.isOpen($0.key) }
+        }
+        files.trees[database] = versioning == .revisionTrees
         return versioning == .revisionTrees ? connection : nil
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SofaCore
+import SofaRows
 @testable import SofaQuery
 @testable import SofaStorage
 import SofaTestSupport
@@ -13,13 +14,6 @@ import Testing
 /// with the answer it gets alone: rows, a database that does not exist, a query that does not
 /// compile, a query cancelled while it waited.
 @Suite struct QueryBatchTests {
-    func put(_ service: StorageService, _ id: String, _ body: String, rev: String = "", database: String = "db") async throws -> String {
-        let put = await service.handle(Request(id: 1, database: database, operation: .putDocument(
-            id: id, rev: rev, body: Array(body.utf8), deleted: false)))
-        guard case .success(.revision(_, let made, _)) = put.outcome else { throw SofaError(.unexpectedError, "put: \(put)") }
-        return made
-    }
-
     func query(_ id: UInt64, _ text: String, database: String = "db") -> (Request, QuerySpec) {
         let spec = QuerySpec(text: text, isN1QL: true)
         return (Request(id: id, database: database, operation: .query(spec)), spec)

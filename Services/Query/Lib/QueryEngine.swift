@@ -2,6 +2,7 @@ internal import SofaFiles
 public import SofaCore
 public import SofaWire
 import SofaQL
+import SofaRows
 public import Foundation
 internal import Synchronization
 

@@ -2,6 +2,7 @@ internal import SofaFiles
 public import SofaCore
 public import SofaWire
 import SofaQL
+import SofaRows
 import SofaServer
 public import Foundation
 public import Logging
