@@ -31,13 +31,6 @@ import Testing
         return taken ? answer.withLock { $0 } : nil
     }
 
-    func put(_ service: StorageService, _ id: String, _ body: String, rev: String = "", deleted: Bool = false,
-             database: String = "db") async throws -> String {
-        let put = await service.handle(Request(id: 1, database: database, operation: .putDocument(
-            id: id, rev: rev, body: Array(body.utf8), deleted: deleted)))
-        guard case .success(.revision(_, let made, _)) = put.outcome else { throw SofaError(.unexpectedError, "put: \(put)") }
-        return made
-    }
 
     @Test func getsAreAnsweredAsStorageAnswersThem() async throws {
         try await withTemporaryDirectory { url in
@@ -141,4 +134,13 @@ import Testing
             #expect(try decoded(answer(reads, ForwardedRequest(get("a")))) == (await service.handle(get("a"))))
         }
     }
+}
+
+/// Writes a document through storage's service (as a client's put reaches it); its new revision.
+func put(_ service: StorageService, _ id: String, _ body: String, rev: String = "", deleted: Bool = false,
+         database: String = "db") async throws -> String {
+    let put = await service.handle(Request(id: 1, database: database, operation: .putDocument(
+        id: id, rev: rev, body: Array(body.utf8), deleted: deleted)))
+    guard case .success(.revision(_, let made, _)) = put.outcome else { throw SofaError(.unexpectedError, "put: \(put)") }
+    return made
 }
