@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
     ],
     targets: [
         // System libraries
@@ -114,7 +115,8 @@ let package = Package(
                                                  .product(name: "HummingbirdTLS", package: "hummingbird"),
                                                  .product(name: "NIOSSL", package: "swift-nio-ssl"),
                                                  .product(name: "NIOPosix", package: "swift-nio"),
-                                                 .product(name: "NIOCore", package: "swift-nio")],
+                                                 .product(name: "NIOCore", package: "swift-nio"),
+                                                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras")],
                 path: "Services/HTTP/Lib", swiftSettings: settings),
         // The CLI stands on the SDK, the cluster library and SofaQL (N1QL → JSON) alone
         .target(name: "SofaCLI", dependencies: ["SofaClient", "SofaCluster", "SofaQL", argumentParser],

@@ -88,10 +88,48 @@ extension CouchAPI {
         // `latest`: the newest leaf descending from the revision asked for.
         if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
         let document = try await read(call, database, id: id, rev: rev, history: revs || revsInfo)
-        let etag = "\"\(document.rev)\""
+        let etag = Self.etag(document.rev)
         if call.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
         let bytes = try await documentBytes(document, call, database)
         return Self.json(bytes: bytes, headers: [.eTag: etag])
+    }
+
+    static func etag(_ rev: String) -> String { "\"\(rev)\"" }
+
+    /// Whether `DirectGets` may hold `head` to answer it itself: a `GET /db/id` of a document
+    /// (neither name starting with `_`, nothing percent-encoded) with no query, no conditions, no
+    /// CORS origin and no `Connection` header, from a user this process already knows (a checked
+    /// `Authorization` header) or from nobody (neither credentials nor a cookie). Exactly what
+    /// `getDocument` answers with no query parameters; anything else takes the whole route.
+    func mayAnswerDirectly(_ head: HTTPRequest) -> Bool {
+        guard reads != nil, head.method == .get, let path = head.path, Self.plainDocumentPath(path) != nil else { return false }
+        let fields = head.headerFields
+        guard fields[.origin] == nil, fields[.ifNoneMatch] == nil, fields[.connection] == nil, fields[.contentLength] == nil,
+              fields[.transferEncoding] == nil else { return false }
+        if let authorization = fields[.authorization] { return sessions.knownUser(authorization: authorization) != nil }
+        return fields[.cookie] == nil
+    }
+
+    /// The answer to a request `mayAnswerDirectly` took, when the file here answers it with the
+    /// document (nil: the whole route answers it instead, the document missing or refused included).
+    func directGet(_ head: HTTPRequest, clientAddress: String) -> JSONAnswer? {
+        guard let reads, let path = head.path, let (database, id) = Self.plainDocumentPath(path) else { return nil }
+        var user: String?
+        if let authorization = head.headerFields[.authorization] {
+            guard let known = sessions.knownUser(authorization: authorization) else { return nil }
+            user = known
+        }
+        guard let document = try? reads.get(database: database, id: id, rev: nil, history: false, user: user) else { return nil }
+        return Self.jsonAnswer(bytes: OutgoingDocument.bytes(document, extras: []), headers: [.eTag: Self.etag(document.rev)])
+    }
+
+    /// `/db/id` (a trailing `/` allowed, as the route splits paths) with neither starting with
+    /// `_`, and no query or percent-encoding.
+    static func plainDocumentPath(_ path: String) -> (database: String, id: String)? {
+        guard !path.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") }) else { return nil }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard segments.count == 2, segments[0].first != "_", segments[1].first != "_" else { return nil }
+        return (String(segments[0]), String(segments[1]))
     }
 
     /// A document (revision `rev`, nil: the current one) as the request's user may read it:

@@ -92,13 +92,24 @@ final class CouchAPI: Sendable {
     }
 
     static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        let answer = jsonAnswer(bytes: bytes, headers: headers)
+        HeapTrimmer.shared.note(bytes: answer.body.count)
+        return Response(status: status, headers: answer.headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    /// A JSON answer's headers and body (the JSON and a newline), before the server adds its own.
+    struct JSONAnswer {
+        var headers: HTTPFields
+        var body: [UInt8]
+    }
+
+    static func jsonAnswer(bytes: [UInt8], headers: HTTPFields = [:]) -> JSONAnswer {
         var fields = headers
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "must-revalidate"
         var body = bytes
         body.append(0x0A)
-        HeapTrimmer.shared.note(bytes: body.count)
-        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        return JSONAnswer(headers: fields, body: body)
     }
 
     static func error(_ error: CouchError) -> Response {

@@ -29,6 +29,8 @@ public enum HTTPService {
     /// The connections to the gateway requests are spread over (each is one client there, with its
     /// own share of requests in flight).
     static let gatewayConnections = 1
+    /// The `Server` header of every answer.
+    static let serverName = "Sofa/\(ServiceRuntime.version)"
 
     public static func start(settings: Settings, logger: Logger) async throws -> [any ProcessPart] {
         let (host, port) = try address(settings.string(.httpAddress, default: "127.0.0.1:5984"))
@@ -52,14 +54,14 @@ public enum HTTPService {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain,
                                                                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-            server = try .tls(.http1(configuration: .init(idleTimeout: .seconds(300))), tlsConfiguration: tls)
+            server = try .tls(SofaHTTPChannel.builder(configuration: .init(idleTimeout: .seconds(300)), api: api), tlsConfiguration: tls)
         } else {
-            server = .http1(configuration: .init(idleTimeout: .seconds(300)))
+            server = SofaHTTPChannel.builder(configuration: .init(idleTimeout: .seconds(300)), api: api)
         }
         let app = Application(
             responder: CallbackResponder { (request: Request, context: CouchContext) in await api.respond(request, context) },
             server: server,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "Sofa/\(ServiceRuntime.version)",
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName,
                                                     availableConnectionsDelegate: MaximumAvailableConnections(
                                                         settings.int(.maxConnections, default: ClientConnections.defaultLimit))),
             onServerRunning: { channel in

@@ -62,7 +62,7 @@ final class HTTPSessions: Sendable {
     /// The request's user: nil when it carries no credentials (or a cookie no longer valid);
     /// basic credentials that are wrong are `401`.
     func user(of call: CouchCall) async throws(CouchError) -> HTTPUser? {
-        if let authorization = call.header(.authorization), let name = state.withLock({ $0.headers[authorization] }) {
+        if let authorization = call.header(.authorization), let name = knownUser(authorization: authorization) {
             return HTTPUser(name: name, method: "default")
         }
         if let authorization = call.header(.authorization), authorization.lowercased().hasPrefix("basic ") {
@@ -82,6 +82,11 @@ final class HTTPSessions: Sendable {
             return await validate(cookie)
         }
         return nil
+    }
+
+    /// Whose an `Authorization` header already checked is (nil: not one checked, or forgotten since).
+    func knownUser(authorization: String) -> String? {
+        state.withLock { $0.headers[authorization] }
     }
 
     /// Checks a name and password (the gateway's answer, or a match remembered from it). After
