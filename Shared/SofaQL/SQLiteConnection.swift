@@ -50,9 +50,16 @@ public final class SQLiteConnection {
     /// What `schema()` read last, by schema version (see `SQLiteConnection+Schema`).
     var schemaCache: QuerySchemaCache?
 
+    /// SQLite set up once per process before its first connection: without memory statistics,
+    /// which no part of Sofa reads and which make every allocation of every connection take one
+    /// process-wide mutex (measured: two threads reading two connections at once waited on it,
+    /// about one futex wake-up per document read).
+    private static let configured: Void = { _ = sofa_sqlite_memory_statistics_off() }()
+
     /// Opens `path` on `queue` (the calling queue).
     public init(path: String, queue: DispatchQueue, options: Options) throws(SofaError) {
         dispatchPrecondition(condition: .onQueue(queue))
+        Self.configured
         var handle: OpaquePointer?
         let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)

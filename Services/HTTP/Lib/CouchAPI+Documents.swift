@@ -110,17 +110,33 @@ extension CouchAPI {
         return fields[.cookie] == nil
     }
 
-    /// The answer to a request `mayAnswerDirectly` took, when the file here answers it with the
-    /// document (nil: the whole route answers it instead, the document missing or refused included).
-    func directGet(_ head: HTTPRequest, clientAddress: String) -> JSONAnswer? {
-        guard let reads, let path = head.path, let (database, id) = Self.plainDocumentPath(path) else { return nil }
-        var user: String?
-        if let authorization = head.headerFields[.authorization] {
-            guard let known = sessions.knownUser(authorization: authorization) else { return nil }
-            user = known
+    /// The answers to requests `mayAnswerDirectly` took, each database's documents read in one
+    /// read transaction: an answer when the file here has the document and the user may read it,
+    /// nil when the whole route answers instead (the document missing or refused included).
+    func directGets(_ heads: [HTTPRequest]) -> [JSONAnswer?] {
+        var answers = [JSONAnswer?](repeating: nil, count: heads.count)
+        guard let reads else { return answers }
+        var databases: [String: [(index: Int, wanted: HTTPReads.Wanted)]] = [:]
+        var order: [String] = []
+        for (index, head) in heads.enumerated() {
+            guard let path = head.path, let (database, id) = Self.plainDocumentPath(path) else { continue }
+            var user: String?
+            if let authorization = head.headerFields[.authorization] {
+                guard let known = sessions.knownUser(authorization: authorization) else { continue }
+                user = known
+            }
+            if databases[database] == nil { order.append(database) }
+            databases[database, default: []].append((index, HTTPReads.Wanted(id: id, user: user)))
         }
-        guard let document = try? reads.get(database: database, id: id, rev: nil, history: false, user: user) else { return nil }
-        return Self.jsonAnswer(bytes: OutgoingDocument.bytes(document, extras: []), headers: [.eTag: Self.etag(document.rev)])
+        for database in order {
+            let items = databases[database]!
+            for (item, read) in zip(items, reads.get(database: database, items.map(\.wanted))) {
+                guard case .success(let document)? = read else { continue }
+                answers[item.index] = Self.jsonAnswer(bytes: OutgoingDocument.bytes(document, extras: []),
+                                                      headers: [.eTag: Self.etag(document.rev)])
+            }
+        }
+        return answers
     }
 
     /// `/db/id` (a trailing `/` allowed, as the route splits paths) with neither starting with

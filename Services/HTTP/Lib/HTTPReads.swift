@@ -26,34 +26,54 @@ final class HTTPReads: Sendable {
         self.admins = admins
     }
 
+    /// A document asked for: revision `rev` (nil: the current one), with its history when
+    /// `history`, as `user` (nil: nobody signed in) may read it.
+    struct Wanted {
+        var id: String
+        var rev: String? = nil
+        var history = false
+        var user: String?
+    }
+
     /// The document `id` of `database` (revision `rev`, nil: the current one), with its history
     /// when `history`, as `user` (nil: nobody signed in) may read it; nil when the gateway should
     /// answer. Not found is thrown as the gateway would answer it.
     func get(database: String, id: String, rev: String?, history: Bool, user: String?) throws(SofaError) -> StoredDocument? {
-        guard !database.hasPrefix("_"), DocumentFiles.Get.isReadable(id: id, collection: "") else { return nil }
-        var version: DocumentVersion?
-        if let rev {
-            guard let parsed = try? DocumentVersion.parse(ascii: rev) else { return nil }
-            version = parsed
+        try get(database: database, [Wanted(id: id, rev: rev, history: history, user: user)])[0]?.get()
+    }
+
+    /// The documents `wanted` of `database`, read in one read transaction with its security
+    /// object: each a document, an error as the gateway would answer it (not found), or nil when
+    /// the gateway should answer.
+    func get(database: String, _ wanted: [Wanted]) -> [Result<StoredDocument, SofaError>?] {
+        var answers = [Result<StoredDocument, SofaError>?](repeating: nil, count: wanted.count)
+        guard !database.hasPrefix("_") else { return answers }
+        let gets = wanted.map { item -> DocumentFiles.Get? in
+            guard DocumentFiles.Get.isReadable(id: item.id, collection: "") else { return nil }
+            var version: DocumentVersion?
+            if let rev = item.rev {
+                guard let parsed = try? DocumentVersion.parse(ascii: rev) else { return nil }
+                version = parsed
+            }
+            return DocumentFiles.Get(document: item.id, rev: version, history: item.history)
         }
-        let get = DocumentFiles.Get(document: id, rev: version, history: history)
-        let principal = user.map { Principal(name: $0, roles: admins.contains($0) ? [Principal.adminRole] : []) }
-        let answer = files.read(database, together: true) { reader -> Result<DocumentRecord, SofaError>? in
-            guard let stored = reader.info(SecurityObject.storeKey) else { return nil }
+        guard gets.contains(where: { $0 != nil }) else { return answers }
+        _ = files.read(database, together: true) { reader in
+            guard let stored = reader.info(SecurityObject.storeKey) else { return }
             let security: SecurityObject
             if stored.isEmpty {
                 security = .adminOnly
             } else {
-                guard let json = JSON.tryParse(stored), let parsed = try? SecurityObject(json: json) else { return nil }
+                guard let json = JSON.tryParse(stored), let parsed = try? SecurityObject(json: json) else { return }
                 security = parsed
             }
-            guard security.access(of: principal) >= .member else { return nil }
-            return reader.get(get)
+            for (index, get) in gets.enumerated() {
+                guard let get else { continue }
+                let principal = wanted[index].user.map { Principal(name: $0, roles: admins.contains($0) ? [Principal.adminRole] : []) }
+                guard security.access(of: principal) >= .member else { continue }
+                answers[index] = reader.get(get).map { $0.map(\.stored) }
+            }
         }
-        switch answer {
-        case .success(let record)??: return record.stored
-        case .failure(let error)??: throw error
-        default: return nil
-        }
+        return answers
     }
 }
