@@ -25,6 +25,7 @@ packages=(
     jq
     tcpdump
     curl
+    wrk
 )
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
