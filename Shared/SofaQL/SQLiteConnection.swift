@@ -46,7 +46,10 @@ public final class SQLiteConnection {
     public let queue: DispatchQueue
     private let statementCacheLimit: Int?
     private var statements: [String: SQLiteStatement] = [:]
-    private var keyedStatements: [AnyHashable: SQLiteStatement] = [:]
+    /// The statements of `run(_ key:…)`, one cache per key type (a `KeyedStatements<Key>`):
+    /// measured, making an `AnyHashable` of each key (a dynamic cast, a box) was a tenth of
+    /// sofa-http's document read.
+    private var keyedStatements: [ObjectIdentifier: AnyObject] = [:]
     /// What `schema()` read last, by schema version (see `SQLiteConnection+Schema`).
     var schemaCache: QuerySchemaCache?
 
@@ -106,17 +109,28 @@ public final class SQLiteConnection {
 
     /// As `run(_:_:row:)` for a statement of a hot path: cached under `key`, so its text is only
     /// built (by `sql`) the first time.
-    public func run(_ key: some Hashable & Sendable, _ sql: () -> String, _ bindings: [SQLiteValue],
-                    row: ((SQLiteRow) throws(SofaError) -> Void)? = nil) throws(SofaError) {
+    public func run<Key: Hashable & Sendable>(_ key: Key, _ sql: () -> String, _ bindings: [SQLiteValue],
+                                              row: ((SQLiteRow) throws(SofaError) -> Void)? = nil) throws(SofaError) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let key = AnyHashable(key)
-        if let cached = keyedStatements[key] {
+        let cache: KeyedStatements<Key>
+        if let existing = keyedStatements[ObjectIdentifier(Key.self)] {
+            cache = unsafeDowncast(existing, to: KeyedStatements<Key>.self)  // stored under its key type only
+        } else {
+            cache = KeyedStatements<Key>()
+            keyedStatements[ObjectIdentifier(Key.self)] = cache
+        }
+        if let cached = cache.statements[key] {
             try cached.run(bindings, row: row)
             return
         }
         let statement = try SQLiteStatement(self, sql())
-        keyedStatements[key] = statement
+        cache.statements[key] = statement
         try statement.run(bindings, row: row)
+    }
+
+    /// The keyed statements of one key type.
+    private final class KeyedStatements<Key: Hashable> {
+        var statements: [Key: SQLiteStatement] = [:]
     }
 
     /// The prepared statement for `sql`, from the cache or prepared now.
