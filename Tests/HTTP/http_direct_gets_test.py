@@ -136,6 +136,17 @@ class DirectGetsTest(unittest.TestCase):
         for index in (1, 3, 5):
             self.assertIn(b'"_id":"doc"', answers[index][2])
 
+    def test_a_get_with_a_declared_body_is_answered_the_same(self):
+        authorization = basic(*self.admin)
+        self.session.get(self.db)
+        path = "/%s/doc" % self.name
+        empty = ("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 0\r\n\r\n" % (path, authorization)).encode()
+        with_body = ("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 2\r\n\r\n{}" % (path, authorization)).encode()
+        answers = self.raw(empty + with_body + self.get(path, authorization), 3)
+        self.assertEqual([status for status, _, _ in answers], [200, 200, 200])
+        self.assertEqual(answers[0][2], answers[1][2])
+        self.assertEqual(answers[0][2], answers[2][2])
+
     def test_credentials_are_checked_before_and_after_they_are_known(self):
         self.session.put(self.url + "/_users")
         name, password = "reader" + uuid.uuid4().hex[:8], "secret-1"
