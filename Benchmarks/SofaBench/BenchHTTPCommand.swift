@@ -16,6 +16,7 @@ extension Bench {
                 Starts a temporary cluster with the HTTP API. Imports --docs documents of 300 bytes in batches of \
                 --batch, --in-flight batches at a time, through the SDK (ZeroMQ) and through POST /db/_bulk_docs; \
                 gets one 300-byte document --gets times from --connections HTTP connections (p50, p99, requests/s) \
+                and 2,000 times from one connection, one at a time (p50, p99), \
                 beside the SDK's gets with 64 in flight; moves a --blob-mib MiB attachment up and down over HTTP \
                 beside the SDK's blob upload and download; then streams a --stream-mib MiB attachment up and down \
                 and reports sofa-http's peak resident memory (VmHWM). The HTTP client is the bench's own \
@@ -117,6 +118,18 @@ extension Bench {
                 return times
             }.flatMap { $0 }
             let httpGets = Double(getCount) / seconds(since: started)
+            // One connection, one GET at a time: the latency of a GET with no queue in front of it.
+            let alone = try await onThreads(1) { _ -> [UInt64] in
+                let http = try HTTPBenchClient(port: port, user: user, password: password)
+                return try (0..<2000).map { _ in
+                    let begin = DispatchTime.now().uptimeNanoseconds
+                    let answer = try http.call("GET", "/bench-http/doc-0000001")
+                    guard answer.status == 200 else { throw SofaError(.unexpectedError, "GET answered \(answer.status)") }
+                    return DispatchTime.now().uptimeNanoseconds - begin
+                }
+            }[0]
+            figures += [("http_get_p50_us_1_connection", .double(percentile(alone, 0.5))),
+                        ("http_get_p99_us_1_connection", .double(percentile(alone, 0.99)))]
             figures += [("zmq_gets_per_s_64_in_flight", .int(Int64(zmqGets))), ("http_gets_per_s", .int(Int64(httpGets))),
                         ("http_get_connections", .int(Int64(connections))),
                         ("http_get_p50_us", .double(percentile(latencies, 0.5))), ("http_get_p99_us", .double(percentile(latencies, 0.99))),
