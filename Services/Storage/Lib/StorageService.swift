@@ -77,12 +77,20 @@ public final class StorageService: Sendable {
         { database in ask(blob, Request(database: database, operation: .dropBlobs)) }
     }
 
-    /// Sends `request` to sofa-blob and waits for its answer on this (non-pool) thread.
+    /// Sends `request` to sofa-blob and waits for its answer on this (non-pool) thread. While
+    /// sofa-blob is not reachable (restarting: the request was not sent at all), it waits for the
+    /// connection and asks again, within the same deadline.
     private static func ask(_ blob: BusClient, _ request: Request) -> Result<Void, SofaError> {
         let outcome = Mutex<Result<Void, SofaError>>(.failure(SofaError(.unexpectedError, "no answer")))
         let answered = DispatchSemaphore(value: 0)
         Task {
-            let response = await blob.send(request, timeout: Self.blobDeletionTimeout)
+            let deadline = ContinuousClock.now + Self.blobDeletionTimeout
+            var response = await blob.send(request, timeout: Self.blobDeletionTimeout)
+            while case .failure(let error) = response.outcome, error.is(.unavailable), ContinuousClock.now < deadline,
+                  await blob.waitUntilConnected(timeout: deadline - ContinuousClock.now) {
+                try? await Task.sleep(for: .milliseconds(10))  // the socket may still be attaching its new pipe
+                response = await blob.send(request, timeout: deadline - ContinuousClock.now)
+            }
             outcome.withLock { $0 = response.outcome.map { _ in () } }
             answered.signal()
         }
