@@ -2,18 +2,28 @@
 request router: the answers are the router's answers, byte for byte and header for header (but
 the date), they keep the order of pipelined requests, and credentials are checked as everywhere.
 
-Run by the Swift integration test HTTPAPITests with SOFA_HTTP_URL, SOFA_ADMIN_NAME and
-SOFA_ADMIN_PASSWORD.
+Run by the Swift integration test HTTPAPITests with SOFA_HTTP_URL, SOFA_ADMIN_NAME,
+SOFA_ADMIN_PASSWORD and SOFA_HTTP_PID (the sofa-http process, whose memory is watched).
 """
 import base64
 import json
 import os
 import socket
+import threading
+import time
 import unittest
 import uuid
 from urllib.parse import urlparse
 
 import requests
+
+
+def rss_kib(pid):
+    with open("/proc/%s/status" % pid) as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %s" % pid)
 
 
 def basic(name, password):
@@ -146,6 +156,43 @@ class DirectGetsTest(unittest.TestCase):
         self.assertEqual([status for status, _, _ in answers], [200, 200, 200])
         self.assertEqual(answers[0][2], answers[1][2])
         self.assertEqual(answers[0][2], answers[2][2])
+
+    def test_a_client_that_does_not_read_its_answers_holds_bounded_memory(self):
+        pid = os.environ["SOFA_HTTP_PID"]
+        authorization = basic(*self.admin)
+        self.session.get(self.db)
+        count = 100000
+        request = self.get("/%s/doc" % self.name, authorization)
+        payload = request * count  # about 12 MB of requests, 50 MB of answers
+        before = rss_kib(pid)
+        sent = [0]
+        with socket.create_connection(self.address, timeout=60) as connection:
+            def send():
+                view = memoryview(payload)
+                while sent[0] < len(view):
+                    sent[0] += connection.send(view[sent[0]:sent[0] + 65536])
+            sender = threading.Thread(target=send, daemon=True)
+            sender.start()
+            # The server stops reading once its answers are not taken: the sender stalls.
+            deadline, last, still = time.monotonic() + 30, -1, 0
+            while time.monotonic() < deadline and sent[0] < len(payload):
+                if sent[0] == last:
+                    still += 1
+                    if still >= 10:
+                        break
+                else:
+                    last, still = sent[0], 0
+                time.sleep(0.1)  # sampling the stall, not waiting for an event
+            self.assertLess(sent[0], len(payload), "the server read every request without its answers being taken")
+            grown = rss_kib(pid) - before
+            self.assertLess(grown, 32 * 1024, "sofa-http grew by %d KiB holding answers nobody reads" % grown)
+            # Reading them all: every one answered, in full.
+            answers = Answers(connection)
+            for _ in range(count):
+                status, _, body = answers.next()
+                self.assertEqual(status, 200)
+            sender.join(30)
+            self.assertEqual(sent[0], len(payload))
 
     def test_credentials_are_checked_before_and_after_they_are_known(self):
         self.session.put(self.url + "/_users")

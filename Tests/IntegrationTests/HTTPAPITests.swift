@@ -33,9 +33,9 @@ struct HTTPAPITests {
     @Test("bad input gets CouchDB's errors or a closed connection; slow clients and an unread feed stall nothing, memory stays bounded; plain gets answered without the router are its answers, in order")
     func badInput() async throws {
         try await Cluster.with(http: true) { cluster in
-            // First: the bad input's failed sign-ins delay later ones from the same address.
-            try await Self.python("http_direct_gets_test.py", cluster, [:])
             let pid = try #require(cluster.supervisor.pid(of: "http"))
+            // First: the bad input's failed sign-ins delay later ones from the same address.
+            try await Self.python("http_direct_gets_test.py", cluster, ["SOFA_HTTP_PID": "\(pid)"])
             try await Self.python("http_bad_input_test.py", cluster, ["SOFA_HTTP_PID": "\(pid)"])
         }
     }

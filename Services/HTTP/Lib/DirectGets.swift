@@ -44,8 +44,8 @@ struct SofaHTTPChannel: ServerChildChannel {
 /// (`CouchAPI.mayAnswerDirectly` says which requests those are, and `directGets` builds the
 /// answers with the same code); every other request, and any it cannot answer, is passed on
 /// unchanged. While a request passed on is still being answered, the following ones are passed on
-/// too, and while one waits in the loop's batch the following parts wait behind it, so answers
-/// keep the order of the requests.
+/// too; plain GETs pipelined behind one in the loop's batch join it, and anything else waits until
+/// the batch has answered; so answers keep the order of the requests.
 ///
 /// The requests an event loop reads in one turn are answered together after it (`DirectGetBatch`):
 /// each database's documents in one read transaction, and each connection's answers written at
@@ -69,6 +69,8 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
     private var pending = 0
     /// Parts read while requests wait in the batch, taken up once they are answered.
     private var waiting: [HTTPRequestPart] = []
+    /// A read of the socket was asked for and not passed on yet (see `read`).
+    private var readHeld = false
     /// The `Date` header, made again once a second.
     private var date = (second: 0, text: "")
 
@@ -79,22 +81,29 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        guard pending == 0 else {
+        // Behind a request that waits for the batch, everything waits.
+        guard waiting.isEmpty else {
             waiting.append(part)
             return
         }
         switch part {
         case .head(let head):
             if passedOn == 0, held == nil, api.mayAnswerDirectly(head) {
-                held = head
-                return
+                held = head  // joins the batch behind this connection's earlier ones, if any
+            } else if pending > 0 {
+                waiting.append(part)
+            } else {
+                passedOn += 1
+                context.fireChannelRead(data)
             }
-            passedOn += 1
-            context.fireChannelRead(data)
         case .body:
             // A GET with a body: not one of the plain ones.
             if let head = held {
                 held = nil
+                if pending > 0 {
+                    waiting.append(contentsOf: [.head(head), part])
+                    return
+                }
                 passedOn += 1
                 context.fireChannelRead(wrapInboundOut(.head(head)))
             }
@@ -113,6 +122,34 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data), passedOn > 0 { passedOn -= 1 }
         context.write(data, promise: promise)
+    }
+
+    /// Reading from the socket waits while the answers written here are not taken by the client
+    /// (the channel is not writable, and no request passed on is being answered: Hummingbird paces
+    /// its own) or parts wait behind the batch: a client that sends plain GETs and never reads the
+    /// answers holds a bounded amount of this process's memory.
+    func read(context: ChannelHandlerContext) {
+        if mayRead(context) {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    private func mayRead(_ context: ChannelHandlerContext) -> Bool {
+        waiting.isEmpty && (passedOn > 0 || context.channel.isWritable)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        resumeReading(context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func resumeReading(_ context: ChannelHandlerContext) {
+        if readHeld, mayRead(context) {
+            readHeld = false
+            context.read()
+        }
     }
 
     /// A request the batch has read for: its answer written (true), or passed on when there is
@@ -136,6 +173,7 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
             for part in parts { channelRead(context: context, data: wrapInboundOut(part)) }
             context.fireChannelReadComplete()
         }
+        resumeReading(context)
         return wrote
     }
 
