@@ -134,6 +134,22 @@ public final class DocumentFiles: Sendable {
         }
     }
 
+    /// The positions of `databases`' items grouped by database, databases in the order they first
+    /// appear: reads that arrived together, each database's to be read in one `read`.
+    public static func byDatabase(_ databases: [String]) -> [(database: String, indices: [Int])] {
+        var groups: [(database: String, indices: [Int])] = []
+        var position: [String: Int] = [:]
+        for (index, database) in databases.enumerated() {
+            if let at = position[database] {
+                groups[at].indices.append(index)
+            } else {
+                position[database] = groups.count
+                groups.append((database, [index]))
+            }
+        }
+        return groups
+    }
+
     /// Closes the file of `database` if it is open (it was deleted).
     public func forget(_ database: String) {
         for lane in lanes { lane.files.async { files in files.reads.forget(database) } }

@@ -14,13 +14,7 @@ from urllib.parse import urlparse
 
 import requests
 
-
-def rss_kib(pid):
-    with open("/proc/%s/status" % pid) as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for pid %s" % pid)
+from http_support import rss_kib
 
 
 class HTTPBadInputTest(unittest.TestCase):

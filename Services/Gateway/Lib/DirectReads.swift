@@ -114,14 +114,7 @@ final class DirectReads: Sendable {
     /// read transaction.
     private func answer(_ reads: [Read]) -> [EncodedMessage?] {
         var answers = [EncodedMessage?](repeating: nil, count: reads.count)
-        var databases: [String: [Int]] = [:]
-        var order: [String] = []
-        for (index, read) in reads.enumerated() {
-            if databases[read.database] == nil { order.append(read.database) }
-            databases[read.database, default: []].append(index)
-        }
-        for database in order {
-            let indices = databases[database]!
+        for (database, indices) in DocumentFiles.byDatabase(reads.map(\.database)) {
             _ = files.read(database, together: indices.count > 1) { reader in
                 for index in indices {
                     switch reader.get(reads[index].get) {

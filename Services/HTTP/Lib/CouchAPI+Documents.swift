@@ -5,6 +5,7 @@ internal import SofaClient
 internal import SofaCore
 internal import SofaFiles
 internal import SofaWire
+internal import SofaRows
 internal import Foundation
 
 // `/db/id` (also `_design/…` and `_local/…`): read, write, delete, copy; and `/db/id/attachment`.
@@ -96,44 +97,46 @@ extension CouchAPI {
 
     static func etag(_ rev: String) -> String { "\"\(rev)\"" }
 
-    /// Whether `DirectGets` may hold `head` to answer it itself: a `GET /db/id` of a document
-    /// (neither name starting with `_`, nothing percent-encoded) with no query, no conditions, no
-    /// CORS origin and no `Connection` header, from a user this process already knows (a checked
-    /// `Authorization` header) or from nobody (neither credentials nor a cookie). Exactly what
-    /// `getDocument` answers with no query parameters; anything else takes the whole route.
-    func mayAnswerDirectly(_ head: HTTPRequest) -> Bool {
-        guard reads != nil, head.method == .get, let path = head.path, Self.plainDocumentPath(path) != nil else { return false }
-        let fields = head.headerFields
-        // A body (which a GET may carry) arrives as a part of its own, and passes the request on.
-        guard fields[.origin] == nil, fields[.ifNoneMatch] == nil, fields[.connection] == nil else { return false }
-        if let authorization = fields[.authorization] { return sessions.knownUser(authorization: authorization) != nil }
-        return fields[.cookie] == nil
+    /// A plain GET `DirectGets` holds to answer itself: which document, for whom.
+    struct DirectGet {
+        var database: String
+        var wanted: HTTPReads.Wanted
     }
 
-    /// The answers to requests `mayAnswerDirectly` took, each database's documents read in one
-    /// read transaction: an answer when the file here has the document and the user may read it,
-    /// nil when the whole route answers instead (the document missing or refused included).
-    func directGets(_ heads: [HTTPRequest]) -> [JSONAnswer?] {
-        var answers = [JSONAnswer?](repeating: nil, count: heads.count)
-        guard let reads else { return answers }
-        var databases: [String: [(index: Int, wanted: HTTPReads.Wanted)]] = [:]
-        var order: [String] = []
-        for (index, head) in heads.enumerated() {
-            guard let path = head.path, let (database, id) = Self.plainDocumentPath(path) else { continue }
-            var user: String?
-            if let authorization = head.headerFields[.authorization] {
-                guard let known = sessions.knownUser(authorization: authorization) else { continue }
-                user = known
-            }
-            if databases[database] == nil { order.append(database) }
-            databases[database, default: []].append((index, HTTPReads.Wanted(id: id, user: user)))
+    /// The plain GET `head` is, when `DirectGets` may answer it itself (nil: the whole route
+    /// answers it): a `GET /db/id` of a document (neither name starting with `_`, nothing
+    /// percent-encoded) with no query, no conditions, no CORS origin and no `Connection` header,
+    /// from a user this process already knows (a checked `Authorization` header) or from nobody
+    /// (neither credentials nor a cookie). Exactly what `getDocument` answers with no query
+    /// parameters.
+    func directGet(_ head: HTTPRequest) -> DirectGet? {
+        guard reads != nil, head.method == .get, let path = head.path, let (database, id) = Self.plainDocumentPath(path) else {
+            return nil
         }
-        for database in order {
-            let items = databases[database]!
-            for (item, read) in zip(items, reads.get(database: database, items.map(\.wanted))) {
+        let fields = head.headerFields
+        // A body (which a GET may carry) arrives as a part of its own, and passes the request on.
+        guard fields[.origin] == nil, fields[.ifNoneMatch] == nil, fields[.connection] == nil else { return nil }
+        var user: String?
+        if let authorization = fields[.authorization] {
+            guard let known = sessions.knownUser(authorization: authorization) else { return nil }
+            user = known
+        } else if fields[.cookie] != nil {
+            return nil
+        }
+        return DirectGet(database: database, wanted: HTTPReads.Wanted(id: id, user: user))
+    }
+
+    /// The answers to `gets`, each database's documents read in one read transaction: an answer
+    /// when the file here has the document and the user may read it, nil when the whole route
+    /// answers instead (the document missing or refused included).
+    func directGets(_ gets: [DirectGet]) -> [JSONAnswer?] {
+        var answers = [JSONAnswer?](repeating: nil, count: gets.count)
+        guard let reads else { return answers }
+        for (database, indices) in DocumentFiles.byDatabase(gets.map(\.database)) {
+            for (index, read) in zip(indices, reads.get(database: database, indices.map { gets[$0].wanted })) {
                 guard case .success(let document)? = read else { continue }
-                answers[item.index] = Self.jsonAnswer(bytes: OutgoingDocument.bytes(document, extras: []),
-                                                      headers: [.eTag: Self.etag(document.rev)])
+                answers[index] = Self.jsonAnswer(bytes: OutgoingDocument.bytes(document, extras: []),
+                                                 headers: [.eTag: Self.etag(document.rev)])
             }
         }
         return answers

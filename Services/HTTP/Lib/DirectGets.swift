@@ -41,7 +41,7 @@ struct SofaHTTPChannel: ServerChildChannel {
 
 /// Answers a plain `GET /db/id` on the event loop that read it, without Hummingbird's
 /// per-request task. What it answers is what `CouchAPI` answers for the same request
-/// (`CouchAPI.mayAnswerDirectly` says which requests those are, and `directGets` builds the
+/// (`CouchAPI.directGet` says which requests those are, and `directGets` builds the
 /// answers with the same code); every other request, and any it cannot answer, is passed on
 /// unchanged. While a request passed on is still being answered, the following ones are passed on
 /// too; plain GETs pipelined behind one in the loop's batch join it, and anything else waits until
@@ -63,8 +63,8 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
     private let batch: DirectGetBatch
     /// Requests passed on whose answers have not ended yet.
     private var passedOn = 0
-    /// A request this handler may answer, held until its end arrives.
-    private var held: HTTPRequest?
+    /// A request this handler may answer, held until its end arrives: its head, and what it asks.
+    private var held: (head: HTTPRequest, get: CouchAPI.DirectGet)?
     /// Requests of this connection waiting in the loop's batch.
     private var pending = 0
     /// Parts read while requests wait in the batch, taken up once they are answered.
@@ -88,8 +88,8 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch part {
         case .head(let head):
-            if passedOn == 0, held == nil, api.mayAnswerDirectly(head) {
-                held = head  // joins the batch behind this connection's earlier ones, if any
+            if passedOn == 0, held == nil, let get = api.directGet(head) {
+                held = (head, get)  // joins the batch behind this connection's earlier ones, if any
             } else if pending > 0 {
                 waiting.append(part)
             } else {
@@ -98,7 +98,7 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
             }
         case .body:
             // A GET with a body: not one of the plain ones.
-            if let head = held {
+            if let head = held?.head {
                 held = nil
                 if pending > 0 {
                     waiting.append(contentsOf: [.head(head), part])
@@ -109,13 +109,13 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
             }
             context.fireChannelRead(data)
         case .end(let trailers):
-            guard let head = held else {
+            guard let (head, get) = held else {
                 context.fireChannelRead(data)
                 return
             }
             held = nil
             pending += 1
-            batch.add(DirectGetBatch.Item(handler: self, context: context, head: head, trailers: trailers))
+            batch.add(DirectGetBatch.Item(handler: self, context: context, head: head, get: get, trailers: trailers))
         }
     }
 
@@ -204,12 +204,13 @@ final class DirectGets: ChannelDuplexHandler, RemovableChannelHandler {
 }
 
 /// The direct gets one event loop read in its current turn, answered together once the turn's
-/// reads are done. Used on its event loop only (every call checks).
-final class DirectGetBatch: @unchecked Sendable {
+/// reads are done. Used on its event loop only (`DirectGetBatches` hands it out loop-bound).
+final class DirectGetBatch {
     struct Item {
         let handler: DirectGets
         let context: ChannelHandlerContext
         let head: HTTPRequest
+        let get: CouchAPI.DirectGet
         let trailers: HTTPFields?
     }
 
@@ -225,14 +226,17 @@ final class DirectGetBatch: @unchecked Sendable {
     func add(_ item: Item) {
         eventLoop.preconditionInEventLoop()
         items.append(item)
-        if items.count == 1 { eventLoop.execute { self.run() } }
+        if items.count == 1 {
+            let batch = NIOLoopBound(self, eventLoop: eventLoop)
+            eventLoop.execute { batch.value.run() }
+        }
     }
 
     private func run() {
         eventLoop.preconditionInEventLoop()
         let taken = items
         items.removeAll(keepingCapacity: true)
-        let answers = api.directGets(taken.map(\.head))
+        let answers = api.directGets(taken.map(\.get))
         var written: [ObjectIdentifier: ChannelHandlerContext] = [:]
         for (item, answer) in zip(taken, answers) where item.handler.finish(item, answer: answer) {
             written[ObjectIdentifier(item.context)] = item.context
@@ -241,18 +245,19 @@ final class DirectGetBatch: @unchecked Sendable {
     }
 }
 
-/// Each event loop's `DirectGetBatch`.
+/// Each event loop's `DirectGetBatch`, kept bound to its loop (reached only from there).
 final class DirectGetBatches: Sendable {
     private let api: CouchAPI
-    private let batches = Mutex<[ObjectIdentifier: DirectGetBatch]>([:])
+    private let batches = Mutex<[ObjectIdentifier: NIOLoopBound<DirectGetBatch>]>([:])
 
     init(api: CouchAPI) { self.api = api }
 
+    /// The batch of `eventLoop`; called on that loop (a connection's setup).
     func batch(for eventLoop: any EventLoop) -> DirectGetBatch {
         batches.withLock { batches in
-            if let batch = batches[ObjectIdentifier(eventLoop)] { return batch }
+            if let batch = batches[ObjectIdentifier(eventLoop)] { return batch.value }
             let batch = DirectGetBatch(eventLoop: eventLoop, api: api)
-            batches[ObjectIdentifier(eventLoop)] = batch
+            batches[ObjectIdentifier(eventLoop)] = NIOLoopBound(batch, eventLoop: eventLoop)
             return batch
         }
     }
