@@ -32,6 +32,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", exact: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
@@ -81,7 +82,8 @@ let package = Package(
                 path: "Shared/SofaBus", swiftSettings: settings),
         // The service runtime: servers, broker and workers, pub/sub, reply budgets, settings,
         // lifecycle, logging, allocator profiles (only the services link it)
-        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", "CSofaSpawn", log, lifecycle],
+        .target(name: "SofaServer", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaFiles", "CZeroMQ", "CPosix", "CSofaMalloc", "CSofaSpawn", log, lifecycle,
+                                                  .product(name: "DequeModule", package: "swift-collections")],
                 path: "Shared/SofaServer", swiftSettings: settings),
         .target(name: "SofaQL", dependencies: ["SofaCore", "CSQLite", "CSofaFTS", "CSofaCollation"], path: "Shared/SofaQL",
                 swiftSettings: settings),

@@ -215,6 +215,22 @@ final class BrokerDriver: SocketLoopDriver {
                 broker.complete(id, outcome)
             }
         }
+        // The snapshot (for status and tests) is made at most every `snapshotEveryMs`, and at once
+        // when a worker joined or left: making it on every turn (sorting the workers, five
+        // arrays) cost the gateway's thread more than the broker's own work on a lookup.
+        let changed = state.membership != publishedMembership
+        // (An idle broker still turns on its clock, so the last change shows within its poll period.)
+        if changed || now &- publishedAt >= Self.snapshotEveryMs { publish(now: now) }
+    }
+
+    /// How often, at most, the snapshot is made while the broker is busy.
+    static let snapshotEveryMs: UInt64 = 5
+    private var publishedAt: UInt64 = 0
+    private var publishedMembership = -1
+
+    private func publish(now: UInt64) {
+        publishedAt = now
+        publishedMembership = state.membership
         let workers = state.workers.values.sorted { $0.instance < $1.instance }
         broker.publish(Broker.Snapshot(workers: workers.map(\.instance), pids: workers.map(\.pid),
                                        busy: state.busyCount, busyPids: workers.filter { $0.job != nil }.map(\.pid),

@@ -131,7 +131,9 @@ public struct BrokerState: Sendable {
         self.clientShare = max(1, clientShare)
     }
 
-    public var busyCount: Int { workers.values.filter { !$0.jobs.isEmpty }.count }
+    public var busyCount: Int { workers.values.reduce(0) { $0 + ($1.jobs.isEmpty ? 0 : 1) } }
+    /// Counts the workers joining and leaving: what a snapshot of the state must show at once.
+    public private(set) var membership = 0
     public var queuedCount: Int { queues.count }
 
     /// How many jobs one client may have at workers now.
@@ -153,6 +155,7 @@ public struct BrokerState: Sendable {
     public mutating func received(_ frame: WorkerFrame, from identity: [UInt8], now: UInt64) -> [Action] {
         self.now = max(self.now, now)
         if frame.kind == .ready {
+            membership += 1
             var carried: [Job] = []
             if let old = workers[identity] {
                 // The same socket announced itself again: it lost what it was doing.
@@ -175,11 +178,12 @@ public struct BrokerState: Sendable {
             if worker.hasRoom { idle.append(identity) }
             return dispatch()
         }
-        guard var worker = workers[identity] else {
+        // Changed in place (through the dictionary's index): a worker copied out, changed and
+        // written back copies its list of jobs on the next change.
+        guard let slot = workers.index(forKey: identity) else {
             return frame.kind == .disconnect ? [] : [.send(identity: identity, frame: WorkerFrame(kind: .disconnect))]
         }
-        worker.lastSeen = now
-        workers[identity] = worker
+        workers.values[slot].lastSeen = now
         switch frame.kind {
         case .reply:
             // Only the reply's id is read: the response goes back to the client as the worker sent it.
@@ -190,13 +194,12 @@ public struct BrokerState: Sendable {
             // and it joined again): it is dropped, never taken for the job the worker has now.
             let index: Int?
             if let repliedID, repliedID != 0 {
-                index = worker.jobs.firstIndex { $0.id == repliedID }
+                index = workers.values[slot].jobs.firstIndex { $0.id == repliedID }
             } else {
-                index = worker.jobs.count == 1 ? 0 : nil
+                index = workers.values[slot].jobs.count == 1 ? 0 : nil
             }
             guard let index else { return [] }
-            let job = worker.jobs.remove(at: index)
-            workers[identity] = worker
+            let job = workers.values[slot].jobs.remove(at: index)
             if !idle.contains(identity) { idle.append(identity) }
             var actions: [Action] = []
             if !job.abandoned {
@@ -208,13 +211,14 @@ public struct BrokerState: Sendable {
                     decoded.id = job.id
                     outcome = .answered(decoded.encoded())
                 } else {
-                    outcome = .failed(SofaError(.malformedMessage, "worker \(worker.instance) sent a malformed reply"))
+                    outcome = .failed(SofaError(.malformedMessage, "worker \(workers.values[slot].instance) sent a malformed reply"))
                 }
                 actions.append(.complete(jobID: job.id, outcome: outcome))
             }
-            return actions + dispatch()
+            dispatch(into: &actions)
+            return actions
         case .disconnect:
-            return remove(identity, reason: "worker \(worker.instance) left", died: false)
+            return remove(identity, reason: "worker \(workers.values[slot].instance) left", died: false)
         case .heartbeat, .ready, .request, .cancel:
             return []
         }
@@ -226,11 +230,10 @@ public struct BrokerState: Sendable {
     public mutating func cancel(_ jobID: UInt64) -> [Action] {
         let cancelled = Action.complete(jobID: jobID, outcome: .failed(SofaError(.cancelled, "the request was cancelled")))
         if queues.remove(jobID) != nil { return [cancelled] }
-        for (identity, var worker) in workers {
-            guard let index = worker.jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
-            worker.jobs[index].abandoned = true
-            workers[identity] = worker
-            return [cancelled, .send(identity: identity, frame: WorkerFrame(kind: .cancel, requestID: jobID))]
+        for slot in workers.indices {
+            guard let index = workers.values[slot].jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
+            workers.values[slot].jobs[index].abandoned = true
+            return [cancelled, .send(identity: workers.keys[slot], frame: WorkerFrame(kind: .cancel, requestID: jobID))]
         }
         return []
     }
@@ -247,16 +250,14 @@ public struct BrokerState: Sendable {
         for job in queues.removeExpired(now: now) {
             actions.append(.complete(jobID: job.id, outcome: .failed(.timeout("no query worker finished the request before its deadline"))))
         }
-        for (identity, var worker) in workers {
-            var changed = false
-            for index in worker.jobs.indices where !worker.jobs[index].abandoned && worker.jobs[index].deadline <= now {
+        for slot in workers.indices {
+            for index in workers.values[slot].jobs.indices
+            where !workers.values[slot].jobs[index].abandoned && workers.values[slot].jobs[index].deadline <= now {
                 // The worker keeps working on it; its late reply is dropped and frees the slot.
-                worker.jobs[index].abandoned = true
-                changed = true
-                let id = worker.jobs[index].id
+                workers.values[slot].jobs[index].abandoned = true
+                let id = workers.values[slot].jobs[index].id
                 actions.append(.complete(jobID: id, outcome: .failed(.timeout("the query worker did not answer before the deadline"))))
             }
-            if changed { workers[identity] = worker }
         }
         if now &- lastHeartbeat >= heartbeatMs {
             lastHeartbeat = now
@@ -271,6 +272,7 @@ public struct BrokerState: Sendable {
     /// the others, which only waited there, are retried first.
     private mutating func remove(_ identity: [UInt8], reason: String, died: Bool) -> [Action] {
         guard let worker = workers.removeValue(forKey: identity) else { return [] }
+        membership += 1
         idle.removeAll { $0 == identity }
         var actions: [Action] = []
         var retried: [Job] = []
@@ -291,6 +293,12 @@ public struct BrokerState: Sendable {
     /// the next job is the next client's in turn that is within its share.
     private mutating func dispatch() -> [Action] {
         var actions: [Action] = []
+        dispatch(into: &actions)
+        return actions
+    }
+
+    private mutating func dispatch(into actions: inout [Action]) {
+        guard !queues.isEmpty else { return }
         let limit = clientLimit
         var atWorkers: [[UInt8]: Int] = [:]
         if limit != .max {
@@ -300,14 +308,17 @@ public struct BrokerState: Sendable {
         }
         while !queues.isEmpty {
             idle.removeAll { workers[$0]?.hasRoom != true }
+            if idle.isEmpty { break }
             // A worker with jobs takes one more only from the same client (a client waits behind
             // its own queries, never another's), and only while its oldest is young.
             let free = idle.indices.filter { workers[idle[$0]]?.jobs.isEmpty == true }
             var prefetching: [[UInt8]: [Int]] = [:]
-            for index in idle.indices {
-                guard let jobs = workers[idle[index]]?.jobs, let oldest = jobs.first, now &- oldest.sentAt < Self.prefetchMs,
-                      jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
-                prefetching[oldest.client, default: []].append(index)
+            if free.isEmpty {
+                for index in idle.indices {
+                    guard let jobs = workers[idle[index]]?.jobs, let oldest = jobs.first, now &- oldest.sentAt < Self.prefetchMs,
+                          jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
+                    prefetching[oldest.client, default: []].append(index)
+                }
             }
             guard var job = queues.next(where: { client in
                 (limit == .max || atWorkers[client, default: 0] < limit) && (!free.isEmpty || prefetching[client] != nil)
@@ -320,17 +331,15 @@ public struct BrokerState: Sendable {
             }
             atWorkers[job.client, default: 0] += 1
             let identity = idle.remove(at: pick)
-            guard var worker = workers[identity] else {
+            guard let slot = workers.index(forKey: identity) else {
                 queues.putBack([job])
                 continue
             }
             job.sentAt = now
-            worker.jobs.append(job)
-            workers[identity] = worker
-            if worker.hasRoom { idle.append(identity) }
-            actions.append(.send(identity: identity, frame: WorkerFrame(
-                kind: .request, payload: job.request.bytes(id: job.id, deadline: job.wireDeadline))))
+            let frame = WorkerFrame(kind: .request, payload: job.request.bytes(id: job.id, deadline: job.wireDeadline))
+            workers.values[slot].jobs.append(job)
+            if workers.values[slot].hasRoom { idle.append(identity) }
+            actions.append(.send(identity: identity, frame: frame))
         }
-        return actions
     }
 }
