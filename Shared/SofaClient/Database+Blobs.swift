@@ -50,26 +50,34 @@ extension Database {
         }
         let length: UInt64
         do {
-            length = try await withThrowingTaskGroup(of: UInt64.self) { group in
+            length = try await withThrowingTaskGroup(of: (index: Int, bytes: UInt64).self) { group in
                 var offset: UInt64 = 0
                 var stored: UInt64 = 0
-                var inFlight = 0
+                // Chunks are numbered as they are sent; `oldest` is the first not yet answered.
+                // A chunk goes only while it is fewer than `window` ahead of that one: sofa-blob
+                // answers a chunk that came ahead of its turn (the gateway and sofa-blob take
+                // each chunk in a task of its own, so they can arrive out of order) as soon as it
+                // holds it in memory, so counting answers alone let a chunk held up on its way
+                // bring ever more chunks to wait in sofa-blob's memory behind it.
+                var next = 0, oldest = 0
+                var answered = Set<Int>()
                 var pending: [UInt8] = []
                 pending.reserveCapacity(Self.blobChunkSize)
-                func flush(_ group: inout ThrowingTaskGroup<UInt64, any Error>) async throws {
-                    if inFlight == window, let sent = try await group.next() {
-                        stored += sent
+                func flush(_ group: inout ThrowingTaskGroup<(index: Int, bytes: UInt64), any Error>) async throws {
+                    while next - oldest >= window, let sent = try await group.next() {
+                        stored += sent.bytes
                         progress?(stored)
-                        inFlight -= 1
+                        answered.insert(sent.index)
+                        while answered.remove(oldest) != nil { oldest += 1 }
                     }
-                    let chunk = pending, at = offset
+                    let chunk = pending, at = offset, index = next
                     offset += UInt64(chunk.count)
+                    next += 1
                     pending.removeAll(keepingCapacity: true)
                     group.addTask {
                         try await self.sendChunk(writeID, at, chunk)
-                        return UInt64(chunk.count)
+                        return (index, UInt64(chunk.count))
                     }
-                    inFlight += 1
                 }
                 for try await piece in chunks {
                     if pending.isEmpty && piece.count == Self.blobChunkSize {
@@ -88,7 +96,7 @@ extension Database {
                 }
                 if !pending.isEmpty { try await flush(&group) }
                 for try await sent in group {
-                    stored += sent
+                    stored += sent.bytes
                     progress?(stored)
                 }
                 return offset
