@@ -15,7 +15,8 @@ extension Bench {
             discussion: """
                 Imports --docs documents of about 300 bytes into a temporary cluster, creates a value \
                 index on `n`, then measures: point lookups `SELECT name FROM _ WHERE n = $n` (random \
-                n, --in-flight outstanding) as queries/s; and an unindexed scan `SELECT COUNT(*) FROM _ \
+                n, --in-flight outstanding, then again with --saturating-in-flight outstanding, which \
+                keeps both cores busy) as queries/s; and an unindexed scan `SELECT COUNT(*) FROM _ \
                 WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \
                 worker, then with the cluster restarted on the same data with 2. The benchmark then \
                 compiles the same queries and runs them on a read-only connection to the database \
@@ -24,6 +25,9 @@ extension Bench {
         @Option(help: "Documents to import.") var docs: Int = 100_000
         @Option(help: "Point-lookup queries per measurement.") var lookups: Int = 5000
         @Option(name: .customLong("in-flight"), help: "Point lookups outstanding at once.") var inFlight: Int = 16
+        @Option(name: .customLong("saturating-in-flight"),
+                help: "Point lookups outstanding at once for the second figure, which keeps both cores busy (0: none).")
+        var saturatingInFlight: Int = 64
         @Option(help: "Unindexed scans per measurement (submitted together).") var scans: Int = 4
 
         static let lookupQuery = "SELECT name FROM _ WHERE n = $n"
@@ -60,6 +64,16 @@ extension Bench {
                 figures["lookups_per_s_sqlite"] = .double(direct.lookupsPerSecond.rounded())
                 figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
                 figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
+                if saturatingInFlight > 0 {
+                    // With --in-flight lookups the cluster waits on its own hand-offs more than it
+                    // works (both cores are not busy): this figure shows what the processes do
+                    // when they are, and whether a second worker then adds anything.
+                    figures["saturating_in_flight"] = .int(Int64(saturatingInFlight))
+                    figures["lookups_per_s_1_worker_saturating"] = .double(one.saturatingLookupsPerSecond.rounded())
+                    figures["lookups_per_s_2_workers_saturating"] = .double(two.saturatingLookupsPerSecond.rounded())
+                    figures["lookup_ratio_1_worker_saturating"] = .double(round2(one.saturatingLookupsPerSecond / direct.lookupsPerSecond))
+                    figures["lookup_speedup_2_workers_saturating"] = .double(round2(two.saturatingLookupsPerSecond / one.saturatingLookupsPerSecond))
+                }
                 figures["scan_ms_single_1_worker"] = .double(round2(one.singleScan * 1000))
                 figures["scan_ms_single_sqlite"] = .double(round2(direct.singleScan * 1000))
                 figures["scan_ratio_single"] = .double(round2(direct.singleScan / one.singleScan))
@@ -74,6 +88,8 @@ extension Bench {
 
         struct Figures: Sendable {
             var lookupsPerSecond: Double
+            /// The same with `saturatingInFlight` lookups outstanding (0 when not measured).
+            var saturatingLookupsPerSecond: Double = 0
             /// Seconds for one scan.
             var singleScan: Double
             /// Seconds for `scans` scans submitted together.
@@ -104,22 +120,8 @@ extension Bench {
             // also warms the worker's connection and compile cache).
             let lookup = try await db.prepare(n1ql: Self.lookupQuery)
             _ = try await lookup.run(["n": 1])
-            let total = lookups, lanes = max(1, inFlight), count = docs
-            let started = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<lanes {
-                    group.addTask {
-                        var generator = SystemRandomNumberGenerator()
-                        for _ in stride(from: lane, to: total, by: lanes) {
-                            let n = Int64.random(in: 0..<Int64(count), using: &generator)
-                            let rows = try await lookup.run(["n": .int(n)]).rows
-                            guard rows.count == 1 else { throw SofaError(.unexpectedError, "lookup of \(n) found \(rows.count) rows") }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            let lookupRate = Double(total) / seconds(ContinuousClock.now - started)
+            let lookupRate = try await lookupsPerSecond(lookup, lanes: max(1, inFlight))
+            let saturatingRate = saturatingInFlight > 0 ? try await lookupsPerSecond(lookup, lanes: saturatingInFlight) : 0
 
             let scanStart = ContinuousClock.now
             let expected = try await db.query(n1ql: Self.scanQuery, parameters: ["p": .string(Self.scanPattern)]).rows
@@ -134,7 +136,28 @@ extension Bench {
                 }
                 try await group.waitForAll()
             }
-            return Figures(lookupsPerSecond: lookupRate, singleScan: single, concurrentScans: seconds(ContinuousClock.now - together))
+            return Figures(lookupsPerSecond: lookupRate, saturatingLookupsPerSecond: saturatingRate, singleScan: single,
+                           concurrentScans: seconds(ContinuousClock.now - together))
+        }
+
+        /// `lookups` point lookups of random documents with `lanes` of them outstanding at once.
+        func lookupsPerSecond(_ lookup: PreparedQuery, lanes: Int) async throws -> Double {
+            let total = lookups, count = docs
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<lanes {
+                    group.addTask {
+                        var generator = SystemRandomNumberGenerator()
+                        for _ in stride(from: lane, to: total, by: lanes) {
+                            let n = Int64.random(in: 0..<Int64(count), using: &generator)
+                            let rows = try await lookup.run(["n": .int(n)]).rows
+                            guard rows.count == 1 else { throw SofaError(.unexpectedError, "lookup of \(n) found \(rows.count) rows") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return Double(total) / seconds(ContinuousClock.now - started)
         }
 
         /// The same compiled SQL on a read-only connection in this process.
