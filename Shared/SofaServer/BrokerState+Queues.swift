@@ -59,7 +59,7 @@ struct ClientQueues: Sendable {
 
     /// Takes a waiting job out (its caller went away).
     mutating func remove(_ id: UInt64) -> BrokerState.Job? {
-        for index in jobs.indices {
+        for index in Array(jobs.indices) {
             guard let position = jobs.values[index].firstIndex(where: { $0.id == id }) else { continue }
             let job = jobs.values[index].remove(at: position)
             count -= 1
@@ -77,7 +77,7 @@ struct ClientQueues: Sendable {
     mutating func removeExpired(now: UInt64) -> [BrokerState.Job] {
         var expired: [BrokerState.Job] = []
         var emptied: [[UInt8]] = []
-        for index in jobs.indices where jobs.values[index].contains(where: { $0.deadline <= now }) {
+        for index in Array(jobs.indices) where jobs.values[index].contains(where: { $0.deadline <= now }) {
             expired += jobs.values[index].filter { $0.deadline <= now }
             jobs.values[index].removeAll { $0.deadline <= now }
             if jobs.values[index].isEmpty { emptied.append(jobs.keys[index]) }

@@ -179,7 +179,8 @@ public struct BrokerState: Sendable {
             return dispatch()
         }
         // Changed in place (through the dictionary's index): a worker copied out, changed and
-        // written back copies its list of jobs on the next change.
+        // written back copies its list of jobs on the next change. (Loops that change workers
+        // walk a copy of the indexes: the live ones hold the dictionary, which a change would copy.)
         guard let slot = workers.index(forKey: identity) else {
             return frame.kind == .disconnect ? [] : [.send(identity: identity, frame: WorkerFrame(kind: .disconnect))]
         }
@@ -230,7 +231,7 @@ public struct BrokerState: Sendable {
     public mutating func cancel(_ jobID: UInt64) -> [Action] {
         let cancelled = Action.complete(jobID: jobID, outcome: .failed(SofaError(.cancelled, "the request was cancelled")))
         if queues.remove(jobID) != nil { return [cancelled] }
-        for slot in workers.indices {
+        for slot in Array(workers.indices) {
             guard let index = workers.values[slot].jobs.firstIndex(where: { $0.id == jobID && !$0.abandoned }) else { continue }
             workers.values[slot].jobs[index].abandoned = true
             return [cancelled, .send(identity: workers.keys[slot], frame: WorkerFrame(kind: .cancel, requestID: jobID))]
@@ -250,7 +251,7 @@ public struct BrokerState: Sendable {
         for job in queues.removeExpired(now: now) {
             actions.append(.complete(jobID: job.id, outcome: .failed(.timeout("no query worker finished the request before its deadline"))))
         }
-        for slot in workers.indices {
+        for slot in Array(workers.indices) {
             for index in workers.values[slot].jobs.indices
             where !workers.values[slot].jobs[index].abandoned && workers.values[slot].jobs[index].deadline <= now {
                 // The worker keeps working on it; its late reply is dropped and frees the slot.
