@@ -216,8 +216,8 @@ final class BrokerDriver: SocketLoopDriver {
             }
         }
         // The snapshot (for status and tests) is made at most every `snapshotEveryMs`, and at once
-        // when a worker joined or left: making it on every turn (sorting the workers, five
-        // arrays) cost the gateway's thread more than the broker's own work on a lookup.
+        // when a worker joined or left: made on every turn (sorting the workers, five arrays),
+        // it was work on the path of every query the gateway's thread passed on.
         let changed = state.membership != publishedMembership
         // (An idle broker still turns on its clock, so the last change shows within its poll period.)
         if changed || now &- publishedAt >= Self.snapshotEveryMs { publish(now: now) }
