@@ -153,14 +153,8 @@ public final class QueryEngine: Sendable {
         let budget = started + Self.inlineBudgetNs
         var answers: [Response?] = Array(repeating: nil, count: held.count)
         state.sync { state in
-            var databases: [String: [Int]] = [:]
-            var order: [String] = []
-            for (index, query) in held.enumerated() {
-                if databases[query.request.database] == nil { order.append(query.request.database) }
-                databases[query.request.database, default: []].append(index)
-            }
-            for database in order where DispatchTime.now().uptimeNanoseconds < budget {
-                let indices = databases[database]!
+            for (database, indices) in DocumentFiles.byDatabase(held.map(\.request.database))
+            where DispatchTime.now().uptimeNanoseconds < budget {
                 // A database that cannot be opened: each query says why, as it would alone.
                 let connection = try? self.connection(&state, database)
                 var together = false
