@@ -1,5 +1,6 @@
 public import Foundation
 public import SofaCore
+internal import Synchronization
 
 /// Random access to one blob's content, plain or encrypted (layout in `BlobFormat`).
 ///
@@ -16,8 +17,8 @@ public final class BlobReader {
     private let file: PosixFile
     private let cipher: AESCBC?
     private let cipherLength: UInt64
-    /// Blocks read at once (1 MiB), with direct I/O where the file system allows it.
-    private static let batchBlocks = 256
+    /// Blocks read at once (1 MiB, `ReadBuffers.size`), with direct I/O where the file system allows it.
+    private static let batchBlocks = ReadBuffers.size / BlobFormat.blockSize
     /// Plain reads at least this long read the file with direct I/O (past the page cache).
     private static let directThreshold = 256 << 10
     private let scratch: UnsafeMutableRawBufferPointer
@@ -48,7 +49,7 @@ public final class BlobReader {
             cipher = nil
             cipherLength = fileSize
         }
-        scratch = .allocate(byteCount: Self.batchBlocks * BlobFormat.blockSize, alignment: PosixFile.directAlignment)
+        scratch = ReadBuffers.take()
         block = .allocate(byteCount: BlobFormat.blockSize, alignment: 16)
         if let cipher {
             size = cipherLength - UInt64(try Self.padLength(file: file, cipher: cipher, cipherLength: cipherLength, name: name))
@@ -58,7 +59,7 @@ public final class BlobReader {
     }
 
     deinit {
-        scratch.deallocate()
+        ReadBuffers.give(scratch)
         block.deallocate()
     }
 
@@ -225,5 +226,34 @@ public final class BlobReader {
             throw SofaError(.crypto, "cannot decrypt \(name): wrong encryption key, or not an encrypted blob (bad padding)")
         }
         return pad
+    }
+}
+
+/// The 1 MiB read buffers of `BlobReader`s, kept for the next reader rather than freed: sofa-blob
+/// opens a reader per ranged read, and a fresh megabyte each time beside the chunks in flight
+/// left holes in its heap that the next chunk's buffers just missed (its heap grew 8 MiB at a
+/// time at such allocations). At most `kept` wait here; more readers at once allocate their own.
+enum ReadBuffers {
+    static let size = 1 << 20
+    static let kept = 4
+
+    private struct Buffer: @unchecked Sendable {  // owned by one reader at a time
+        let memory: UnsafeMutableRawBufferPointer
+    }
+
+    private static let free = Mutex<[Buffer]>([])
+
+    static func take() -> UnsafeMutableRawBufferPointer {
+        if let buffer = free.withLock({ $0.popLast() }) { return buffer.memory }
+        return .allocate(byteCount: size, alignment: PosixFile.directAlignment)
+    }
+
+    static func give(_ memory: UnsafeMutableRawBufferPointer) {
+        let kept = free.withLock { free in
+            guard free.count < Self.kept else { return false }
+            free.append(Buffer(memory: memory))
+            return true
+        }
+        if !kept { memory.deallocate() }
     }
 }
