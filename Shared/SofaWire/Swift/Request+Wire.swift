@@ -87,26 +87,32 @@ enum BlobChunkDecoding {
     /// The request, or nil when `bytes` are anything but a plain, well-formed chunk request (the
     /// general decoder then decodes it, or names what is wrong with it).
     static func request(_ bytes: UnsafeRawBufferPointer) -> Request? {
-        var request = Request(operation: .blobWriteChunk(writeID: 0, offset: 0, bytes: []))
+        // Every request decoded comes here first: the walk allocates nothing and stops at the
+        // first field that shows it is no plain chunk request (the operation, mostly).
+        var id: UInt64 = 0, deadline: UInt64 = 0
+        var database: UnsafeRawBufferPointer?, collection: UnsafeRawBufferPointer?, actingUser: UnsafeRawBufferPointer?
         var operation: UnsafeRawBufferPointer?
         let walked = WireFields.walk(bytes) { field, value, span in
             switch (field.number, field.wireType) {
-            case (1, 0): request.id = value
-            case (3, 0): request.deadline = value
-            case (2, 2), (4, 2), (5, 2):
-                // As the general decoder reads them: C strings, so an embedded NUL goes that way.
-                guard !span.payload.contains(0), let text = String(validating: span.payload, as: UTF8.self) else { return false }
-                switch field.number {
-                case 2: request.database = text
-                case 4: request.collection = text
-                default: request.actingUser = text
-                }
+            case (1, 0): id = value
+            case (3, 0): deadline = value
+            case (2, 2): database = span.payload
+            case (4, 2): collection = span.payload
+            case (5, 2): actingUser = span.payload
             case (OperationKind.blobWriteChunk.rawValue, 2) where operation == nil: operation = span.payload
             default: return false
             }
             return true
         }
-        guard walked, let operation else { return nil }
+        /// A string field as the general decoder reads it: a C string, so an embedded NUL goes that way.
+        func text(_ bytes: UnsafeRawBufferPointer?) -> String? {
+            guard let bytes else { return "" }
+            return bytes.contains(0) ? nil : String(validating: bytes, as: UTF8.self)
+        }
+        guard walked, let operation, let databaseName = text(database), let collectionName = text(collection),
+              let actingUserName = text(actingUser) else { return nil }
+        var request = Request(id: id, database: databaseName, collection: collectionName, deadline: deadline,
+                              actingUser: actingUserName, operation: .blobWriteChunk(writeID: 0, offset: 0, bytes: []))
         var writeID: UInt64 = 0, offset: UInt64 = 0
         var data: UnsafeRawBufferPointer?
         let chunkWalked = WireFields.walk(operation) { field, value, span in
