@@ -237,7 +237,9 @@ enum ReadBuffers {
     static let size = 1 << 20
     static let kept = 4
 
-    private struct Buffer: @unchecked Sendable {  // owned by one reader at a time
+    /// A free buffer. `@unchecked Sendable`: a raw pointer is not, and the compiler cannot follow
+    /// a buffer handed from a reader's `deinit` to the list and on to the next reader.
+    private struct Buffer: @unchecked Sendable {  // safe: one owner at a time (a reader, or the list under its mutex)
         let memory: UnsafeMutableRawBufferPointer
     }
 
