@@ -111,8 +111,6 @@ enum BlobChunkDecoding {
         }
         guard walked, let operation, let databaseName = text(database), let collectionName = text(collection),
               let actingUserName = text(actingUser) else { return nil }
-        var request = Request(id: id, database: databaseName, collection: collectionName, deadline: deadline,
-                              actingUser: actingUserName, operation: .blobWriteChunk(writeID: 0, offset: 0, bytes: []))
         var writeID: UInt64 = 0, offset: UInt64 = 0
         var data: UnsafeRawBufferPointer?
         let chunkWalked = WireFields.walk(operation) { field, value, span in
@@ -125,8 +123,8 @@ enum BlobChunkDecoding {
             return true
         }
         guard chunkWalked else { return nil }
-        request.operation = .blobWriteChunk(writeID: writeID, offset: offset, bytes: data.map { Array($0) } ?? [])
-        return request
+        return Request(id: id, database: databaseName, collection: collectionName, deadline: deadline, actingUser: actingUserName,
+                       operation: .blobWriteChunk(writeID: writeID, offset: offset, bytes: data.map { Array($0) } ?? []))
     }
 }
 
