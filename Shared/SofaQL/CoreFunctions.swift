@@ -50,12 +50,11 @@ public enum CoreFunctions {
             return .integer(items.contains { equal($0, needle) } ? 1 : 0)
         },
         SQLFunction("core_like", arity: 2...3) { args in
-            guard case .text(let string) = args[0], case .text(let pattern) = args[1] else {
-                return args[0].isMissing || args[1].isMissing ? .missing : .json(.null)
-            }
             let options = args.count > 2 ? args[2].string ?? "" : ""
-            return .integer(Like.matches(string, pattern, caseInsensitive: options.contains("c"),
-                                         diacriticInsensitive: options.contains("d")) ? 1 : 0)
+            switch Like.evaluate(args[0], args[1], options: options) {
+            case .json(.bool(let matched)): return .integer(matched ? 1 : 0)
+            case let unknown: return unknown
+            }
         },
         SQLFunction("core_json_text", arity: 1) { args in
             args[0].json.map { .text($0.compactString) } ?? .missing
@@ -69,14 +68,13 @@ public enum CoreFunctions {
             return .text(language == "en" ? FullText.withoutStopWords(text) : text)
         },
         SQLFunction("core_contains", arity: 3) { args in
-            guard case .text(let string) = args[0], case .text(let part) = args[1] else {
-                return args[0].isMissing || args[1].isMissing ? .missing : .null
-            }
             let flags = args[2].string ?? ""
             var options: String.CompareOptions = []
             if flags.contains("c") { options.insert(.caseInsensitive) }
             if flags.contains("d") { options.insert(.diacriticInsensitive) }
-            return .bool(part.isEmpty || string.range(of: part, options: options) != nil)
+            return FunctionLibrary.containing(args[0].normalized, args[1].normalized) { string, part in
+                part.isEmpty || string.range(of: part, options: options) != nil
+            }
         },
         SQLFunction("core_fts_text", arity: 1) { args in
             switch args[0] {

@@ -4,7 +4,8 @@ internal import SofaCore
 ///
 ///     concat(a, b, …)     the arguments' text joined; MISSING if any is MISSING. Numbers and
 ///                         other JSON join as their JSON text: concat('n=', 2.5, null) is "n=2.5null"
-///     contains(s, sub)    whether s contains sub, comparing bytes (no collation)
+///     contains(s, sub)    whether s contains sub, comparing bytes (no collation); false when
+///                         either is not a string (contains([1,2], 1) is false), as in LiteCore
 ///     length(s)           the number of Unicode code points ("😀" is 1)
 ///     lower(s), upper(s)  Unicode case mapping
 ///     ltrim/rtrim/trim(s [, chars])
@@ -14,9 +15,7 @@ internal import SofaCore
 ///                         `chars`, any character in it: trim('xxhixx', 'x') is "hi"
 ///
 /// Kept from LiteCore: the trims hand back a non-string first argument unchanged (trim(5) is 5).
-/// Departures: LiteCore rejects the two-argument trims as unimplemented (N1QL's meaning is used);
-/// `contains` with a non-string answers null, as `length`/`lower`/`upper` do, where LiteCore
-/// answers false.
+/// Departure: LiteCore rejects the two-argument trims as unimplemented (N1QL's meaning is used).
 extension FunctionLibrary {
     static let strings: [SQLFunction] = [
         function("concat", 2...variadic) { args in
@@ -28,9 +27,7 @@ extension FunctionLibrary {
             return .text(out)
         },
         function("contains", 2...2) { args in
-            if let unknown = unknown(args) { return unknown }
-            guard case .text(let string) = args[0], case .text(let part) = args[1] else { return .null }
-            return .bool(containsBytes(Array(string.utf8), Array(part.utf8)))
+            containing(args[0], args[1]) { string, part in containsBytes(Array(string.utf8), Array(part.utf8)) }
         },
         function("length", 1...1) { args in
             if let unknown = unknown(args) { return unknown }
@@ -79,6 +76,14 @@ extension FunctionLibrary {
         default:
             return false
         }
+    }
+
+    /// `contains`' treatment of its operands, with or without a collation: MISSING if either is
+    /// MISSING, else null if either is null, else false unless both are strings.
+    static func containing(_ value: SQLValue, _ part: SQLValue, _ test: (String, String) -> Bool) -> SQLValue {
+        if let unknown = unknown([value, part]) { return unknown }
+        guard case .text(let string) = value, case .text(let part) = part else { return .false }
+        return .bool(test(string, part))
     }
 
     /// Whether `part` occurs in `bytes` (the empty string occurs everywhere).

@@ -3,7 +3,43 @@ internal import Foundation
 /// N1QL's LIKE: `%` matches any run of characters, `_` exactly one, `\` makes the next character
 /// literal. Case-sensitive unless a collation says otherwise; characters are Unicode grapheme
 /// clusters, so `_` matches `é` however it is encoded.
+///
+/// Operands (LIKE, and `fl_like()` which is the same function): MISSING if either is MISSING,
+/// else null if either is null; a number is matched as SQLite writes it as text (`1`, `2.5`,
+/// `1.0e+20`), as LiteCore matches it, so `1 LIKE '1%'` is true; a boolean, array or object has
+/// no text and matches nothing (false). LiteCore matches those by their storage bytes.
 enum Like {
+    /// LIKE of two query values: `.missing`, null, or a boolean.
+    static func evaluate(_ value: SQLValue, _ pattern: SQLValue, options: String) -> SQLValue {
+        if value.isMissing || pattern.isMissing { return .missing }
+        if value.isNull || pattern.isNull { return .null }
+        guard let string = text(value), let pattern = text(pattern) else { return .false }
+        return .bool(matches(string, pattern, caseInsensitive: options.contains("c"),
+                             diacriticInsensitive: options.contains("d")))
+    }
+
+    /// A string as it is; a number as SQLite's text for it; nil for anything else.
+    static func text(_ value: SQLValue) -> String? {
+        switch value {
+        case .text(let s): return s
+        case .integer(let v): return String(v)
+        case .real(let v): return sqliteText(v)
+        case .json(.int(let v)): return String(v)
+        case .json(.double(let v)): return sqliteText(v)
+        case .json(.string(let s)): return s
+        default: return nil
+        }
+    }
+
+    /// SQLite's `%!.15g`: 15 significant digits, always with a decimal point (`100.0`, `1.0e+20`).
+    static func sqliteText(_ v: Double) -> String {
+        if v.isInfinite { return v < 0 ? "-Inf" : "Inf" }
+        var s = String(format: "%.15g", v)
+        guard !s.contains(".") else { return s }
+        if let e = s.firstIndex(of: "e") { s.insert(contentsOf: ".0", at: e) } else { s += ".0" }
+        return s
+    }
+
     static func matches(_ string: String, _ pattern: String, caseInsensitive: Bool = false,
                         diacriticInsensitive: Bool = false) -> Bool {
         var options: String.CompareOptions = []

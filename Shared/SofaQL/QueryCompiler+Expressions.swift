@@ -93,6 +93,13 @@ extension QueryCompiler {
         func c(_ sql: String) -> Expr { Expr(sql: sql, isCondition: true) }
 
         if op.hasPrefix(".") { return v(try property(op, args)) }
+        if op.hasPrefix("_."), op.count > 2 {
+            // `["_.zip", x]`: the path is written in the operator.
+            guard args.count == 1 else {
+                throw Self.invalid("'\(op)' takes one operand, the value to read '\(op.dropFirst(2))' from; got \(args.count)")
+            }
+            return try objectProperty(args[0], String(op.dropFirst(2)))
+        }
         if op.hasPrefix("$") { return v(try parameter(op, args)) }
         if op.hasPrefix("?") { return v(try variable(op, args)) }
         if op.hasSuffix("()") { return try function(String(op.dropLast(2)), args) }
@@ -107,13 +114,10 @@ extension QueryCompiler {
             return v("core_array(\(parts.joined(separator: ", ")))")
         case "_.":
             try arity(2...2)
-            guard let pathText = args[1].stringValue, let path = PropertyPath.tryParse(pathText) else {
+            guard let pathText = args[1].stringValue else {
                 throw Self.invalid("'_.' needs a property path string, got \(args[1].compactString)")
             }
-            if case .array(let inner) = args[0], inner.first?.stringValue?.lowercased() == "meta()" {
-                return try metaField(Array(inner.dropFirst()), path)
-            }
-            return v(try Self.access(try value(args[0]), path))
+            return try objectProperty(args[0], pathText)
         case "=", "==", "!=", "<>", "<", "<=", ">", ">=":
             try arity(2...2)
             let sqlOp = ["==": "=", "<>": "!="][op] ?? op
@@ -181,8 +185,7 @@ extension QueryCompiler {
             return c("(\(try collated(args[0])) BETWEEN \(try value(args[1])) AND \(try value(args[2])))")
         case "LIKE":
             try arity(2...2)
-            let options = collation.map { ", '\($0.likeOptions)'" } ?? ""
-            return c("core_like(\(try value(args[0])), \(try value(args[1]))\(options))")
+            return try like(args[0], args[1])
         case "CASE":
             try arity(3...Int.max)
             var sql = "CASE"
@@ -229,8 +232,18 @@ extension QueryCompiler {
                 return try function("blob", [.array([.string(path)])])
             }
             return try function("blob", args)
-        case "EXISTS", "SELECT":
-            throw Self.invalid("subqueries (\(op)) are not supported")
+        case "EXISTS":
+            // `["EXISTS", property]` asks whether the property is there (not MISSING; null is
+            // there): true or false, never MISSING. Any other operand would be a subquery.
+            try arity(1...1)
+            let inner = args[0].arrayValue?.first?.stringValue ?? ""
+            if inner.uppercased() == "SELECT" { throw Self.invalid("subqueries (EXISTS) are not supported") }
+            guard inner.hasPrefix(".") else {
+                throw Self.invalid("EXISTS takes a document property, such as [\"EXISTS\", [\".name\"]], got \(args[0].compactString.prefix(80))")
+            }
+            return c("(\(try value(args[0])) IS NOT NULL)")
+        case "SELECT":
+            throw Self.invalid("subqueries (SELECT) are not supported")
         case "AS":
             throw Self.invalid("AS is only allowed in WHAT")
         case "ASC", "DESC":
@@ -238,6 +251,24 @@ extension QueryCompiler {
         default:
             throw Self.invalid("unknown operator '\(op)'")
         }
+    }
+
+    /// `["_.", x, "path"]` and its short form `["_.path", x]`: the value at `path` inside the
+    /// value of `x` (`["_.zip", [".address"]]`, `["_.[0]", [".numbers"]]`, `["_.a[1].b", x]`);
+    /// inside `meta()`, that metadata field.
+    mutating func objectProperty(_ base: JSON, _ pathText: String) throws(SofaError) -> Expr {
+        let path = try PropertyPath.parse(pathText)
+        if case .array(let inner) = base, inner.first?.stringValue?.lowercased() == "meta()" {
+            return try metaField(Array(inner.dropFirst()), path)
+        }
+        return Expr(sql: try Self.access(try value(base), path), isCondition: false)
+    }
+
+    /// `["LIKE", x, pattern]`, and `["FL_LIKE()", x, pattern]` which is the same test (see `Like`),
+    /// under the active COLLATE.
+    mutating func like(_ x: JSON, _ pattern: JSON) throws(SofaError) -> Expr {
+        let options = collation.map { ", '\($0.likeOptions)'" } ?? ""
+        return Expr(sql: "core_like(\(try value(x)), \(try value(pattern))\(options))", isCondition: true)
     }
 
     /// An operand of a comparison, under the active COLLATE.

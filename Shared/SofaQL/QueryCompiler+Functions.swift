@@ -10,6 +10,10 @@ extension QueryCompiler {
         func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }
         if name == "match" || name == "rank" { return try fullText(name, args) }
         if name == "meta" { return try metaField(args, PropertyPath([])) }
+        if name == "fl_like" {
+            guard args.count == 2 else { throw Self.invalid("fl_like() takes 2 arguments, got \(args.count)") }
+            return try like(args[0], args[1])
+        }
         if name == "contains", let collation, collation.sqlName != nil {
             // CONTAINS under COLLATE compares with the collation's case and diacritic rules.
             guard args.count == 2 else { throw Self.invalid("contains() takes 2 arguments, got \(args.count)") }

@@ -3,7 +3,7 @@ import SofaCore
 @testable import SofaQL
 
 /// N1QL that LiteCore reads in a way Sofa once did not: MATCH in a negation, IN with a subquery,
-/// and `UNNEST` as a reserved word.
+/// `UNNEST` as a reserved word, and EXISTS only before a subquery.
 @Suite struct N1QLLiteCoreRuleTests {
     /// `NOT MATCH(…)` parses (NOT applies to any primary), and compiles to LiteCore's error:
     /// a full-text match stands only at the top of WHERE or under its top-level ANDs.
@@ -38,6 +38,8 @@ import SofaCore
         ("SELECT a.unnest FROM _", 1, 10, "'unnest' is a reserved word"),
         ("SELECT x FROM _ WHERE Unnest = 1", 1, 23, "'Unnest' is a reserved word"),
         ("SELECT x AS unnest FROM _", 1, 13, "'unnest' is a reserved word"),
+        // EXISTS takes a parenthesized subquery only; before anything else it is a plain name.
+        ("SELECT 1 WHERE EXISTS x", 1, 23, "end of input"),
     ])
     func refused(n1ql: String, line: Int, column: Int, says: String) {
         do {
@@ -60,6 +62,9 @@ import SofaCore
         TreeFact("SELECT 1 FROM db unnest x AS y", "{'FROM':[{'COLLECTION':'db'},{'AS':'y','UNNEST':['.x']}],'WHAT':[1]}"),
         TreeFact("SELECT x NOT IN (1, 2)", "{'WHAT':[['NOT IN',['.x'],['[]',1,2]]]}"),
         TreeFact("SELECT x IN ((1), 2)", "{'WHAT':[['IN',['.x'],['[]',1,2]]]}"),
+        // EXISTS is not a reserved word: without a subquery after it, it names a property.
+        TreeFact("SELECT EXISTS x", "{'WHAT':[['AS',['.EXISTS'],'x']]}"),
+        TreeFact("SELECT EXISTS (SELECT 1)", "{'WHAT':[['EXISTS',['SELECT',{'WHAT':[1]}]]]}"),
     ])
     func allowed(_ fact: TreeFact) throws { try check(fact) }
 }

@@ -16,7 +16,14 @@ import Testing
         FunctionCall("contains", "'café'", "'é'", is: "true"),
         FunctionCall("contains", "MISSING", "'a'", is: "MISSING"),
         FunctionCall("contains", "null", "'a'", is: "null"),
-        FunctionCall("contains", "5", "'5'", is: "null"),
+        // A non-string operand is false (LiteCore's answer), after MISSING and null.
+        FunctionCall("contains", "5", "'5'", is: "false"),
+        FunctionCall("contains", "[1,2,3,4]", "1", is: "false"),
+        FunctionCall("contains", "'a1'", "1", is: "false"),
+        FunctionCall("contains", "{\"a\":1}", "'a'", is: "false"),
+        FunctionCall("contains", "true", "'true'", is: "false"),
+        FunctionCall("contains", "[1]", "null", is: "null"),
+        FunctionCall("contains", "null", "MISSING", is: "MISSING"),
 
         FunctionCall("length", "''", is: "0"),
         FunctionCall("length", "'12345'", is: "5"),
