@@ -353,12 +353,24 @@ extension QueryCompiler {
                 return try Self.access(source.value, rest)
             }
             if path.components.count == 1, let aliased = whatAliases[first] { return aliased }
-            if first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {
-                return try metaField([], PropertyPath([.key(field)])).sql
-            }
         }
-        guard let source = sources.first else { throw Self.invalid("no FROM source for \(op)") }
+        let source = try implicitSource(of: path)
+        if case .key(let first)? = path.first, first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {
+            return try metaField([], PropertyPath([.key(field)])).sql
+        }
         return try Self.access(source.value, path)
+    }
+
+    /// The source of a property that does not begin with a FROM alias: the first FROM item. When
+    /// the FROM clause has more than one item (a JOIN or an UNNEST), a property must begin with
+    /// the alias of the one it reads — LiteCore's rule, with its message. `["."]`, the whole
+    /// document, stays the first item's.
+    func implicitSource(of path: PropertyPath) throws(SofaError) -> Source {
+        if fromHasSeveralItems, !path.isEmpty {
+            throw Self.invalid("property '\(path)' does not begin with a declared 'AS' alias")
+        }
+        guard let source = sources.first else { throw Self.invalid("no FROM source for property '\(path)'") }
+        return source
     }
 
     /// What the old underscore properties (`._id`, `._sequence`…) mean.
@@ -440,12 +452,16 @@ extension QueryCompiler {
     func collectionProperty(_ json: JSON) throws(SofaError) -> (owner: (collection: CollectionName, sqlAlias: String), path: PropertyPath)? {
         guard case .array(let parts) = json, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
         var path = try Self.path(op, Array(parts.dropFirst()))
-        var source = sources.first
+        let source: Source
         if case .key(let first)? = path.first, let named = sources.first(where: { $0.alias == first }) {
             source = named
             path = path.droppingFirst()
+        } else if case .key(let first)? = path.first, path.components.count == 1, whatAliases[first] != nil {
+            return nil
+        } else {
+            source = try implicitSource(of: path)
         }
-        guard let source, case .collection(let collection) = source.kind, !path.isEmpty else { return nil }
+        guard case .collection(let collection) = source.kind, !path.isEmpty else { return nil }
         for component in path.components { if case .index = component { return nil } }
         return ((collection, source.sqlAlias), path)
     }

@@ -51,12 +51,15 @@ extension QueryCompiler {
         guard args.count == (name == "match" ? 2 : 1) else {
             throw Self.invalid("\(name.uppercased())() takes \(name == "match" ? 2 : 1) arguments")
         }
-        // "alias.index" names the collection; a bare name means the first FROM collection.
+        // "alias.index" names the collection; a bare name means the first FROM collection, and
+        // may stand only while every FROM collection is that one (LiteCore's rule and message).
         var source = sources.first
         var indexName = indexRef
         if let dot = indexRef.firstIndex(of: "."), let named = sources.first(where: { $0.alias == String(indexRef[..<dot]) }) {
             source = named
             indexName = String(indexRef[indexRef.index(after: dot)...])
+        } else if let first = source, sources.contains(where: { if case .collection = $0.kind { $0.kind != first.kind } else { false } }) {
+            throw Self.invalid("property '\(indexRef)' does not begin with a declared 'AS' alias")
         }
         guard let source, case .collection(let collection) = source.kind else { throw Self.invalid("\(name.uppercased())() needs a collection") }
         guard let index = schema.fullTextTable(collection, indexName) else {

@@ -14,7 +14,7 @@ internal import Foundation
 ///       WHERE (core_value(t0.body, 'age') > 30) AND (t0.flags & 32769) = 0
 public struct QueryCompiler {
     struct Source {
-        enum Kind { case collection(CollectionName), unnest }
+        enum Kind: Equatable { case collection(CollectionName), unnest }
         var alias: String
         var sqlAlias: String
         var kind: Kind
@@ -33,6 +33,9 @@ public struct QueryCompiler {
     /// FTS joins added by MATCH()/RANK(): index name → SQL alias of the FTS table.
     var fullTextJoins: [(index: String, table: String, sqlAlias: String, source: String)] = []
     var mentionsDeleted = false
+    /// Whether FROM names more than one source (a JOIN or an UNNEST): then every property begins
+    /// with an alias (`implicitSource(of:)`).
+    var fromHasSeveralItems = false
     var counter = 0
     /// How many expressions are being compiled inside one another (bounded by `QueryLimits`).
     var depth = 0
@@ -212,6 +215,7 @@ public struct QueryCompiler {
             try addCollection(.default, alias: "_doc", item: nil)
             return
         }
+        fromHasSeveralItems = items.count > 1
         for (index, item) in items.enumerated() {
             guard case .object(let spec) = item else { throw Self.invalid("a FROM item must be a dictionary") }
             for key in spec.keys where !["COLLECTION", "SCOPE", "AS", "JOIN", "ON", "UNNEST"].contains(key.uppercased()) {

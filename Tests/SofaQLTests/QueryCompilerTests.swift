@@ -45,7 +45,7 @@ import SofaCore
         (#"{"WHAT":[["._id"]],"WHERE":["EVERY","x",[".likes"],["=",["?x"],"tea"]],"ORDER_BY":[["._id"]]}"#, [#"["p2"]"#, #"["p3"]"#, #"["p4"]"#]),
         (#"{"WHAT":[["._id"]],"WHERE":["ANY AND EVERY","x",[".likes"],["=",["?x"],"tea"]]}"#, [#"["p3"]"#]),
         // UNNEST
-        (#"{"WHAT":[["._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[["._id"],[".l"]]}"#,
+        (#"{"WHAT":[[".d._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[[".d._id"],[".l"]]}"#,
          [#"["p1","chess"]"#, #"["p1","tea"]"#, #"["p3","tea"]"#]),
         // GROUP BY / HAVING / aggregates
         (#"{"WHAT":[[".name.last"],["count()",["."]],["max()",[".age"]]],"GROUP_BY":[[".name.last"]],"HAVING":[">",["count()",["."]],1]}"#,
@@ -204,7 +204,7 @@ import SofaCore
             ("s2", #"{"classes":[{"name":"music","students":[]},{"name":"math","students":["dee"]}]}"#),
             ("s3", #"{"classes":"none"}"#),
         ])
-        let query = #"{"WHAT":[["._id"],[".c.name"],[".s"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.classes"],"AS":"c"},{"UNNEST":[".c.students"],"AS":"s"}],"ORDER_BY":[["._id"],[".s"]]}"#
+        let query = #"{"WHAT":[[".d._id"],[".c.name"],[".s"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.classes"],"AS":"c"},{"UNNEST":[".c.students"],"AS":"s"}],"ORDER_BY":[[".d._id"],[".s"]]}"#
         let expected = [#"["s1","math","ann"]"#, #"["s1","math","bob"]"#, #"["s1","art","cy"]"#, #"["s2","math","dee"]"#]
         #expect(try db.rows(query) == expected)
         try db.createIndex(IndexSpec(name: "roster", kind: .array, collection: .default, arrayPath: "classes[].students"))
@@ -220,7 +220,7 @@ import SofaCore
 
     @Test func arrayIndexServesUnnestAndAny() throws {
         let db = try Self.db()
-        let unnest = #"{"WHAT":[["._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[["._id"],[".l"]]}"#
+        let unnest = #"{"WHAT":[[".d._id"],[".l"]],"FROM":[{"AS":"d"},{"UNNEST":[".d.likes"],"AS":"l"}],"ORDER_BY":[[".d._id"],[".l"]]}"#
         let any = #"{"WHAT":[["._id"]],"WHERE":["ANY","x",[".likes"],["=",["?x"],"tea"]],"ORDER_BY":[["._id"]]}"#
         let before = (try db.rows(unnest), try db.rows(any))
         try db.createIndex(IndexSpec(name: "likes", kind: .array, collection: .default, arrayPath: "likes"))
