@@ -5,7 +5,7 @@ import Testing
 
 /// LiteCore's query rules that Sofa once read differently, one representative query each, through
 /// the SDK against real processes (the full tables are in SofaQLTests: QuerySemanticsRuleTests,
-/// N1QLLiteCoreRuleTests, DateFormatTests).
+/// N1QLLiteCoreRuleTests, DateFormatTests, QueryOperatorFormTests, QueryAliasRuleTests).
 @Suite(.serialized) struct QuerySemanticsTests {
     static func seed(_ db: Database) async throws {
         let docs: [(String, String)] = [
@@ -83,6 +83,48 @@ import Testing
                 .string("2024-01-11T02:01:14.123+1130"), .string("2024-01-10T09:31:14-0500"), .string("09:31:14"),
                 .string("2024-01-10 14:31:14.123"), .string("02:01:14.123+11:30"), .string("2024-01-11T09:31:14-0500"),
             ]])
+        }
+    }
+
+    @Test func operatorFormsAndJoinAliases() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics3")
+            try await Self.seed(db)
+            // ["_.path", x] reads path inside x: a key, an index.
+            let shortForm = try await db.query(json: [
+                "WHAT": [["._id"]], "ORDER_BY": [["._id"]],
+                "WHERE": ["OR", ["=", 9, ["_.math", [".scores"]]], ["=", "555-3", ["_.[0]", [".contact.phone"]]]],
+            ])
+            #expect(shortForm.rows == [[.string("a")], [.string("b")]])
+            // EXISTS of a property, FL_LIKE() (a number matched as its text) and CONTAINS of an
+            // array: each a boolean.
+            let booleans = try await db.query(json: [
+                "WHAT": [["._id"], ["EXISTS", [".text"]], ["EXISTS", [".nope"]], ["FL_LIKE()", [".scores.math"], "9%"],
+                         ["CONTAINS()", [".contact.phone"], "555-1"], ["CONTAINS()", [".text"], "dog"]],
+                "ORDER_BY": [["._id"]],
+            ])
+            #expect(booleans.rows == [
+                [.string("a"), .bool(true), .bool(false), .bool(true), .bool(false), .bool(true)],
+                [.string("b"), .bool(true), .bool(false), .bool(false), .bool(false), .bool(false)],
+            ])
+            // With a JOIN every property begins with an alias; the worker refuses one that does
+            // not, says which, and keeps serving.
+            let refused: [(JSON?, String?, String)] = [
+                (nil, "SELECT META(x).id FROM _ AS x JOIN _ AS y ON x.text = y.text ORDER BY text",
+                 "property 'text' does not begin with a declared 'AS' alias"),
+                (["WHAT": [["._id"]], "WHERE": ["EXISTS", 17]], nil, "EXISTS takes a document property"),
+            ]
+            for (json, n1ql, message) in refused {
+                do throws(SofaError) {
+                    if let json { _ = try await db.query(json: json) } else { _ = try await db.query(n1ql: n1ql ?? "") }
+                    Issue.record("\(json?.compactString ?? n1ql ?? "") ran")
+                } catch {
+                    #expect(error.sofaCode == .invalidQuery, "\(error)")
+                    #expect(error.message.contains(message), "\(error.message)")
+                }
+            }
+            let joined = try await db.query(n1ql: "SELECT META(x).id FROM _ AS x JOIN _ AS y ON x.text = y.text ORDER BY x.text")
+            #expect(joined.rows == [[.string("b")], [.string("a")]])
         }
     }
 }
