@@ -86,6 +86,10 @@ public struct Bench: AsyncParsableCommand {
                 _ = try await db.get(id: "doc")
                 gateway.append(DispatchTime.now().uptimeNanoseconds - start)
             }
+            // Where the pipelined gets' time goes: the gateway's CPU and this process's (the SDK's
+            // threads), per get; the gateway's only when this bench started it (it runs here).
+            let gatewayPID = dataDirectory == nil ? nil : try? await client.health().pid
+            let cpuBefore = (gateway: gatewayPID.flatMap { processCPUSeconds(Int32($0)) }, client: processCPUSeconds(getpid()))
             let throughputStart = DispatchTime.now().uptimeNanoseconds
             let total = count * 4
             let inFlight = self.inFlight
@@ -99,6 +103,14 @@ public struct Bench: AsyncParsableCommand {
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - throughputStart) / 1e9
             let pipelined = Double(total) / seconds
+            let cpuAfter = (gateway: gatewayPID.flatMap { processCPUSeconds(Int32($0)) }, client: processCPUSeconds(getpid()))
+            var cpu: [(String, JSON)] = []
+            if let before = cpuBefore.gateway, let after = cpuAfter.gateway {
+                cpu.append(("gateway_cpu_us_per_pipelined_get", .double(((after - before) / Double(total) * 1e7).rounded() / 10)))
+            }
+            if let before = cpuBefore.client, let after = cpuAfter.client {
+                cpu.append(("client_cpu_us_per_pipelined_get", .double(((after - before) / Double(total) * 1e7).rounded() / 10)))
+            }
             let echo = try await bareEcho(size: 300, count: count)
             var baseline: [(String, JSON)] = []
             if let dataDirectory {
@@ -115,7 +127,18 @@ public struct Bench: AsyncParsableCommand {
                 ("ratio_p50", .double(round(g50 / e50 * 100) / 100)), ("ratio_p99", .double(round(g99 / e99 * 100) / 100)),
                 ("gateway_get_pipelined_per_s", .int(Int64(pipelined))),
                 ("in_flight", .int(Int64(inFlight))),
-            ] + baseline))
+            ] + cpu + baseline))
+        }
+
+        /// The CPU time (user and system) a process of this host has used so far, in seconds; nil
+        /// when it cannot be read (/proc/PID/stat, fields 14 and 15, in clock ticks).
+        func processCPUSeconds(_ pid: Int32) -> Double? {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return nil }
+            // The fields after the command name (which may hold spaces), from field 3 on.
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
 
         /// Point reads of document `id` in this process, `count` times, on a read-only connection to

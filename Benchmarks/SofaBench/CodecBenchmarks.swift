@@ -1,4 +1,5 @@
 import SofaCore
+import SofaWire
 
 /// Micro-benchmarks of the SofaCore codecs: how many operations per second each manages,
 /// measured over about `secondsPerFigure` of a monotonic clock (`ContinuousClock`).
@@ -32,6 +33,18 @@ public enum CodecBenchmarks {
         }))
         results.append(("JSON encode compact (\(documentBytes.count)-byte doc)", measure {
             sink(UInt32(document.compactBytes().count))
+        }))
+        // A get as the gateway takes it up (its envelope peeked first), then read whole through
+        // protobuf-c, or by walking its fields (`documentGet`).
+        let get = Request(id: 7, database: "app", deadline: 1_800_000_000_000, operation: .getDocument(id: "doc", rev: "")).encoded()
+        let operations: Set<UInt32> = [OperationKind.getDocument.rawValue]
+        results.append(("get request peeked and decoded whole", measure {
+            let peeked = get.withUnsafeBytes { ForwardedRequest.peek($0, operations: operations) }!
+            sink(UInt32(try! Request.decode(peeked.bytes(id: peeked.id, deadline: peeked.deadline)).database.utf8.count))
+        }))
+        results.append(("get request peeked and walked", measure {
+            let peeked = get.withUnsafeBytes { ForwardedRequest.peek($0, operations: operations) }!
+            sink(UInt32(peeked.documentGet!.id.utf8.count))
         }))
         return results
     }

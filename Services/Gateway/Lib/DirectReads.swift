@@ -53,18 +53,17 @@ final class DirectReads: Sendable {
     /// the open batch ends); `reply` gets nil when storage should answer after all. False when
     /// the request is not one read here (`reply` is then never called).
     func take(_ request: ForwardedRequest, reply: @escaping @Sendable (EncodedMessage?) -> Void) -> Bool {
-        guard request.operationField == OperationKind.getDocument.rawValue,
-              let decoded = try? Request.decode(request.bytes(id: request.id, deadline: request.deadline)),
-              case .getDocument(let id, let revText, let history, false) = decoded.operation,
-              DocumentFiles.Get.isReadable(id: id, collection: decoded.collection) else { return false }
+        guard let get = request.documentGet ?? Self.decodedGet(request), !get.openLeaves,
+              DocumentFiles.Get.isReadable(id: get.id, collection: get.collection) else { return false }
         let rev: DocumentVersion?
-        if revText.isEmpty {
+        if get.rev.isEmpty {
             rev = nil
         } else {
-            guard let parsed = try? DocumentVersion.parse(ascii: revText) else { return false }
+            guard let parsed = try? DocumentVersion.parse(ascii: get.rev) else { return false }
             rev = parsed
         }
-        let read = Read(id: request.id, database: decoded.database, get: .init(document: id, rev: rev, history: history), reply: reply)
+        let read = Read(id: request.id, database: request.database, get: .init(document: get.id, rev: rev, history: get.history),
+                        reply: reply)
         let (held, full) = batch.withLock { batch -> (Bool, Bool) in
             guard batch.open else { return (false, false) }
             batch.held.append(read)
@@ -76,6 +75,14 @@ final class DirectReads: Sendable {
             readHeld(closing: false)
         }
         return true
+    }
+
+    /// The get of a request that walking its fields did not read (`documentGet`), decoded whole.
+    private static func decodedGet(_ request: ForwardedRequest) -> ForwardedRequest.DocumentGet? {
+        guard request.operationField == OperationKind.getDocument.rawValue,
+              let decoded = try? Request.decode(request.bytes(id: request.id, deadline: request.deadline)),
+              case .getDocument(let id, let rev, let history, let openLeaves) = decoded.operation else { return nil }
+        return .init(collection: decoded.collection, id: id, rev: rev, history: history, openLeaves: openLeaves)
     }
 
     /// The server starts taking up the messages waiting on its socket: gets are held from now.

@@ -105,10 +105,7 @@ enum BlobChunkDecoding {
             return true
         }
         /// A string field as the general decoder reads it: a C string, so an embedded NUL goes that way.
-        func text(_ bytes: UnsafeRawBufferPointer?) -> String? {
-            guard let bytes else { return "" }
-            return bytes.contains(0) ? nil : String(validating: bytes, as: UTF8.self)
-        }
+        func text(_ bytes: UnsafeRawBufferPointer?) -> String? { bytes.map(WireFields.cString) ?? "" }
         guard walked, let operation, let databaseName = text(database), let collectionName = text(collection),
               let actingUserName = text(actingUser) else { return nil }
         var writeID: UInt64 = 0, offset: UInt64 = 0
