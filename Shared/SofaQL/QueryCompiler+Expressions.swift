@@ -297,6 +297,9 @@ extension QueryCompiler {
             text = name
             operands = operands.dropFirst()
         }
+        // In a query, a `$` that begins a property path is part of the first key (`.$type` reads
+        // the key "$type"), not the root marker PropertyPath otherwise allows — LiteCore's rule.
+        if op != "?", text.hasPrefix("$") { text = "\\" + text }
         var path = text.isEmpty ? PropertyPath([]) : try PropertyPath.parse(text)
         for operand in operands {
             switch operand {
@@ -352,7 +355,8 @@ extension QueryCompiler {
                 }
                 return try Self.access(source.value, rest)
             }
-            if path.components.count == 1, let aliased = whatAliases[first] { return aliased }
+            // A result alias (`AS name` in WHAT), or a path inside it: `.name`, `.name.key`, `.name[1]`.
+            if let aliased = whatAliases[first] { return try Self.access(aliased, path.droppingFirst()) }
         }
         let source = try implicitSource(of: path)
         if case .key(let first)? = path.first, first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {
@@ -456,7 +460,7 @@ extension QueryCompiler {
         if case .key(let first)? = path.first, let named = sources.first(where: { $0.alias == first }) {
             source = named
             path = path.droppingFirst()
-        } else if case .key(let first)? = path.first, path.components.count == 1, whatAliases[first] != nil {
+        } else if case .key(let first)? = path.first, whatAliases[first] != nil {
             return nil
         } else {
             source = try implicitSource(of: path)

@@ -81,9 +81,8 @@ public struct QueryCompiler {
         var names: [String?] = []
         var explicit: Set<String> = []
         for item in whatItems {
-            var expression = item
-            // A bare string starting with "." is a property, as in LiteCore's oldest syntax.
-            if case .string(let text) = item, text.hasPrefix(".") { expression = .array([.string(text)]) }
+            // A bare string is a property path (LiteCore's shorthand in WHAT); under AS it is a string.
+            var expression = Self.propertyShorthand(item)
             var title: String? = nil
             if case .array(let parts) = expression, parts.first?.stringValue?.uppercased() == "AS" {
                 guard parts.count == 3, let name = parts[2].stringValue else { throw Self.invalid("AS takes an expression and a name") }
@@ -107,7 +106,8 @@ public struct QueryCompiler {
         var groupBy: [String] = []
         if let group = clause("GROUP_BY") {
             guard case .array(let items) = group else { throw Self.invalid("GROUP_BY must be an array") }
-            for item in items { groupBy.append(try value(item)) }
+            // A bare string is a property path here too (LiteCore's shorthand in GROUP_BY).
+            for item in items { groupBy.append(try value(Self.propertyShorthand(item))) }
         }
         var having: String? = nil
         if let h = clause("HAVING") { having = try condition(h) }
@@ -141,6 +141,14 @@ public struct QueryCompiler {
         return CompiledQuery(sql: sql, columns: titles, bindings: bindings, collections: collections)
     }
 
+    /// A string given where LiteCore's schema takes a bare property path (a WHAT item without
+    /// AS, a GROUP_BY item): `".name.first"` or `"name.first"` → `[".name.first"]`; `""` → `["."]`.
+    /// Anything else is returned as it is.
+    static func propertyShorthand(_ item: JSON) -> JSON {
+        guard case .string(let text) = item else { return item }
+        return .array([.string(text.hasPrefix(".") ? text : "." + text)])
+    }
+
     /// `(flags & 1) = 0` (not deleted) unless the query reads `meta().deleted`; purge markers
     /// (flag 0x8000) never.
     func liveFilter(_ alias: String) -> String {
@@ -166,7 +174,9 @@ public struct QueryCompiler {
             if path.components.count == 1, case .key(let key) = path.components[0], let meta = Self.metaNames[key] {
                 return meta
             }
-            return path.lastKey
+            // The last component names the column; a path ending in an array index is unnamed.
+            guard case .key(let last)? = path.components.last else { return nil }
+            return last
         }
         if op == "_.", parts.count == 3, let path = parts[2].stringValue { return PropertyPath.tryParse(path)?.lastKey }
         return nil

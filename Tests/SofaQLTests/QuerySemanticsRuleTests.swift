@@ -32,10 +32,11 @@ import SofaCore
         #expect(try Self.db().rows(query) == expected, "\(query)")
     }
 
-    /// The column title of an operand-list path is its last key, as for `[".a.b"]`.
+    /// The column title of an operand-list path is its last component, as for `[".a.b"]`: a key
+    /// names the column, an index leaves it unnamed (`$1`…, QueryTest "Various Exceptional Conditions").
     @Test func pathOperandTitles() throws {
         #expect(try Self.db().titles(#"{"WHAT":[[".","contact","phone",[0]],[".","contact","name.full"]]}"#)
-                    == ["phone", "name.full"])
+                    == ["$1", "name.full"])
     }
 
     /// `["$name"]`, `["$", "name"]` and `["$", 1]` (the parameter named "1").

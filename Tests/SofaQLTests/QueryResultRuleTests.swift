@@ -1,0 +1,99 @@
+import Testing
+import SofaCore
+@testable import SofaQL
+
+/// Facts from LiteCore's QueryTest.cc that Sofa once answered otherwise, each rule a table of
+/// queries run against a real database file: GROUP_BY's string shorthand ("Query HAVING"), the
+/// title of a path ending in an index ("Various Exceptional Conditions"), a `$` that begins a
+/// key ("Query Special Chars", "Query weird property names") and paths inside a result alias
+/// ("Test result alias").
+@Suite struct QueryResultRuleTests {
+    /// "Query HAVING": twenty documents, identifier 1 for index 0–4, 2 for 5–14, 3 for 15–19.
+    static func grouped() throws -> TestDatabase {
+        try TestDatabase((0..<20).map { i in
+            ("doc" + (i < 10 ? "0\(i)" : "\(i)"), #"{"identifier":\#(i >= 15 ? 3 : i >= 5 ? 2 : 1),"index":\#(i)}"#)
+        })
+    }
+
+    /// A string in GROUP_BY is a property path, as in WHAT (with or without its leading dot).
+    @Test(arguments: [
+        (#"{"WHAT":[".identifier",["COUNT()",[".index"]]],"GROUP_BY":[".identifier"],"HAVING":["=",[".identifier"],1]}"#,
+         ["[1,5]"]),
+        (#"{"WHAT":[".identifier",["COUNT()",[".index"]]],"GROUP_BY":[".identifier"],"HAVING":["!=",[".identifier"],1]}"#,
+         ["[2,10]", "[3,5]"]),
+        (#"{"WHAT":["identifier",["COUNT()",[".index"]]],"GROUP_BY":["identifier"],"ORDER_BY":[[".identifier"]]}"#,
+         ["[1,5]", "[2,10]", "[3,5]"]),
+        (#"{"WHAT":[["AS","identifier","s"]],"WHERE":["=",[".index"],0]}"#, [#"["identifier"]"#]),
+    ])
+    func groupByShorthand(query: String, expected: [String]) throws {
+        #expect(try Self.grouped().rows(query) == expected, "\(query)")
+    }
+
+    /// A column whose path ends in an array index has no name of its own: it is numbered with
+    /// the other unnamed columns (LiteCore titles `orderlines[0]` after ten unnamed columns `$11`).
+    @Test(arguments: [
+        ("SELECT 8/10, unitPrice/10, orderlines, orderlines[0], orderlines[1] AS o FROM _",
+         ["$1", "$2", "orderlines", "$3", "o"]),
+        ("SELECT orderlines[0], orderlines[-1].x, orderlines[0].x FROM _", ["$1", "x", "x #2"]),
+    ])
+    func indexTitles(n1ql: String, expected: [String]) throws {
+        let db = try TestDatabase([("doc1", #"{"unitPrice":8,"orderlines":[1,2]}"#)])
+        #expect(try db.compile(try N1QL.parse(n1ql)).columns == expected, "\(n1ql)")
+        #expect(try db.titles(#"{"WHAT":[[".orderlines[0]"],[".","orderlines",[1]],[".orderlines"]]}"#) == ["$1", "$2", "orderlines"])
+    }
+
+    static let special: [(String, String)] = [
+        ("doc", #"{"$Type":"special","Ty$pe":"special","Type$":"special","$foo":17,"$":{"a":1},"a":2,"oids":[{"$oid":"avoid"}]}"#),
+    ]
+
+    /// A `$` at the start of a property path is part of the key, never a root marker.
+    @Test(arguments: [
+        (#"{"WHAT":[[".$Type"],[".Ty$pe"],[".Type$"]]}"#, [#"["special","special","special"]"#]),
+        (#"{"WHAT":[".$Type",".Ty$pe",".Type$"]}"#, [#"["special","special","special"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["=",[".$foo"],17]}"#, [#"["doc"]"#]),
+        (#"{"WHAT":[["._id"]],"WHERE":["=",[".","$foo"],17]}"#, [#"["doc"]"#]),
+        (#"{"WHAT":[[".$.a"],[".\\$.a"]]}"#, ["[1,1]"]),
+        (#"{"WHAT":[["._id"]],"WHERE":["ANY","o",[".oids"],["=",["?o.$oid"],"avoid"]]}"#, [#"["doc"]"#]),
+    ])
+    func dollarKeys(query: String, expected: [String]) throws {
+        #expect(try TestDatabase(Self.special).rows(query) == expected, "\(query)")
+    }
+
+    @Test func dollarKeyTitlesAndN1QL() throws {
+        let db = try TestDatabase(Self.special)
+        #expect(try db.titles(#"{"WHAT":[[".$Type"],".$foo"]}"#) == ["$Type", "$foo"])
+        let compiled = try db.compile(try N1QL.parse("SELECT `$Type`, `Ty$pe` FROM _"))
+        #expect(compiled.columns == ["$Type", "Ty$pe"])
+        var rows: [String] = []
+        try db.read { (connection) throws(SofaError) in
+            try connection.run(compiled, parameters: [:]) { row in rows.append(row.map { $0?.compactString ?? "?" }.joined(separator: ",")) }
+        }
+        #expect(rows == [#""special","special""#])
+    }
+
+    static let uber: [(String, String)] = [
+        ("uber_doc1", #"{"dict":{"key1":1,"key2":2},"arr":[1,2]}"#),
+        ("uber_doc2", #"{"dict":{"key1":2,"key2":1},"arr":[2,1]}"#),
+    ]
+
+    /// A property beginning with a result alias reads inside that result: a key, an index, an
+    /// alias whose name needs escaping. A FROM alias of the same name comes first.
+    @Test(arguments: [
+        (#"{"WHAT":["._id",["AS",[".dict.key2"],"answer"]],"WHERE":["=",[".answer"],1]}"#, [#"["uber_doc2",1]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict.key2"],"dict"]],"WHERE":["=",[".dict"],1]}"#, [#"["uber_doc2",1]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict.key2"],"dict"]],"FROM":[{"AS":"db","COLLECTION":"_"}],"WHERE":["=",[".db.dict"],1]}"#, []),
+        (#"{"WHAT":["._id",["AS",[".dict"],"name.with [special]"]],"WHERE":["=",[".name\\.with \\[special\\].key1"],1]}"#,
+         [#"["uber_doc1",{"key1":1,"key2":2}]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict"],"answer"]],"WHERE":["=",[".answer.key1"],1]}"#, [#"["uber_doc1",{"key1":1,"key2":2}]"#]),
+        (#"{"WHAT":["._id",["AS",[".arr"],"answer"]],"WHERE":["=",[".answer[1]"],1]}"#, [#"["uber_doc2",[2,1]]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict"],"answer"]],"WHERE":["=",[".","answer","key2"],1]}"#, [#"["uber_doc2",{"key1":2,"key2":1}]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict.key2"],"answer"]],"ORDER_BY":[[".answer"]]}"#,
+         [#"["uber_doc2",1]"#, #"["uber_doc1",2]"#]),
+        (#"{"WHAT":["._id",["AS",[".dict"],"name.with [special]"]],"ORDER_BY":[["DESC",[".name\\.with \\[special\\].key1"]]]}"#,
+         [#"["uber_doc2",{"key1":2,"key2":1}]"#, #"["uber_doc1",{"key1":1,"key2":2}]"#]),
+        (#"{"WHAT":["._id",["AS",[".arr"],"answer"]],"ORDER_BY":[[".answer[1]"]]}"#, [#"["uber_doc2",[2,1]]"#, #"["uber_doc1",[1,2]]"#]),
+    ])
+    func resultAliasPaths(query: String, expected: [String]) throws {
+        #expect(try TestDatabase(Self.uber).rows(query) == expected, "\(query)")
+    }
+}
