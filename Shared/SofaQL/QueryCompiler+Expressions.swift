@@ -86,7 +86,7 @@ extension QueryCompiler {
         func arity(_ range: ClosedRange<Int>) throws(SofaError) {
             guard range.contains(args.count) else {
                 let wanted = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)–\(range.upperBound)"
-                throw Self.invalid("'\(op)' takes \(wanted) operand\(range.upperBound == 1 ? "" : "s"), got \(args.count)")
+                throw Self.invalid("Wrong number of arguments to \(op) ('\(op)' takes \(wanted) operand\(range.upperBound == 1 ? "" : "s"), got \(args.count))")
             }
         }
         func v(_ sql: String) -> Expr { Expr(sql: sql, isCondition: false) }

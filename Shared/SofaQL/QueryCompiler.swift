@@ -58,8 +58,12 @@ public struct QueryCompiler {
 
     mutating func compileSelect(_ query: JSON) throws(SofaError) -> CompiledQuery {
         var tree = query
-        if case .array(let items) = query, items.first == .string("SELECT"), items.count == 2 {
+        if case .array(let items) = query, items.first?.stringValue?.uppercased() == "SELECT" {
+            guard items.count == 2 else { throw Self.invalid("[\"SELECT\", {…}] takes one dictionary") }
             tree = items[1]
+        } else if query.objectValue == nil {
+            // Anything else is a WHERE clause on its own (LiteCore's oldest form, `["=", [".a"], 1]`).
+            tree = .object(["WHERE": query])
         }
         guard case .object(let select) = tree else {
             throw Self.invalid("a query must be a dictionary or [\"SELECT\", {…}], not \(query.compactString.prefix(80))")
@@ -71,11 +75,13 @@ public struct QueryCompiler {
 
         try compileFrom(clause("FROM"))
 
-        // WHAT (default: the whole document, as `SELECT *`)
-        var whatItems: [JSON] = [.array([.string(".")])]
+        // WHAT (default: the document's ID and sequence, titled `_id` and `_sequence`, as LiteCore)
+        var whatItems: [JSON] = [.array([.string("._id")]), .array([.string("._sequence")])]
+        var defaultTitles: [String]? = ["_id", "_sequence"]
         if let what = clause("WHAT") {
             guard case .array(let items) = what, !items.isEmpty else { throw Self.invalid("WHAT must be a non-empty array") }
             whatItems = items
+            defaultTitles = nil
         }
         var columns: [String] = []
         var names: [String?] = []
@@ -95,7 +101,7 @@ public struct QueryCompiler {
             if let title { whatAliases[title] = sql }
             names.append(title ?? self.title(of: expression))
         }
-        let titles = Self.uniqueTitles(names, explicit: explicit)
+        let titles = defaultTitles ?? Self.uniqueTitles(names, explicit: explicit)
 
         var sql = "SELECT "
         if let distinct = clause("DISTINCT"), distinct.boolValue == true { sql += "DISTINCT " }

@@ -87,7 +87,9 @@ import SofaCore
     }
 
     @Test(arguments: [
-        (#"["SELEKT", {}]"#, "must be a dictionary"),
+        (#"["SELEKT", {}]"#, "unknown operator 'SELEKT'"),
+        (#"["SELECT", {}, 1]"#, "takes one dictionary"),
+        (#"["SELECT", [1]]"#, "must be a dictionary"),
         (#"{"WHAT":[["frobnicate()",1]]}"#, "unknown function 'frobnicate()'"),
         (#"{"WHAT":[["lower()",1,2]]}"#, "takes 1 argument"),
         (#"{"WHAT":[["BETWEEN",1]]}"#, "'BETWEEN' takes 3 operands"),

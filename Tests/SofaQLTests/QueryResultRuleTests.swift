@@ -5,8 +5,9 @@ import SofaCore
 /// Facts from LiteCore's QueryTest.cc that Sofa once answered otherwise, each rule a table of
 /// queries run against a real database file: GROUP_BY's string shorthand ("Query HAVING"), the
 /// title of a path ending in an index ("Various Exceptional Conditions"), a `$` that begins a
-/// key ("Query Special Chars", "Query weird property names") and paths inside a result alias
-/// ("Test result alias").
+/// key ("Query Special Chars", "Query weird property names"), paths inside a result alias
+/// ("Test result alias"), and a bare expression as the whole query with the default WHAT
+/// ("Query SELECT", "Query object properties", "C4Query parser error messages").
 @Suite struct QueryResultRuleTests {
     /// "Query HAVING": twenty documents, identifier 1 for index 0–4, 2 for 5–14, 3 for 15–19.
     static func grouped() throws -> TestDatabase {
@@ -95,5 +96,31 @@ import SofaCore
     ])
     func resultAliasPaths(query: String, expected: [String]) throws {
         #expect(try TestDatabase(Self.uber).rows(query) == expected, "\(query)")
+    }
+
+    /// A query that is not a dictionary (nor `["SELECT", {…}]`) is a WHERE clause; without WHAT a
+    /// query returns each document's ID and sequence, titled `_id` and `_sequence`.
+    @Test(arguments: [
+        (#"["AND",[">=",[".index"],3],["<=",[".index"],4]]"#, [#"["doc03",4]"#, #"["doc04",5]"#]),
+        (#"{"WHERE":["=",[".index"],7]}"#, [#"["doc07",8]"#]),
+        (#"["SELECT",{"WHERE":["=",[".index"],7]}]"#, [#"["doc07",8]"#]),
+        (#"["select",{"WHAT":[[".index"]],"WHERE":["=",[".identifier"],3],"LIMIT":1}]"#, ["[15]"]),
+        (#"["=","FTW",["_.subvalue",[".value"]]]"#, []),
+    ])
+    func bareWhereAndDefaultWhat(query: String, expected: [String]) throws {
+        let db = try Self.grouped()
+        #expect(try db.rows(query) == expected, "\(query)")
+        if !query.contains("WHAT") { #expect(try db.titles(query) == ["_id", "_sequence"]) }
+    }
+
+    /// An operator with the wrong number of operands says so in LiteCore's words, and how many.
+    @Test func wrongOperandCount() throws {
+        do {
+            _ = try Self.grouped().compile(try JSON.parse(#"["="]"#))
+            Issue.record("[\"=\"] compiled")
+        } catch let error as SofaError {
+            #expect(error.sofaCode == .invalidQuery && error.message.contains("Wrong number of arguments to ="), "\(error)")
+            #expect(error.message.contains("'=' takes 2 operands, got 0"), "\(error)")
+        }
     }
 }
