@@ -42,6 +42,9 @@ public struct Bench: AsyncParsableCommand {
         @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
         @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
         var curveOff = false
+        @Flag(inversion: .prefixedNo,
+              help: "Run the pipelined calls' tasks on the connection's thread (SofaClient.executor), not the cooperative pool.")
+        var onConnectionThread = true
 
         func run() async throws {
             try await reporting {
@@ -95,7 +98,7 @@ public struct Bench: AsyncParsableCommand {
             let inFlight = self.inFlight
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<inFlight {
-                    group.addTask {
+                    group.addTask(executorPreference: onConnectionThread ? client.executor : nil) {
                         for _ in stride(from: lane, to: total, by: inFlight) { _ = try await db.get(id: "doc") }
                     }
                 }
@@ -126,7 +129,7 @@ public struct Bench: AsyncParsableCommand {
                 ("zmq_echo_p50_us", .double(e50)), ("zmq_echo_p99_us", .double(e99)),
                 ("ratio_p50", .double(round(g50 / e50 * 100) / 100)), ("ratio_p99", .double(round(g99 / e99 * 100) / 100)),
                 ("gateway_get_pipelined_per_s", .int(Int64(pipelined))),
-                ("in_flight", .int(Int64(inFlight))),
+                ("in_flight", .int(Int64(inFlight))), ("on_connection_thread", .bool(onConnectionThread)),
             ] + cpu + baseline))
         }
 

@@ -1,4 +1,5 @@
 public import SofaCore
+internal import CPosix
 internal import Foundation
 internal import Synchronization
 
@@ -23,7 +24,8 @@ public protocol SocketLoopDriver: AnyObject, SendableMetatype {
 }
 
 /// How a socket loop is ended and followed, whatever it carries (a lifecycle service runs one).
-public protocol SocketLoopControl: Sendable {
+/// It is also an executor: a task that prefers it runs its jobs on the loop's thread.
+public protocol SocketLoopControl: TaskExecutor {
     /// The thread's name.
     var name: String { get }
     /// Ends the loop without waiting.
@@ -41,10 +43,16 @@ public protocol SocketLoopControl: Sendable {
 /// Other threads never touch the sockets: they `post` (a mutex-guarded inbox, then a wake-up of
 /// the poll through the eventfd) and the driver acts on it on the loop's thread. `close` ends the
 /// loop after the driver's `finish`, and waits until its sockets are closed.
+///
+/// The loop is a task executor too (`enqueue`): a task that prefers it (`withTaskExecutorPreference`,
+/// `Task(executorPreference:)`) runs on the loop's thread, after the turn that woke it. A client's
+/// task then sends its next request and gets its answer without crossing a thread: an answer
+/// resumes the task in the same turn, and what the task posts goes out in the next, with no
+/// wake-up. Such a task must not block, or the sockets wait with it.
 public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
     public let name: String
     private let wakeup: Wakeup
-    private let inbox = Mutex<(posted: [Posted], closed: Bool)>(([], false))
+    private let inbox = Mutex<(posted: [Posted], jobs: [UnownedJob], closed: Bool)>(([], [], false))
     /// Callers of `close` waiting for the end of the loop; nil once it ended.
     private let ending = Mutex<[CheckedContinuation<Void, Never>]?>([])
     /// The loop's thread (`pthread_self`), once it runs: what it posts to itself needs no wake-up.
@@ -66,6 +74,8 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
         let loop = try SocketLoop(name: name)
         let opened: Result<Owner, SofaError> = await withCheckedContinuation { continuation in
             let thread = Thread {
+                // Foundation's name stays in Foundation; this one is the kernel's, which tools show.
+                _ = sofa_name_this_thread(name)
                 var driver: Driver?
                 do throws(SofaError) {
                     let (owner, made) = try open(loop)
@@ -74,11 +84,13 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
                 } catch {
                     loop.markEnded()
                     continuation.resume(returning: .failure(error))
+                    loop.handOffJobs()
                     return
                 }
                 loop.run(driver!)
                 driver = nil  // its sockets close here, on their thread, before anyone is told the loop ended
                 loop.markEnded()
+                loop.handOffJobs()
             }
             thread.name = name
             thread.start()
@@ -99,10 +111,45 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
         let (taken, first) = inbox.withLock { inbox -> (Bool, Bool) in
             guard !inbox.closed else { return (false, false) }
             inbox.posted.append(item)
-            return (true, inbox.posted.count == 1)
+            return (true, inbox.posted.count == 1 && inbox.jobs.isEmpty)
         }
         if taken && first && !onLoopThread { wakeup.signal() }
         return taken
+    }
+
+    /// Takes a job of a task that prefers this loop: it runs on the loop's thread after the
+    /// current turn (one wake-up per batch, none from the loop's own thread, as `post`). Once
+    /// the loop is closed, jobs go to the global executor instead, so no task waits forever.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let (taken, first) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.closed else { return (false, false) }
+            inbox.jobs.append(job)
+            return (true, inbox.jobs.count == 1 && inbox.posted.isEmpty)
+        }
+        guard taken else { return globalConcurrentExecutor.enqueue(job) }
+        if first && !onLoopThread { wakeup.signal() }
+    }
+
+    /// Runs the jobs enqueued so far (not those they enqueue: those wait for the next turn, so a
+    /// task that keeps yielding cannot hold the sockets up).
+    private func runJobs() {
+        let jobs = inbox.withLock { inbox -> [UnownedJob] in
+            defer { inbox.jobs.removeAll(keepingCapacity: true) }
+            return inbox.jobs
+        }
+        for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+    }
+
+    /// The loop has ended: jobs still waiting go to the global executor (new ones go there too,
+    /// as the loop is closed).
+    private func handOffJobs() {
+        let jobs = inbox.withLock { inbox -> [UnownedJob] in
+            inbox.closed = true
+            defer { inbox.jobs.removeAll() }
+            return inbox.jobs
+        }
+        for job in jobs { globalConcurrentExecutor.enqueue(job) }
     }
 
     /// Whether the caller runs on the loop's thread.
@@ -145,7 +192,7 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
             let sockets = driver.sockets
             // Something already waiting (posted by the loop itself, or after the wake-up of an
             // earlier post was consumed): look at the sockets without waiting.
-            let waiting = inbox.withLock { !$0.posted.isEmpty || $0.closed }
+            let waiting = inbox.withLock { !$0.posted.isEmpty || !$0.jobs.isEmpty || $0.closed }
             // A failed poll reads as "nothing ready": the driver's timers still run.
             let ready = (try? poll(sockets, fds: [wakeup.fd], timeoutMs: waiting ? 0 : driver.pollTimeoutMs))
                 ?? Array(repeating: false, count: sockets.count + 1)
@@ -159,6 +206,9 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
                 return
             }
             driver.turn(posted: posted, readable: Array(ready.prefix(sockets.count)))
+            // Tasks that prefer this loop and were woken (by answers of that turn, or from other
+            // threads): what they post goes out in the turn just below.
+            runJobs()
             // What that turn posted to the loop itself (a server's replies, made as it read its
             // requests) goes at once, in one more turn with nothing readable, rather than after
             // another poll: a reply to a get went out one poll later (the poll asks each socket
