@@ -133,6 +133,11 @@ public enum CoreFunctions {
             }, nil, nil, nil)
         }
         if rc == SQLITE_OK {
+            rc = sqlite3_create_function_v2(db, "core_unnest_text", 1, flags, nil, { context, _, values in
+                CoreFunctions.unnestText(context, values![0])
+            }, nil, nil, nil)
+        }
+        if rc == SQLITE_OK {
             rc = sqlite3_create_function_v2(db, "core_items_text", 1, flags, nil, { context, _, values in
                 CoreFunctions.arrayText(context, values![0], orObject: true)
             }, nil, nil, nil)
@@ -224,6 +229,36 @@ public enum CoreFunctions {
             sqlite3_result_blob(context, text, Int32(count), transient)
         default:
             sqlite3_result_value(context, value)
+        }
+    }
+
+    /// `core_unnest_text(value)`: what UNNEST ranges over, as JSON text for `json_each`: an
+    /// array's items; a string, number, boolean or null as the one item of an array (LiteCore's
+    /// answer: c4QueryTest "C4Query Nested UNNEST - Missing Array" unnests `"my contacts"` to one
+    /// row); nothing for MISSING or a dictionary.
+    ///
+    ///     ["a","b"] → ["a","b"]      "x" → ["x"]      7 → [7]      null → [null]      {…} → []
+    private static func unnestText(_ context: OpaquePointer?, _ value: OpaquePointer?) {
+        switch sqlite3_value_type(value) {
+        case SQLITE_NULL:
+            sqlite3_result_text(context, "[]", 2, transient)
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_value_bytes(value))
+            guard count > 0, let base = sqlite3_value_blob(value) else {
+                sqlite3_result_text(context, "[]", 2, transient)
+                return
+            }
+            let bytes = UnsafeRawBufferPointer(start: base, count: count)
+            switch bytes[0] {
+            case UInt8(ascii: "["): sqlite3_result_text(context, base.assumingMemoryBound(to: CChar.self), Int32(count), transient)
+            case UInt8(ascii: "{"): sqlite3_result_text(context, "[]", 2, transient)
+            default:
+                let text = "[" + String(decoding: bytes, as: UTF8.self) + "]"
+                sqlite3_result_text(context, text, -1, transient)
+            }
+        default:
+            let item = SQLFunctions.value(value).json ?? .null
+            sqlite3_result_text(context, "[" + item.compactString + "]", -1, transient)
         }
     }
 

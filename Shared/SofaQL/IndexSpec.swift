@@ -146,9 +146,9 @@ public struct IndexSpec: Sendable, Hashable {
                 var parts: [String] = []
                 for (level, segment) in segments.enumerated() {
                     if level == 0 {
-                        parts.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT new.rowid, j.key, core_element(j.type, j.value) FROM json_each(core_array_text(\(try QueryCompiler.access("new.body", segment)))) AS j WHERE \(live);")
+                        parts.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT new.rowid, j.key, core_element(j.type, j.value) FROM json_each(core_unnest_text(\(try QueryCompiler.access("new.body", segment)))) AS j WHERE \(live);")
                     } else {
-                        parts.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_array_text(\(try QueryCompiler.access("p.value", segment)))) AS j WHERE p.\(owned(level - 1, doc));")
+                        parts.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_unnest_text(\(try QueryCompiler.access("p.value", segment)))) AS j WHERE p.\(owned(level - 1, doc));")
                     }
                 }
                 return parts.joined(separator: " ")
@@ -170,9 +170,9 @@ public struct IndexSpec: Sendable, Hashable {
             // Existing documents, level by level.
             for (level, segment) in segments.enumerated() {
                 if level == 0 {
-                    statements.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT t.rowid, j.key, core_element(j.type, j.value) FROM \(kv) AS t, json_each(core_array_text(\(try QueryCompiler.access("t.body", segment)))) AS j WHERE (t.flags & 32769) = 0")
+                    statements.append("INSERT INTO \(tables[0]) (docid, i, value) SELECT t.rowid, j.key, core_element(j.type, j.value) FROM \(kv) AS t, json_each(core_unnest_text(\(try QueryCompiler.access("t.body", segment)))) AS j WHERE (t.flags & 32769) = 0")
                 } else {
-                    statements.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_array_text(\(try QueryCompiler.access("p.value", segment)))) AS j")
+                    statements.append("INSERT INTO \(tables[level]) (docid, i, value) SELECT p.rowid, j.key, core_element(j.type, j.value) FROM \(tables[level - 1]) AS p, json_each(core_unnest_text(\(try QueryCompiler.access("p.value", segment)))) AS j")
                 }
             }
             return statements

@@ -308,7 +308,7 @@ public struct QueryCompiler {
             return
         }
         let array = try value(expression)
-        fromClauses.append("JOIN json_each(core_array_text(\(array))) AS \(sqlAlias)")
+        fromClauses.append("JOIN json_each(core_unnest_text(\(array))) AS \(sqlAlias)")
         sources.append(Source(alias: alias, sqlAlias: sqlAlias, kind: .unnest, value: "core_element(\(sqlAlias).type, \(sqlAlias).value)"))
     }
 }

@@ -7,7 +7,8 @@ import SofaCore
 /// title of a path ending in an index ("Various Exceptional Conditions"), a `$` that begins a
 /// key ("Query Special Chars", "Query weird property names"), paths inside a result alias
 /// ("Test result alias"), and a bare expression as the whole query with the default WHAT
-/// ("Query SELECT", "Query object properties", "C4Query parser error messages").
+/// ("Query SELECT", "Query object properties", "C4Query parser error messages"), and UNNEST of a
+/// value that is not an array ("C4Query Nested UNNEST - Missing Array").
 @Suite struct QueryResultRuleTests {
     /// "Query HAVING": twenty documents, identifier 1 for index 0–4, 2 for 5–14, 3 for 15–19.
     static func grouped() throws -> TestDatabase {
@@ -122,5 +123,21 @@ import SofaCore
             #expect(error.sofaCode == .invalidQuery && error.message.contains("Wrong number of arguments to ="), "\(error)")
             #expect(error.message.contains("'=' takes 2 operands, got 0"), "\(error)")
         }
+    }
+
+    /// UNNEST ranges over an array's items, and over a string, number, boolean or null as one
+    /// item; a missing property or a dictionary gives no rows. The same with an array index.
+    @Test(arguments: [false, true])
+    func unnestOfNonArray(indexed: Bool) throws {
+        let db = try TestDatabase([
+            ("1", #"{"name":"Jonh Doe","contacts":["Contact1","Contact2"]}"#), ("2", #"{"name":"Scott Tiger","contacts":[]}"#),
+            ("3", #"{"name":"Foo Bar"}"#), ("4", #"{"name":"Harry Potter","contacts":"my contacts"}"#),
+            ("5", #"{"name":"Num","contacts":7}"#), ("6", #"{"name":"Null","contacts":null}"#), ("7", #"{"name":"Obj","contacts":{"a":1}}"#),
+        ])
+        if indexed { try db.createIndex(IndexSpec(name: "contacts", kind: .array, collection: .default, arrayPath: "contacts")) }
+        let query = try N1QL.parse("SELECT doc.name, contact FROM _default AS doc UNNEST doc.contacts AS contact ORDER BY META(doc).id")
+        #expect(try db.rows(query.compactString) == [
+            #"["Jonh Doe","Contact1"]"#, #"["Jonh Doe","Contact2"]"#, #"["Harry Potter","my contacts"]"#, #"["Num",7]"#, #"["Null",null]"#,
+        ])
     }
 }
