@@ -257,7 +257,9 @@ public struct QueryCompiler {
                 case (_?, nil): throw Self.invalid("SCOPE without COLLECTION")
                 }
             } catch {
-                throw Self.invalid("bad collection in FROM: \(error.message)")
+                // LiteCore's words ("… is not a valid collection"), then why.
+                let written = [scope, name].compactMap { $0 }.joined(separator: ".")
+                throw Self.invalid("bad collection in FROM: '\(written)' is not a valid collection name: \(error.message)")
             }
             guard schema.hasCollection(collection) else { throw Self.invalid("no such collection '\(collection)'") }
             let alias = field("AS")?.stringValue ?? name ?? "_default"

@@ -140,4 +140,17 @@ import SofaCore
             #"["Jonh Doe","Contact1"]"#, #"["Jonh Doe","Contact2"]"#, #"["Harry Potter","my contacts"]"#, #"["Num",7]"#, #"["Null",null]"#,
         ])
     }
+
+    /// A FROM collection name that cannot be one is refused in LiteCore's words ("Invalid
+    /// collection names"), with the reason.
+    @Test(arguments: ["%", "%xx", "_xx", "x y", ".", "xx.", ".xx", "_b.c", "b._c", "in.val.id", "in..val", "foo._default",
+                      String(repeating: "x", count: 252), "a." + String(repeating: "x", count: 252)])
+    func invalidCollectionNames(name: String) throws {
+        do {
+            _ = try Self.grouped().compile(.object(["WHAT": [["."]], "FROM": [["COLLECTION": .string(name)]]]))
+            Issue.record("\(name) compiled")
+        } catch let error as SofaError {
+            #expect(error.sofaCode == .invalidQuery && error.message.contains("is not a valid collection"), "\(error)")
+        }
+    }
 }
