@@ -29,6 +29,9 @@ extension Bench {
                 help: "Point lookups outstanding at once for the second figure, which keeps both cores busy (0: none).")
         var saturatingInFlight: Int = 64
         @Option(help: "Unindexed scans per measurement (submitted together).") var scans: Int = 4
+        @Flag(inversion: .prefixedNo,
+              help: "Run the lookups' tasks on the connection's thread (SofaClient.executor), not the cooperative pool.")
+        var onConnectionThread = true
 
         static let lookupQuery = "SELECT name FROM _ WHERE n = $n"
         static let scanQuery = "SELECT COUNT(*) FROM _ WHERE email LIKE $p"
@@ -62,6 +65,7 @@ extension Bench {
                 figures["lookups_per_s_1_worker"] = .double(one.lookupsPerSecond.rounded())
                 figures["lookups_per_s_2_workers"] = .double(two.lookupsPerSecond.rounded())
                 figures["lookups_per_s_sqlite"] = .double(direct.lookupsPerSecond.rounded())
+                figures["on_connection_thread"] = .bool(onConnectionThread)
                 figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
                 figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
                 if saturatingInFlight > 0 {
@@ -120,8 +124,9 @@ extension Bench {
             // also warms the worker's connection and compile cache).
             let lookup = try await db.prepare(n1ql: Self.lookupQuery)
             _ = try await lookup.run(["n": 1])
-            let lookupRate = try await lookupsPerSecond(lookup, lanes: max(1, inFlight))
-            let saturatingRate = saturatingInFlight > 0 ? try await lookupsPerSecond(lookup, lanes: saturatingInFlight) : 0
+            let executor = onConnectionThread ? db.client.executor : nil
+            let lookupRate = try await lookupsPerSecond(lookup, lanes: max(1, inFlight), on: executor)
+            let saturatingRate = saturatingInFlight > 0 ? try await lookupsPerSecond(lookup, lanes: saturatingInFlight, on: executor) : 0
 
             let scanStart = ContinuousClock.now
             let expected = try await db.query(n1ql: Self.scanQuery, parameters: ["p": .string(Self.scanPattern)]).rows
@@ -140,13 +145,14 @@ extension Bench {
                            concurrentScans: seconds(ContinuousClock.now - together))
         }
 
-        /// `lookups` point lookups of random documents with `lanes` of them outstanding at once.
-        func lookupsPerSecond(_ lookup: PreparedQuery, lanes: Int) async throws -> Double {
+        /// `lookups` point lookups of random documents with `lanes` of them outstanding at once,
+        /// their tasks on `executor` (nil: the cooperative pool).
+        func lookupsPerSecond(_ lookup: PreparedQuery, lanes: Int, on executor: (any TaskExecutor)?) async throws -> Double {
             let total = lookups, count = docs
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<lanes {
-                    group.addTask {
+                    group.addTask(executorPreference: executor) {
                         var generator = SystemRandomNumberGenerator()
                         for _ in stride(from: lane, to: total, by: lanes) {
                             let n = Int64.random(in: 0..<Int64(count), using: &generator)
