@@ -5,7 +5,8 @@ import Testing
 
 /// LiteCore's query rules that Sofa once read differently, one representative query each, through
 /// the SDK against real processes (the full tables are in SofaQLTests: QuerySemanticsRuleTests,
-/// N1QLLiteCoreRuleTests, DateFormatTests, QueryOperatorFormTests, QueryAliasRuleTests).
+/// N1QLLiteCoreRuleTests, DateFormatTests, QueryOperatorFormTests, QueryAliasRuleTests,
+/// QueryResultRuleTests).
 @Suite(.serialized) struct QuerySemanticsTests {
     static func seed(_ db: Database) async throws {
         let docs: [(String, String)] = [
@@ -19,9 +20,9 @@ import Testing
         try await Cluster.with { cluster in
             let db = try await cluster.client.createDatabase("semantics")
             try await Self.seed(db)
-            // A path as operands, its index a one-element array.
+            // A path as operands, its index a one-element array (a path ending in an index is unnamed).
             let phones = try await db.query(json: ["WHAT": [["._id"], [".", "contact", "phone", [0]]], "ORDER_BY": [["._id"]]])
-            #expect(phones.columns == ["id", "phone"])
+            #expect(phones.columns == ["id", "$1"])
             #expect(phones.rows == [[.string("a"), .string("555-1")], [.string("b"), .string("555-3")]])
             // ["$", name] and ["$", 1].
             let byParameter = try await db.query(
@@ -125,6 +126,44 @@ import Testing
             }
             let joined = try await db.query(n1ql: "SELECT META(x).id FROM _ AS x JOIN _ AS y ON x.text = y.text ORDER BY x.text")
             #expect(joined.rows == [[.string("b")], [.string("a")]])
+        }
+    }
+
+    /// QueryTest.cc and c4QueryTest.cc facts: GROUP_BY's string shorthand, an index-ended path's
+    /// unnamed title, a `$` that begins a key, paths inside a result alias, a bare WHERE with the
+    /// default WHAT, UNNEST of a string, and LiteCore's words for a bad collection name.
+    @Test func queryTestFacts() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics4")
+            let docs: [(String, String)] = [
+                ("d1", #"{"identifier":1,"dict":{"key1":1},"arr":[1,2],"$type":"x","contacts":["c1","c2"]}"#),
+                ("d2", #"{"identifier":2,"dict":{"key1":2},"arr":[2,1],"$type":"y","contacts":"my contacts"}"#),
+                ("d3", #"{"identifier":2,"dict":{"key1":3},"arr":[3],"contacts":{"a":1}}"#),
+            ]
+            _ = try await db.bulk(docs.map { .put(id: $0.0, rev: "", body: Array($0.1.utf8), deleted: false) })
+            let grouped = try await db.query(json: [
+                "WHAT": [".identifier", ["COUNT()", ["."]]], "GROUP_BY": [".identifier"], "HAVING": ["!=", [".identifier"], 1],
+            ])
+            #expect(grouped.rows == [[.int(2), .int(2)]])
+            let titled = try await db.query(n1ql: "SELECT arr, arr[0], `$type`, dict.key1 + 1 FROM _ WHERE META().id = 'd1'")
+            #expect(titled.columns == ["arr", "$1", "$type", "$2"])
+            #expect(titled.rows == [[.array([1, 2]), .int(1), .string("x"), .int(2)]])
+            let aliased = try await db.query(json: [
+                "WHAT": ["._id", ["AS", [".arr"], "answer"]], "WHERE": ["=", [".answer[1]"], 1], "ORDER_BY": [["DESC", [".answer[0]"]]],
+            ])
+            #expect(aliased.rows == [[.string("d2"), .array([2, 1])]])
+            let bare = try await db.query(json: ["=", [".dict.key1"], 3])
+            #expect(bare.columns == ["_id", "_sequence"])
+            #expect(bare.rows.map { $0.first } == [.string("d3")])
+            let unnested = try await db.query(n1ql: "SELECT META(d).id, c FROM _ AS d UNNEST d.contacts AS c ORDER BY META(d).id, c")
+            #expect(unnested.rows == [[.string("d1"), .string("c1")], [.string("d1"), .string("c2")], [.string("d2"), .string("my contacts")]])
+            do throws(SofaError) {
+                _ = try await db.query(json: ["WHAT": [["."]], "FROM": [["COLLECTION": "in..val"]]])
+                Issue.record("a bad collection name ran")
+            } catch {
+                #expect(error.sofaCode == .invalidQuery && error.message.contains("is not a valid collection"), "\(error)")
+            }
+            #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
         }
     }
 }
