@@ -43,7 +43,7 @@ public struct Bench: AsyncParsableCommand {
         @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
         var curveOff = false
         @Flag(inversion: .prefixedNo,
-              help: "Run the pipelined calls' tasks on the connection's thread (SofaClient.executor), not the cooperative pool.")
+              help: "Make the calls from tasks on the connection's thread (SofaClient.executor), not the cooperative pool.")
         var onConnectionThread = true
 
         func run() async throws {
@@ -81,13 +81,18 @@ public struct Bench: AsyncParsableCommand {
             let padding = String(repeating: "x", count: 300 - #"{"pad":""}"#.utf8.count)
             let body = #"{"pad":"\#(padding)"}"#
             try await db.put(id: "doc", json: body)
-            for _ in 0..<200 { _ = try await db.get(id: "doc") }  // warm up
-            var gateway: [UInt64] = []
-            gateway.reserveCapacity(count)
-            for _ in 0..<count {
-                let start = DispatchTime.now().uptimeNanoseconds
-                _ = try await db.get(id: "doc")
-                gateway.append(DispatchTime.now().uptimeNanoseconds - start)
+            let executor = onConnectionThread ? client.executor : nil
+            let count = self.count
+            let gateway = try await withTaskExecutorPreference(executor) { () async throws -> [UInt64] in
+                for _ in 0..<200 { _ = try await db.get(id: "doc") }  // warm up
+                var gateway: [UInt64] = []
+                gateway.reserveCapacity(count)
+                for _ in 0..<count {
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    _ = try await db.get(id: "doc")
+                    gateway.append(DispatchTime.now().uptimeNanoseconds - start)
+                }
+                return gateway
             }
             // Where the pipelined gets' time goes: the gateway's CPU and this process's (the SDK's
             // threads), per get; the gateway's only when this bench started it (it runs here).
@@ -98,7 +103,7 @@ public struct Bench: AsyncParsableCommand {
             let inFlight = self.inFlight
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<inFlight {
-                    group.addTask(executorPreference: onConnectionThread ? client.executor : nil) {
+                    group.addTask(executorPreference: executor) {
                         for _ in stride(from: lane, to: total, by: inFlight) { _ = try await db.get(id: "doc") }
                     }
                 }
