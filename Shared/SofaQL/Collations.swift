@@ -41,8 +41,14 @@ public struct Collation: Sendable, Hashable {
 }
 
 enum Collations {
+    /// A collation's options, and the locale its comparisons are made in: the root locale, so
+    /// that strings compare as Unicode's collation orders them (lowercase before uppercase, an
+    /// accented letter beside its base letter: "Aardvark" < "Ångström" < "Apple" < "äpple" <
+    /// "Zebra"), as LiteCore's collations do (SQLiteFunctionsTest "Unicode collation", "SQLite
+    /// collation"); without a locale Foundation compares code points ("Zebra" < "Ångström").
     private final class Box {
         let options: String.CompareOptions
+        let locale = Locale(identifier: "")
         init(_ options: String.CompareOptions) { self.options = options }
     }
 
@@ -56,10 +62,10 @@ enum Collations {
         for (name, options) in variants {
             let box = Unmanaged.passRetained(Box(options)).toOpaque()
             let rc = sqlite3_create_collation_v2(db, name, SQLITE_UTF8, box, { info, count1, bytes1, count2, bytes2 in
-                let options = Unmanaged<Box>.fromOpaque(info!).takeUnretainedValue().options
+                let box = Unmanaged<Box>.fromOpaque(info!).takeUnretainedValue()
                 let a = String(decoding: UnsafeRawBufferPointer(start: bytes1, count: Int(count1)), as: UTF8.self)
                 let b = String(decoding: UnsafeRawBufferPointer(start: bytes2, count: Int(count2)), as: UTF8.self)
-                switch a.compare(b, options: options, range: nil, locale: nil) {
+                switch a.compare(b, options: box.options, range: nil, locale: box.locale) {
                 case .orderedAscending: return -1
                 case .orderedDescending: return 1
                 case .orderedSame: return 0
