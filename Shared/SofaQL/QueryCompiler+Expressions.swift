@@ -12,8 +12,12 @@ extension QueryCompiler {
     }
 
     mutating func value(_ json: JSON) throws(SofaError) -> String {
-        let e = try expression(json)
-        return e.isCondition ? "core_boolean(\(e.sql))" : e.sql
+        Self.asValue(try expression(json))
+    }
+
+    /// A compiled expression as a value: a condition becomes a boolean (`._deleted` = true).
+    static func asValue(_ e: Expr) -> String {
+        e.isCondition ? "core_boolean(\(e.sql))" : e.sql
     }
 
     mutating func condition(_ json: JSON) throws(SofaError) -> String {
@@ -351,7 +355,7 @@ extension QueryCompiler {
                 // `.alias._id` and friends: the alias's metadata.
                 if rest.components.count == 1, case .key(let key) = rest.components[0], let field = Self.metaNames[key],
                    case .collection = source.kind {
-                    return try metaField([.string(first)], PropertyPath([.key(field)])).sql
+                    return Self.asValue(try metaField([.string(first)], PropertyPath([.key(field)])))
                 }
                 return try Self.access(source.value, rest)
             }
@@ -360,7 +364,7 @@ extension QueryCompiler {
         }
         let source = try implicitSource(of: path)
         if case .key(let first)? = path.first, first.hasPrefix("_"), path.components.count == 1, let field = Self.metaNames[first] {
-            return try metaField([], PropertyPath([.key(field)])).sql
+            return Self.asValue(try metaField([], PropertyPath([.key(field)])))
         }
         return try Self.access(source.value, path)
     }
@@ -390,6 +394,7 @@ extension QueryCompiler {
     }
 
     /// `["meta()", alias?]` with `.id`, `.sequence`, `.deleted`, `.expiration`, `.revisionID`.
+    /// `meta()` itself is a dictionary whose `deleted` is 0 or 1, as LiteCore's is ("Query META").
     mutating func metaField(_ metaArgs: [JSON], _ path: PropertyPath) throws(SofaError) -> Expr {
         let source: Source
         if let alias = metaArgs.first {
@@ -404,7 +409,7 @@ extension QueryCompiler {
         guard case .collection = source.kind else { throw Self.invalid("meta() of an UNNEST alias") }
         let t = source.sqlAlias
         guard case .key(let field)? = path.first else {
-            return Expr(sql: "core_object('id', \(t).key, 'sequence', \(t).sequence, 'deleted', core_boolean(\(t).flags & 1), 'expiration', \(t).expiration, 'revisionID', core_revid(\(t).version))", isCondition: false)
+            return Expr(sql: "core_object('id', \(t).key, 'sequence', \(t).sequence, 'deleted', (\(t).flags & 1), 'expiration', \(t).expiration, 'revisionID', core_revid(\(t).version))", isCondition: false)
         }
         let rest = path.droppingFirst()
         let sql: String

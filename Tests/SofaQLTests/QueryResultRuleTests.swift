@@ -153,4 +153,30 @@ import SofaCore
             #expect(error.sofaCode == .invalidQuery && error.message.contains("is not a valid collection"), "\(error)")
         }
     }
+
+    /// `._deleted` is a boolean wherever it stands ("Query deleted docs": `["=", ["._deleted"],
+    /// true]` finds the deleted documents); `meta()`'s dictionary says `deleted` as 0 or 1
+    /// ("Query META": `{"deleted":0,"id":"doc1","sequence":1}`).
+    @Test(arguments: [
+        (#"{"WHAT":["._id"],"WHERE":["<=",[".num"],15]}"#, 10),
+        (#"{"WHAT":["._id"],"WHERE":["AND",["<=",[".num"],15],["._deleted"]]}"#, 5),
+        (#"{"WHAT":["._id"],"WHERE":["OR",["<=",[".num"],5],["._deleted"]]}"#, 15),
+        (#"{"WHAT":["._id"],"WHERE":["=",["._deleted"],true]}"#, 10),
+        (#"{"WHAT":["._id"],"WHERE":["._deleted"]}"#, 10),
+        (#"{"WHAT":["._id"],"WHERE":[".","_deleted"]}"#, 10),
+        (#"{"WHAT":["._id"],"WHERE":["_.",["meta()"],"deleted"]}"#, 10),
+        (#"{"WHAT":["._id"],"WHERE":["=",[".d._deleted"],true],"FROM":[{"AS":"d"}]}"#, 10),
+    ])
+    func deletedIsBoolean(query: String, count: Int) throws {
+        let live = (1...10).map { ("rec-\($0 < 10 ? "00" : "0")\($0)", #"{"num":\#($0)}"#) }
+        let dead = (11...20).map { ("rec-0\($0)", #"{"num":\#($0)}"#) }
+        #expect(try TestDatabase(live, deleted: dead).rows(query).count == count, "\(query)")
+    }
+
+    @Test func metaDictionary() throws {
+        let db = try TestDatabase([("doc1", #"{"value":null,"real_value":1}"#), ("doc2", #"{"value":null,"atai":1}"#)])
+        #expect(try db.rows(#"{"WHAT":[["meta()"],["._deleted"]],"ORDER_BY":[["._id"]]}"#) == [
+            #"[{"id":"doc1","sequence":1,"deleted":0},false]"#, #"[{"id":"doc2","sequence":2,"deleted":0},false]"#,
+        ])
+    }
 }
