@@ -164,6 +164,11 @@ import Testing
                 #expect(error.sofaCode == .invalidQuery && error.message.contains("is not a valid collection"), "\(error)")
             }
             #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
+            // ._deleted is a boolean as a value; meta()'s dictionary says deleted as 0.
+            #expect(try await db.query(json: ["WHAT": [["COUNT()", ["."]]], "WHERE": ["=", ["._deleted"], false]]).rows == [[.int(3)]])
+            let meta = try await db.query(n1ql: "SELECT meta().deleted, meta() FROM _ WHERE META().id = 'd1'")
+            #expect(meta.rows.first?.first == .bool(false))
+            #expect(meta.rows.first?.last??.objectValue?["deleted"] == .int(0))
             // ARRAY_AGG leaves MISSING out; a Unicode collation sorts lowercase first, accents beside.
             #expect(try await db.query(n1ql: "SELECT ARRAY_AGG(`$type`) FROM _").rows == [[.array(["x", "y"])]])
             let words = try await cluster.client.createDatabase("semantics5")
