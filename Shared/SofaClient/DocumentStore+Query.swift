@@ -39,7 +39,7 @@ extension DocumentStore {
 
     /// Runs a query in LiteCore's JSON query schema.
     public func query(json: JSON, parameters: JSONObject = [:]) async throws(SofaError) -> QueryResult {
-        try await run(QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters))
+        try await run(QuerySpec(text: json.typedCompactString, isN1QL: false, parameters: parameters))
     }
 
     /// A query's rows in pages of at most `pageRows` (and about 4 MiB), fetched one page at a
@@ -52,7 +52,7 @@ extension DocumentStore {
     }
 
     public func queryPages(json: JSON, parameters: JSONObject = [:], pageRows: Int = 1000) -> QueryPages {
-        QueryPages(store: AnyStore(self), spec: QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters,
+        QueryPages(store: AnyStore(self), spec: QuerySpec(text: json.typedCompactString, isN1QL: false, parameters: parameters,
                                                           pageRows: UInt32(clamping: max(1, pageRows))))
     }
 
@@ -65,7 +65,7 @@ extension DocumentStore {
     }
 
     public func explain(json: JSON) async throws(SofaError) -> String {
-        guard case .query(let rows) = try await call(.query(QuerySpec(text: json.compactString, isN1QL: false, explain: true))) else {
+        guard case .query(let rows) = try await call(.query(QuerySpec(text: json.typedCompactString, isN1QL: false, explain: true))) else {
             throw unexpected("explain")
         }
         return rows.explain
@@ -112,7 +112,7 @@ extension DocumentStore {
     }
 
     public func liveQuery(json: JSON, parameters: JSONObject = [:], pollMs: UInt32 = 15_000) -> LiveQuery {
-        LiveQuery(store: AnyStore(self), spec: QuerySpec(text: json.compactString, isN1QL: false, parameters: parameters), pollMs: pollMs)
+        LiveQuery(store: AnyStore(self), spec: QuerySpec(text: json.typedCompactString, isN1QL: false, parameters: parameters), pollMs: pollMs)
     }
 }
 

@@ -49,7 +49,7 @@ extension DocumentStore {
 
     /// Prepares a query in LiteCore's JSON query schema.
     public func prepare(json: JSON) async throws(SofaError) -> PreparedQuery {
-        try await prepare(QuerySpec(text: json.compactString, isN1QL: false))
+        try await prepare(QuerySpec(text: json.typedCompactString, isN1QL: false))
     }
 
     private func prepare(_ spec: QuerySpec) async throws(SofaError) -> PreparedQuery {

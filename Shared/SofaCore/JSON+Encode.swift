@@ -25,15 +25,30 @@ extension JSON {
 
     public var compactString: String { String(decoding: compactBytes(), as: UTF8.self) }
 
+    /// The compact form in which a double stays a double: an integral one is written with a
+    /// fraction (`5.0`, `-3.0`), so `parse` gives `.double` back where `compactBytes` would give
+    /// `.int`. For values whose number kinds carry meaning to their reader, as a query's do:
+    /// `["/", 5.0, 15.0]` divides reals (0.333…), `["/", 5, 15]` integers (0).
+    public func typedCompactBytes() -> [UInt8] {
+        var writer = JSONWriter(sortKeys: false, keepsDoubles: true)
+        writer.write(self)
+        return writer.out
+    }
+
+    public var typedCompactString: String { String(decoding: typedCompactBytes(), as: UTF8.self) }
+
     public var canonicalString: String { String(decoding: canonicalBytes(), as: UTF8.self) }
 }
 
 struct JSONWriter {
     var out: [UInt8] = []
     let sortKeys: Bool
+    /// Integral doubles are written with `.0` (`typedCompactBytes`).
+    let keepsDoubles: Bool
 
-    init(sortKeys: Bool) {
+    init(sortKeys: Bool, keepsDoubles: Bool = false) {
         self.sortKeys = sortKeys
+        self.keepsDoubles = keepsDoubles
         out.reserveCapacity(256)
     }
 
@@ -103,7 +118,9 @@ struct JSONWriter {
             return
         }
         if d.rounded(.towardZero) == d, d > -0x1p63, d < 0x1p63 {
+            if keepsDoubles && d.sign == .minus && d == 0 { out.append(UInt8(ascii: "-")) }
             writeInt(Int64(d))
+            if keepsDoubles { appendASCII(".0") }
             return
         }
         out.append(contentsOf: d.description.utf8)

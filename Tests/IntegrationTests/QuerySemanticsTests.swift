@@ -132,6 +132,20 @@ import Testing
     /// QueryTest.cc and c4QueryTest.cc facts: GROUP_BY's string shorthand, an index-ended path's
     /// unnamed title, a `$` that begins a key, paths inside a result alias, a bare WHERE with the
     /// default WHAT, UNNEST of a string, and LiteCore's words for a bad collection name.
+    /// A double in a JSON query or in a parameter reaches the worker as a double: 5.0 / 15.0
+    /// divides reals, 5 / 15 integers (LiteCore: QueryTest 'Query Math Precision').
+    @Test func doublesStayDoubles() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics6")
+            _ = try await db.put(id: "only", json: "{}")
+            let what: JSON = ["WHAT": [["/", 5.0, 15.0], ["/", 5, 15], ["/", ["$x"], 15], ["/", ["$n"], 15]]]
+            let expected: [JSON?] = [.double(5.0 / 15.0), .int(0), .double(5.0 / 15.0), .int(0)]
+            #expect(try await db.query(json: what, parameters: ["x": 5.0, "n": 5]).rows == [expected])
+            let prepared = try await db.prepare(json: what)
+            #expect(try await prepared.run(["x": 5.0, "n": 5]).rows == [expected])
+        }
+    }
+
     @Test func queryTestFacts() async throws {
         try await Cluster.with { cluster in
             let db = try await cluster.client.createDatabase("semantics4")

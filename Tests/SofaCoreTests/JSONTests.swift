@@ -185,6 +185,21 @@ import Testing
         #expect(String(decoding: value.canonicalBytes(), as: UTF8.self) == expected)
     }
 
+    /// The typed form keeps a double a double: an integral one is written with a fraction, so it
+    /// parses back as `.double`; everything else is written as the compact form writes it.
+    @Test func typedFormKeepsDoubles() throws {
+        let cases: [(JSON, String)] = [
+            (.double(5.0), "5.0"), (.double(-3.0), "-3.0"), (.double(-0.0), "-0.0"), (.double(9.2e18), "9200000000000000000.0"),
+            (.double(0.1), "0.1"), (.double(1e300), "1e+300"), (.int(5), "5"),
+            (["WHAT": [["/", 5.0, 15], ["$x"]]], #"{"WHAT":[["/",5.0,15],["$x"]]}"#),
+        ]
+        for (value, expected) in cases {
+            #expect(value.typedCompactString == expected)
+            #expect(try JSON.parse(Array(value.typedCompactString.utf8)) == value)
+        }
+        #expect(JSON.double(5.0).compactString == "5")
+    }
+
     @Test func compactKeepsOrder() {
         let value: JSON = ["b": 1, "a": ["d": nil, "c": true]]
         #expect(value.compactString == "{\"b\":1,\"a\":{\"d\":null,\"c\":true}}")

@@ -159,7 +159,7 @@ extension Op {
             let op: UnsafeMutablePointer<Sofa__Wire__QueryRequest> = arena.message { sofa__wire__query_request__init($0) }
             op.pointee.text = arena.string(spec.text)
             op.pointee.n1ql = spec.isN1QL ? 1 : 0
-            op.pointee.parameters = arena.bytes(spec.parameters.isEmpty ? [] : JSON.object(spec.parameters).compactBytes())
+            op.pointee.parameters = arena.bytes(spec.parameters.isEmpty ? [] : JSON.object(spec.parameters).typedCompactBytes())
             op.pointee.explain = spec.explain ? 1 : 0
             op.pointee.skip = spec.skip
             op.pointee.page_rows = spec.pageRows
