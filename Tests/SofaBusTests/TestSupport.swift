@@ -68,9 +68,11 @@ func callError(_ client: BusClient, _ operation: Op, timeout: Duration,
 
 /// Sends `messages` (each a list of frames) from a raw DEALER socket on its own thread, and
 /// collects replies until `count` arrived or `timeoutMs` passed. Lets a test send what a
-/// `BusClient` never would: garbage, several frames, oversized messages.
+/// `BusClient` never would: garbage, several frames, oversized messages. The timeout only guards
+/// against a hang: replies come from handlers on the cooperative pool, which the parallel suite
+/// keeps busy for up to 40 s at its start.
 func rawExchange(_ endpoint: String, _ messages: [[[UInt8]]], expecting count: Int,
-                 timeoutMs: UInt64 = 30_000) async throws -> [[[UInt8]]] {  // ends as soon as the replies are in
+                 timeoutMs: UInt64 = 120_000) async throws -> [[[UInt8]]] {  // ends as soon as the replies are in
     let result: Result<[[[UInt8]]], SofaError> = await withCheckedContinuation { continuation in
         let thread = Thread {
             do throws(SofaError) {
