@@ -237,7 +237,7 @@ enum ReadBuffers {
     static let size = 1 << 20
     static let kept = 4
 
-    /// A free buffer. `@unchecked Sendable`: a raw pointer is not, and the compiler cannot follow
+    /// A free buffer. Unchecked: a raw pointer is not `Sendable`, and the compiler cannot follow
     /// a buffer handed from a reader's `deinit` to the list and on to the next reader.
     private struct Buffer: @unchecked Sendable {  // safe: one owner at a time (a reader, or the list under its mutex)
         let memory: UnsafeMutableRawBufferPointer
