@@ -263,6 +263,8 @@ public enum CoreFunctions {
     }
 
     /// `core_array_text(value)`: an array's JSON text for `json_each`, or `[]` for anything else.
+    /// New SQL uses `core_unnest_text`; this one stays for the triggers of array indexes made
+    /// before, which database files keep and call on every write.
     /// `core_items_text(value)` (`orObject`) also passes a dictionary's text, whose values
     /// `json_each` then yields (what ANY and EVERY range over, as LiteCore's `fl_each`).
     private static func arrayText(_ context: OpaquePointer?, _ value: OpaquePointer?, orObject: Bool = false) {

@@ -11,8 +11,7 @@ internal import Foundation
 enum Like {
     /// LIKE of two query values: `.missing`, null, or a boolean.
     static func evaluate(_ value: SQLValue, _ pattern: SQLValue, options: String) -> SQLValue {
-        if value.isMissing || pattern.isMissing { return .missing }
-        if value.isNull || pattern.isNull { return .null }
+        if let unknown = FunctionLibrary.unknown([value, pattern]) { return unknown }
         guard let string = text(value), let pattern = text(pattern) else { return .false }
         return .bool(matches(string, pattern, caseInsensitive: options.contains("c"),
                              diacriticInsensitive: options.contains("d")))
