@@ -162,7 +162,7 @@ let package = Package(
         .testTarget(name: "SofaCoreTests",
                     dependencies: ["SofaCore", "SofaTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
                     path: "Tests/SofaCoreTests", swiftSettings: settings),
-        .testTarget(name: "SofaWireTests", dependencies: ["SofaCore", "SofaWire", "SofaTestSupport"],
+        .testTarget(name: "SofaWireTests", dependencies: ["SofaCore", "SofaWire", "SofaWireC", "CProtobufC", "SofaTestSupport"],
                     path: "Tests/SofaWireTests", swiftSettings: settings),
         .testTarget(name: "SofaBusTests", dependencies: ["SofaCore", "SofaWire", "SofaBus", "SofaServer", "SofaClient", "SofaTestSupport"],
                     path: "Tests/SofaBusTests", swiftSettings: settings),

@@ -46,6 +46,9 @@ final class ClientDriver: SocketLoopDriver {
     let monitor: ZMQSocket
     let sockets: [ZMQSocket]
     var pollTimeoutMs: Int { 20 }
+    /// With batches, tasks on this thread send theirs 16 at a time: the peer starts on the first
+    /// while the others are being made.
+    var postsPerTurn: Int { client.batches ? 16 : .max }
     private var lastScan = monotonicMs()
 
     init(_ client: BusClient, curve: ClientKeys?) throws(SofaError) {
@@ -73,7 +76,11 @@ final class ClientDriver: SocketLoopDriver {
         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
 
     func turn(posted: [(UInt64, EncodedMessage)], readable: [Bool]) {
-        for (id, message) in posted { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
+        if client.batches, posted.count > 1 {
+            send(batching: posted)
+        } else {
+            for (id, message) in posted { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
+        }
         if readable[0] { client.receiveAll(socket) }
         if readable[1] { client.monitorEvents(monitor) }
         let now = monotonicMs()
@@ -81,6 +88,32 @@ final class ClientDriver: SocketLoopDriver {
             lastScan = now
             client.expire(now: now)
         }
+    }
+
+    /// Sends the calls posted together: the small ones in batches of at most `WireBatch.maxBytes`,
+    /// the others alone.
+    private func send(batching posted: [(UInt64, EncodedMessage)]) {
+        var batch: [(UInt64, EncodedMessage)] = []
+        var bytes = 0
+        func flush() {
+            defer { (batch, bytes) = ([], 0) }
+            guard batch.count > 1 else {
+                for (id, message) in batch { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
+                return
+            }
+            let accepted = (try? socket.send([], WireBatch.encoded(batch.map(\.1.bytes)))) ?? false
+            for (id, _) in batch { client.sent(id, accepted: accepted) }
+        }
+        for (id, message) in posted {
+            guard message.count <= WireBatch.maxItemBytes else {
+                client.sent(id, accepted: (try? socket.send([], message)) ?? false)
+                continue
+            }
+            if bytes + message.count + 4 > WireBatch.maxBytes { flush() }
+            batch.append((id, message))
+            bytes += message.count + 4
+        }
+        flush()
     }
 
     func finish(posted: [(UInt64, EncodedMessage)]) {
@@ -117,37 +150,41 @@ extension BusClient {
     }
 
     func receiveAll(_ socket: ZMQSocket) {
-        // Each response is decoded where ZeroMQ holds it: a big one is not copied first.
-        // The answer to a `forward` is not decoded at all: its bytes go back as they came.
-        let decode = { (bytes: UnsafeRawBufferPointer) -> Result<Incoming, SofaError> in
-            if let id = ForwardedResponse.peekID(bytes), id != 0 {
-                let wanted = self.state.withLock { state -> (bytes: Bool, handler: Pending.Delivery?) in
-                    guard let pending = state.pending[id], pending.wantsBytes else { return (false, nil) }
-                    guard case .handler = pending.delivery else { return (true, nil) }
-                    return (true, state.pending.removeValue(forKey: id)?.delivery)
-                }
-                if case .handler(let handler)? = wanted.handler {
-                    handler(.success(bytes))
-                    return .success(.delivered)
-                }
-                if wanted.bytes { return .success(.encoded(id, Array(bytes.bindMemory(to: UInt8.self)))) }
-            }
-            return Result { () throws(SofaError) in .decoded(try Response.decode(bytes)) }
-        }
-        while let received = try? socket.receive(limit: maxResponseBytes, last: decode) {
-            guard case .message(_, let decoded) = received else { continue }
-            switch decoded {
-            case .success(.decoded(let response)):
-                resolve(response)
-            case .success(.encoded(let id, let bytes)):
-                resolve(id, bytes: bytes)
-            case .success(.delivered):
-                break
-            case .failure(let error):
-                let now = monotonicMs()
-                state.withLock { $0.lastMalformed = (now, error.message) }
+        // Each response is taken where ZeroMQ holds it: a big one is not copied first, and a
+        // batch's are taken one by one in place.
+        let take = { (bytes: UnsafeRawBufferPointer) in
+            switch WireBatch.contents(bytes) {
+            case .single: self.take(bytes)
+            case .items(let items): for item in items { self.take(item) }
+            case .malformed(let reason): self.malformed(reason)
             }
         }
+        while (try? socket.receive(limit: maxResponseBytes, last: take)) != nil {}
+    }
+
+    /// One response: to the caller that waits for it (the answer to a `forward` is not decoded
+    /// at all: its bytes go back as they came).
+    private func take(_ bytes: UnsafeRawBufferPointer) {
+        if let id = ForwardedResponse.peekID(bytes), id != 0 {
+            let wanted = state.withLock { state -> (bytes: Bool, handler: Pending.Delivery?) in
+                guard let pending = state.pending[id], pending.wantsBytes else { return (false, nil) }
+                guard case .handler = pending.delivery else { return (true, nil) }
+                return (true, state.pending.removeValue(forKey: id)?.delivery)
+            }
+            if case .handler(let handler)? = wanted.handler { return handler(.success(bytes)) }
+            if wanted.bytes { return resolve(id, bytes: Array(bytes.bindMemory(to: UInt8.self))) }
+        }
+        do throws(SofaError) {
+            resolve(try Response.decode(bytes))
+        } catch {
+            malformed(error.message)
+        }
+    }
+
+    /// An answer that is no `Response` at all: calls that time out after it say so.
+    private func malformed(_ message: String) {
+        let now = monotonicMs()
+        state.withLock { $0.lastMalformed = (now, message) }
     }
 
     /// Connection events. A monitor message's first frame starts with the event as a 16-bit
@@ -203,12 +240,5 @@ extension BusClient {
             }
             pending.fail(id, error)
         }
-    }
-
-    private enum Incoming {
-        case decoded(Response)
-        case encoded(UInt64, [UInt8])
-        /// Handed to a `forward` handler where it was received.
-        case delivered
     }
 }

@@ -84,6 +84,8 @@ public final class BusClient: Sendable {
     /// Requests larger than this are refused here, as the server would refuse them; past four
     /// times the server's limit ZeroMQ drops the connection, and the caller would learn only that.
     private let maxRequestBytes: Int
+    /// Whether calls waiting to go at once are sent as one message (`WireBatch`).
+    private let batching = Atomic<Bool>(false)
 
     init(endpoint: String, peerName: String, maxResponseBytes: Int, maxRequestBytes: Int,
                      loop: any SocketLoopControl, hosted: Bool, post: @escaping @Sendable ((UInt64, EncodedMessage)) -> Bool) {
@@ -107,6 +109,17 @@ public final class BusClient: Sendable {
             return (client, try ClientDriver(client, curve: curve))
         }
     }
+
+    /// From now on, the small calls waiting to go at once (posted in the same turn of the socket's
+    /// thread: many tasks calling together) go as one message (`WireBatch`), and the peer answers
+    /// them in batches too. Only for a peer that takes batches (its health answer says so:
+    /// `HealthInfo.batches`).
+    public func sendBatches() {
+        batching.store(true, ordering: .relaxed)
+    }
+
+    /// Whether calls are sent in batches (`sendBatches`).
+    public var batches: Bool { batching.load(ordering: .relaxed) }
 
     /// The thread of this client's socket, for a lifecycle service to follow.
     public var socketLoop: any SocketLoopControl { loop }

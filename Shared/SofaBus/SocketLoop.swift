@@ -21,6 +21,13 @@ public protocol SocketLoopDriver: AnyObject, SendableMetatype {
     /// The loop was closed: what was posted before that, and the driver's last words (a reply
     /// still queued, a goodbye to the peer). Its sockets close when it is released, just after.
     func finish(posted: [Posted])
+    /// While the loop runs the jobs of tasks that prefer it, a turn is taken as soon as they have
+    /// posted this many items (the first calls go out while the other tasks still make theirs).
+    var postsPerTurn: Int { get }
+}
+
+extension SocketLoopDriver {
+    public var postsPerTurn: Int { .max }
 }
 
 /// How a socket loop is ended and followed, whatever it carries (a lifecycle service runs one).
@@ -132,13 +139,24 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
     }
 
     /// Runs the jobs enqueued so far (not those they enqueue: those wait for the next turn, so a
-    /// task that keeps yielding cannot hold the sockets up).
-    private func runJobs() {
+    /// task that keeps yielding cannot hold the sockets up). Once they have posted the driver's
+    /// `postsPerTurn`, those go in a turn at once, before the next job runs.
+    private func runJobs<Driver: SocketLoopDriver>(_ driver: Driver) where Driver.Posted == Posted {
         let jobs = inbox.withLock { inbox -> [UnownedJob] in
             defer { inbox.jobs.removeAll(keepingCapacity: true) }
             return inbox.jobs
         }
-        for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        let postsPerTurn = driver.postsPerTurn
+        for (index, job) in jobs.enumerated() {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+            guard postsPerTurn != .max, index + 1 < jobs.count else { continue }
+            let posted = inbox.withLock { inbox -> [Posted] in
+                guard inbox.posted.count >= postsPerTurn, !inbox.closed else { return [] }
+                defer { inbox.posted.removeAll(keepingCapacity: true) }
+                return inbox.posted
+            }
+            if !posted.isEmpty { driver.turn(posted: posted, readable: Array(repeating: false, count: driver.sockets.count)) }
+        }
     }
 
     /// The loop has ended: jobs still waiting go to the global executor (new ones go there too,
@@ -208,7 +226,7 @@ public final class SocketLoop<Posted: Sendable>: SocketLoopControl {
             driver.turn(posted: posted, readable: Array(ready.prefix(sockets.count)))
             // Tasks that prefer this loop and were woken (by answers of that turn, or from other
             // threads): what they post goes out in the turn just below.
-            runJobs()
+            runJobs(driver)
             // What that turn posted to the loop itself (a server's replies, made as it read its
             // requests) goes at once, in one more turn with nothing readable, rather than after
             // another poll: a reply to a get went out one poll later (the poll asks each socket

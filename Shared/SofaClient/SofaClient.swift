@@ -115,7 +115,9 @@ public final class SofaClient: Sendable {
             handshakeLimit = answerLimit  // connected once: a dropped connection may take the rest of the time
             let deadline = started + answerLimit
             do {
-                _ = try await client.call(.health(service: ""), timeout: max(.milliseconds(1), deadline - ContinuousClock.now))
+                let health = try await client.call(.health(service: ""), timeout: max(.milliseconds(1), deadline - ContinuousClock.now))
+                // Calls made together (many tasks at once) go as batches to a gateway that takes them.
+                if case .health(let info) = health, info.batches { bus.sendBatches() }
                 if credentials != nil { _ = try await client.signIn() }
                 return client
             } catch where error.is(.unavailable) && ContinuousClock.now < deadline {

@@ -13,7 +13,7 @@ public enum Varint {
         out.append(UInt8(v))
     }
 
-    static func size(_ value: UInt64) -> Int {
+    public static func size(_ value: UInt64) -> Int {
         var v = value
         var n = 1
         while v >= 0x80 {

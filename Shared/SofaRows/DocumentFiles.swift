@@ -52,6 +52,7 @@ public final class DocumentFiles: Sendable {
             do throws(SofaError) {
                 let table = CollectionName.default.table
                 if let row = try DocumentFiles.smallRow(connection, table: table, id: get.document) {
+                    if get.rev == nil, !get.history, let record = row.currentRecord(id: get.document) { return .success(record) }
                     guard let tree = try row.revisionTree() else { return .failure(DocumentRow.notFound(get.document)) }
                     return .success(try row.record(id: get.document, tree: tree, rev: get.rev, history: get.history))
                 }

@@ -94,6 +94,17 @@ public struct DocumentRow: Sendable {
                               hasAttachments: revision.flags.contains(.hasAttachments))
     }
 
+    /// What a read of the current revision of document `id` answers, from this row's columns
+    /// alone: its version, body and flags are the current revision's, as the tree's writer set them
+    /// (`RevTree.recordColumns`). Nil when the tree must be read after all: a deleted, purged or
+    /// body-less row. Decoding the tree was a quarter of a direct read's time in the gateway.
+    public func currentRecord(id: String) -> DocumentRecord? {
+        guard !isPurged, !flags.contains(.deleted), !body.isEmpty, let revID = RevID.tryParse(binary: version) else { return nil }
+        return DocumentRecord(id: id, rev: .revID(revID), body: body, deleted: false, sequence: sequence,
+                              conflicted: flags.contains(.conflicted), expiration: expiration,
+                              hasAttachments: flags.contains(.hasAttachments))
+    }
+
     /// Why a read of `id` finds nothing when its row is missing or purged.
     public static func notFound(_ id: String) -> SofaError { .notFound("document '\(id)' not found") }
 }

@@ -58,16 +58,54 @@ extension BusServer {
         }
     }
 
-    /// Sends the replies posted to the loop (on its thread).
-    func send(_ outgoing: [Outgoing], on socket: ZMQSocket) {
-        for (identity, message, counted) in outgoing {
-            var released: (@Sendable () -> Void)?
-            if counted, let budget {
-                let count = message.count
-                released = { budget.release(count, for: identity) }
+    /// Sends the replies posted to the loop (on its thread): to a client that sends batches, the
+    /// small replies it has in `outgoing` go as batches (`WireBatch`), the others one by one.
+    func send(_ outgoing: [Outgoing], on socket: ZMQSocket, batching: BatchingClients) {
+        var groups: [(identity: [UInt8], replies: [Outgoing])] = []
+        for reply in outgoing {
+            if reply.message.count <= WireBatch.maxItemBytes, batching.any {
+                if let index = groups.firstIndex(where: { $0.identity == reply.identity }) {
+                    groups[index].replies.append(reply)
+                    continue
+                }
+                if groups.count < BatchingClients.maxGroups, batching.contains(reply.identity) {
+                    groups.append((reply.identity, [reply]))
+                    continue
+                }
             }
-            _ = try? socket.send([identity], message, released: released)
+            send(reply, on: socket)
         }
+        for (identity, replies) in groups {
+            var start = 0, bytes = 0
+            for (index, reply) in replies.enumerated() {
+                if index > start, bytes + reply.message.count > WireBatch.maxBytes {
+                    sendBatch(identity, replies[start..<index], on: socket)
+                    (start, bytes) = (index, 0)
+                }
+                bytes += reply.message.count + 4
+            }
+            sendBatch(identity, replies[start...], on: socket)
+        }
+    }
+
+    private func send(_ reply: Outgoing, on socket: ZMQSocket) {
+        var released: (@Sendable () -> Void)?
+        if reply.counted, let budget {
+            let (count, identity) = (reply.message.count, reply.identity)
+            released = { budget.release(count, for: identity) }
+        }
+        _ = try? socket.send([reply.identity], reply.message, released: released)
+    }
+
+    /// Replies to one client in one message (one alone as itself); their bytes are counted out
+    /// of its budget when that message is let go of.
+    private func sendBatch(_ identity: [UInt8], _ replies: ArraySlice<Outgoing>, on socket: ZMQSocket) {
+        guard replies.count > 1 else { return replies.first.map { send($0, on: socket) } ?? () }
+        let message = WireBatch.encoded(replies.map(\.message.bytes))
+        var released: (@Sendable () -> Void)?
+        let counted = replies.reduce(0) { $0 + ($1.counted ? $1.message.count : 0) }
+        if counted > 0, let budget { released = { budget.release(counted, for: identity) } }
+        _ = try? socket.send([identity], message, released: released)
     }
 
     /// Refuses the waiting forwarded requests whose deadline passed (on the loop's thread, now and then).
@@ -123,18 +161,28 @@ extension BusServer {
         return nil
     }
 
-    /// Takes up every message waiting on the socket (on the loop's thread).
+    /// Takes up every message waiting on the socket (on the loop's thread). A batch (`WireBatch`)
+    /// is taken up call by call, as if each had come alone, and its client is answered with
+    /// batches from then on.
     func receiveAll(_ socket: ZMQSocket, _ driver: ServerDriver) {
         let forwarding = driver.forwarding, maxRequestBytes = driver.maxRequestBytes, maxBulkItems = driver.maxBulkItems
-        let logger = driver.logger, handler = driver.handler, direct = driver.direct
+        let logger = driver.logger
         // The request frame is decoded where ZeroMQ holds it: a big one is not copied first.
-        let decode = { (bytes: UnsafeRawBufferPointer) in
+        let decodeOne = { (bytes: UnsafeRawBufferPointer) -> Frame in
             if let forwarding, let forwarded = ForwardedRequest.peek(bytes, operations: forwarding.operations,
                                                                                   accepts: forwarding.accepts) {
-                return (count: bytes.count, head: [UInt8](), request: Result<Incoming, SofaError>.success(.forwarded(forwarded)))
+                return Frame(count: bytes.count, head: [], request: .success(.forwarded(forwarded)))
             }
-            return (count: bytes.count, head: Array(bytes.prefix(16)),
-                    request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
+            return Frame(count: bytes.count, head: Array(bytes.prefix(16)),
+                         request: Result { () throws(SofaError) in .decoded(try Request.decode(bytes, maxBulkItems: maxBulkItems)) })
+        }
+        let decode = { (bytes: UnsafeRawBufferPointer) -> Frames in
+            switch WireBatch.contents(bytes) {
+            case .single: return .single(decodeOne(bytes))
+            case .items(let items): return .batch(items.map(decodeOne))
+            case .malformed(let reason): return .single(Frame(count: bytes.count, head: [],
+                                                              request: .failure(SofaError(.malformedMessage, reason))))
+            }
         }
         forwarding?.batchBegins?()
         defer { forwarding?.batchEnds?() }
@@ -146,7 +194,7 @@ extension BusServer {
                 let id = frames.count > 1 ? Request.peekID(frames[1]) ?? 0 : 0
                 refuseSlowly(identity, Response.failure(id, SofaError(
                     .messageTooLarge, "message of \(size) bytes is over the limit of \(maxRequestBytes)")))
-            case .message(let head, let frame):
+            case .message(let head, let frames):
                 guard head.count == 1, let identity = head.first else {
                     if let identity = head.first {
                         _ = try? socket.send([identity, Response.failure(0, SofaError(
@@ -156,55 +204,68 @@ extension BusServer {
                 }
                 let peer = Peer(identity: identity, connection: socket.lastSourceFD, key: socket.lastPeerKey,
                                 address: socket.lastPeerAddress)
-                let request: Request
-                switch frame.request {
-                case .success(.decoded(let decoded)):
-                    request = decoded
-                case .success(.forwarded(var forwarded)):
-                    forwarded.client = identity
-                    forwarded.connection = socket.lastSourceFD
-                    guard let decoded = take(forwarded, bytes: frame.count, peer: peer, socket, driver) else { continue }
-                    request = decoded
-                case .failure(let error):
-                    logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
-                    let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
-                    if error.is(.messageTooLarge) {
-                        refuseSlowly(identity, refusal)  // a bulk over the item limit
-                    } else {
-                        _ = try? socket.send([identity, refusal.encoded()])
-                    }
-                    continue
-                }
-                if let refusal = budget?.refusal(for: identity) {
-                    refuse(identity, id: request.id, refusal)
-                    continue
-                }
-                if request.deadline != 0 && request.deadline < wallClockMs() {
-                    _ = try? socket.send([identity, Response.failure(request.id, .timeout(
-                        "the request's deadline passed before \(name) could start it")).encoded()])
-                    continue
-                }
-                logger.trace("request", metadata: [
-                    "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
-                ])
-                if let direct, direct(request, { response in
-                    var response = response
-                    response.id = request.id
-                    self.reply(identity, response)
-                }) {
-                    continue
-                }
-                track(peer) {
-                    var response = await handler(request)
-                    if case .failure(let error) = response.outcome {
-                        logger.debug("request failed", metadata: [
-                            "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
-                        ])
-                    }
-                    response.id = request.id
-                    self.reply(identity, response)
+                switch frames {
+                case .single(let frame):
+                    takeUp(frame, from: peer, socket, driver)
+                case .batch(let frames):
+                    driver.batchingClients.add(identity)
+                    for frame in frames { takeUp(frame, from: peer, socket, driver) }
                 }
             }
+        }
+    }
+
+    /// Takes up one call of `peer`: passes it on, answers it at once, or starts its handler.
+    private func takeUp(_ frame: Frame, from peer: Peer, _ socket: ZMQSocket, _ driver: ServerDriver) {
+        let identity = peer.identity, logger = driver.logger
+        let request: Request
+        switch frame.request {
+        case .success(.decoded(let decoded)):
+            request = decoded
+        case .success(.forwarded(var forwarded)):
+            forwarded.client = identity
+            forwarded.connection = peer.connection
+            guard let decoded = take(forwarded, bytes: frame.count, peer: peer, socket, driver) else { return }
+            request = decoded
+        case .failure(let error):
+            logger.debug("rejected a malformed request", metadata: ["bytes": "\(frame.count)"])
+            let refusal = Response.failure(Request.peekID(frame.head) ?? 0, error)
+            if error.is(.messageTooLarge) {
+                refuseSlowly(identity, refusal)  // a bulk over the item limit
+            } else {
+                _ = try? socket.send([identity, refusal.encoded()])
+            }
+            return
+        }
+        if let refusal = budget?.refusal(for: identity) {
+            refuse(identity, id: request.id, refusal)
+            return
+        }
+        if request.deadline != 0 && request.deadline < wallClockMs() {
+            _ = try? socket.send([identity, Response.failure(request.id, .timeout(
+                "the request's deadline passed before \(name) could start it")).encoded()])
+            return
+        }
+        logger.trace("request", metadata: [
+            "request": "\(request.id)", "op": "\(request.operation.name)", "db": "\(request.database)",
+        ])
+        if let direct = driver.direct, direct(request, { response in
+            var response = response
+            response.id = request.id
+            self.reply(identity, response)
+        }) {
+            return
+        }
+        let handler = driver.handler
+        track(peer) {
+            var response = await handler(request)
+            if case .failure(let error) = response.outcome {
+                logger.debug("request failed", metadata: [
+                    "request": "\(request.id)", "op": "\(request.operation.name)", "error": "\(error)",
+                ])
+            }
+            response.id = request.id
+            self.reply(identity, response)
         }
     }
 }
@@ -234,6 +295,8 @@ final class ServerDriver: SocketLoopDriver {
 
     /// Whether its monitor counts client connections (the clients' socket, `Curve.clientDomain`).
     let countsClients: Bool
+    /// The clients that sent a batch: their replies go in batches too.
+    let batchingClients = BatchingClients()
 
     init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
          maxBulkItems: Int, countsClients: Bool,
@@ -288,7 +351,7 @@ final class ServerDriver: SocketLoopDriver {
             }
         }
         if let monitor, readable[1] { server.disconnected(monitor, forwarding: forwarding, logger: logger, countingClients: countsClients) }
-        server.send(replies, on: socket)
+        server.send(replies, on: socket, batching: batchingClients)
         if monotonicMs() &- lastSweep >= 50 {
             lastSweep = monotonicMs()
             server.sweepWaiting()
@@ -297,7 +360,8 @@ final class ServerDriver: SocketLoopDriver {
     }
 
     func finish(posted: [BusServer.Posted]) {
-        server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket)
+        server.send(posted.compactMap { if case .reply(let outgoing) = $0 { outgoing } else { nil } }, on: socket,
+                    batching: batchingClients)
         for upstream in upstreams { upstream.finish() }
         broker?.finish(posted: [])
         if monitor != nil {
@@ -310,4 +374,37 @@ final class ServerDriver: SocketLoopDriver {
 private enum Incoming {
     case decoded(Request)
     case forwarded(ForwardedRequest)
+}
+
+/// The clients (by ZeroMQ identity) that sent a batch, on a server loop's thread: they take
+/// batches back. Bounded: past `maxClients` it starts again empty, and the clients it forgot get
+/// single replies until they send their next batch.
+final class BatchingClients {
+    static let maxClients = 65_536
+    /// Clients a turn's replies are batched for at most (the others get theirs one by one).
+    static let maxGroups = 16
+    private var identities = Set<[UInt8]>()
+
+    /// Whether any client sent a batch.
+    var any: Bool { !identities.isEmpty }
+
+    func add(_ identity: [UInt8]) {
+        if identities.count >= Self.maxClients, !identities.contains(identity) { identities.removeAll() }
+        identities.insert(identity)
+    }
+
+    func contains(_ identity: [UInt8]) -> Bool { identities.contains(identity) }
+}
+
+/// A call as received: its size, its first bytes (to name its id in a refusal), and the request.
+private struct Frame {
+    var count: Int
+    var head: [UInt8]
+    var request: Result<Incoming, SofaError>
+}
+
+/// A message as received: one call, or a batch of them.
+private enum Frames {
+    case single(Frame)
+    case batch([Frame])
 }

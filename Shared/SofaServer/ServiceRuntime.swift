@@ -121,7 +121,7 @@ public enum ServiceRuntime {
         return HealthInfo(service: service, version: version, pid: UInt32(getpid()),
                           uptimeMs: UInt64(uptime.components.seconds) * 1000
                               + UInt64(uptime.components.attoseconds / 1_000_000_000_000_000),
-                          instance: instance)
+                          instance: instance, batches: true)
     }
 
     /// A default instance name: service, host and pid.

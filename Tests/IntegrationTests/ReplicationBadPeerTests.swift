@@ -80,9 +80,16 @@ final class MisbehavingPeer: Sendable {
                 case .garbage(let bytes):
                     Self.send(front, [identity, bytes])
                 case .forward:
-                    if let request = try? Request.decode(payload), let back {
-                        inFlight[request.id] = (identity, request)
-                        Self.send(back, [payload])
+                    // A batch of calls (the SDK sends them to a gateway that takes them) goes on call by call.
+                    let calls = payload.withUnsafeBytes { bytes -> [[UInt8]] in
+                        guard case .items(let items) = WireBatch.contents(bytes) else { return [payload] }
+                        return items.map { Array($0) }
+                    }
+                    for call in calls {
+                        if let request = try? Request.decode(call), let back {
+                            inFlight[request.id] = (identity, request)
+                            Self.send(back, [call])
+                        }
                     }
                 }
             }

@@ -42,14 +42,26 @@ import Testing
             let second = try await put(service, "a", #"{"x":2}"#, rev: first)
             let gone = try await put(service, "gone", #"{}"#)
             _ = try await put(service, "gone", #"{}"#, rev: gone, deleted: true)
+            // Two live leaves: a conflict, which a get of the current revision reports.
+            let root = try await put(service, "c", #"{"v":1}"#)
+            _ = try await put(service, "c", #"{"v":2}"#, rev: root)
+            let branch = "2-" + String(repeating: "f", count: 32)
+            let inserted = await service.handle(Request(id: 1, database: "db", operation: .insertRevision(RevisionInsert(
+                id: "c", history: [branch, root], body: Array(#"{"v":"theirs"}"#.utf8), deleted: false, winnerByRevID: false))))
+            #expect(throws: Never.self) { try inserted.outcome.get() }
             let reads = DirectReads(dataDirectory: url)
 
             for request in [get("a"), get("a", history: true), get("a", rev: first), get("a", rev: second, history: true),
-                            get("missing"), get("a", rev: "9-abcd"), get("gone"), get("a", collection: "_default")] {
+                            get("missing"), get("a", rev: "9-abcd"), get("gone"), get("a", collection: "_default"),
+                            get("c"), get("c", history: true), get("c", rev: branch)] {
                 let answered = try decoded(answer(reads, ForwardedRequest(request)))
                 #expect(answered != nil, "\(request.operation)")
                 #expect(answered == (await service.handle(request)), "\(request.operation)")
             }
+            guard case .success(.document(let conflicted))? = try decoded(answer(reads, ForwardedRequest(get("c"))))?.outcome else {
+                Issue.record("no document c"); return
+            }
+            #expect(conflicted.conflicted)
             // A later write is seen by the next read.
             let third = try await put(service, "a", #"{"x":3}"#, rev: second)
             guard case .success(.document(let document))? = try decoded(answer(reads, ForwardedRequest(get("a"))))?.outcome else {

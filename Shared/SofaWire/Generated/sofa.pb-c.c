@@ -52,6 +52,51 @@ void   sofa__wire__request__free_unpacked
   assert(message->base.descriptor == &sofa__wire__request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__batch__init
+                     (Sofa__Wire__Batch         *message)
+{
+  static const Sofa__Wire__Batch init_value = SOFA__WIRE__BATCH__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__batch__get_packed_size
+                     (const Sofa__Wire__Batch *message)
+{
+  assert(message->base.descriptor == &sofa__wire__batch__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__batch__pack
+                     (const Sofa__Wire__Batch *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__batch__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__batch__pack_to_buffer
+                     (const Sofa__Wire__Batch *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__batch__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__Batch *
+       sofa__wire__batch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__Batch *)
+     protobuf_c_message_unpack (&sofa__wire__batch__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__batch__free_unpacked
+                     (Sofa__Wire__Batch *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__batch__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__view_query__init
                      (Sofa__Wire__ViewQuery         *message)
 {
@@ -3877,7 +3922,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[55] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[56] =
 {
   {
     "id",
@@ -4539,11 +4584,24 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[55]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batch",
+    90,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, batch),
+    &sofa__wire__batch__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   4,   /* field[4] = acting_user */
   27,   /* field[27] = all_docs */
   49,   /* field[49] = authenticate */
+  55,   /* field[55] = batch */
   36,   /* field[36] = blob_read */
   37,   /* field[37] = blob_stat */
   35,   /* field[35] = blob_write_abort */
@@ -4597,14 +4655,15 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   47,   /* field[47] = stop_replication */
   53,   /* field[53] = view_query */
 };
-static const ProtobufCIntRange sofa__wire__request__number_ranges[5 + 1] =
+static const ProtobufCIntRange sofa__wire__request__number_ranges[6 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
   { 60, 45 },
   { 70, 49 },
   { 80, 53 },
-  { 0, 55 }
+  { 90, 55 },
+  { 0, 56 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4614,11 +4673,49 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  55,
+  56,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
-  5,  sofa__wire__request__number_ranges,
+  6,  sofa__wire__request__number_ranges,
   (ProtobufCMessageInit) sofa__wire__request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__batch__field_descriptors[1] =
+{
+  {
+    "items",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Sofa__Wire__Batch, n_items),
+    offsetof(Sofa__Wire__Batch, items),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__batch__field_indices_by_name[] = {
+  0,   /* field[0] = items */
+};
+static const ProtobufCIntRange sofa__wire__batch__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__batch__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.Batch",
+  "Batch",
+  "Sofa__Wire__Batch",
+  "sofa.wire",
+  sizeof(Sofa__Wire__Batch),
+  1,
+  sofa__wire__batch__field_descriptors,
+  sofa__wire__batch__field_indices_by_name,
+  1,  sofa__wire__batch__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor sofa__wire__view_query__field_descriptors[3] =
@@ -7389,7 +7486,7 @@ const ProtobufCMessageDescriptor sofa__wire__echo__descriptor =
   (ProtobufCMessageInit) sofa__wire__echo__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[26] =
+static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[27] =
 {
   {
     "id",
@@ -7703,8 +7800,21 @@ static const ProtobufCFieldDescriptor sofa__wire__response__field_descriptors[26
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batch",
+    90,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Response, result_case),
+    offsetof(Sofa__Wire__Response, batch),
+    &sofa__wire__batch__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__response__field_indices_by_name[] = {
+  26,   /* field[26] = batch */
   18,   /* field[18] = blob */
   19,   /* field[19] = blob_data */
   17,   /* field[17] = blob_write_started */
@@ -7732,13 +7842,14 @@ static const unsigned sofa__wire__response__field_indices_by_name[] = {
   22,   /* field[22] = revs_diff */
   24,   /* field[24] = session */
 };
-static const ProtobufCIntRange sofa__wire__response__number_ranges[4 + 1] =
+static const ProtobufCIntRange sofa__wire__response__number_ranges[5 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
   { 60, 22 },
   { 70, 24 },
-  { 0, 26 }
+  { 90, 26 },
+  { 0, 27 }
 };
 const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
 {
@@ -7748,10 +7859,10 @@ const ProtobufCMessageDescriptor sofa__wire__response__descriptor =
   "Sofa__Wire__Response",
   "sofa.wire",
   sizeof(Sofa__Wire__Response),
-  26,
+  27,
   sofa__wire__response__field_descriptors,
   sofa__wire__response__field_indices_by_name,
-  4,  sofa__wire__response__number_ranges,
+  5,  sofa__wire__response__number_ranges,
   (ProtobufCMessageInit) sofa__wire__response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8384,7 +8495,7 @@ const ProtobufCMessageDescriptor sofa__wire__error__descriptor =
   (ProtobufCMessageInit) sofa__wire__error__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__health_info__field_descriptors[5] =
+static const ProtobufCFieldDescriptor sofa__wire__health_info__field_descriptors[6] =
 {
   {
     "service",
@@ -8446,8 +8557,21 @@ static const ProtobufCFieldDescriptor sofa__wire__health_info__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batches",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__HealthInfo, batches),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__health_info__field_indices_by_name[] = {
+  5,   /* field[5] = batches */
   4,   /* field[4] = instance */
   2,   /* field[2] = pid */
   0,   /* field[0] = service */
@@ -8457,7 +8581,7 @@ static const unsigned sofa__wire__health_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__health_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor sofa__wire__health_info__descriptor =
 {
@@ -8467,7 +8591,7 @@ const ProtobufCMessageDescriptor sofa__wire__health_info__descriptor =
   "Sofa__Wire__HealthInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__HealthInfo),
-  5,
+  6,
   sofa__wire__health_info__field_descriptors,
   sofa__wire__health_info__field_indices_by_name,
   1,  sofa__wire__health_info__number_ranges,

@@ -174,13 +174,17 @@ public struct HealthInfo: Sendable, Equatable {
     public var pid: UInt32
     public var uptimeMs: UInt64
     public var instance: String
+    /// Whether the server takes several calls in one message (`WireBatch`): every Sofa server
+    /// does, and a client sends batches only to one that says so.
+    public var batches: Bool
 
-    public init(service: String, version: String, pid: UInt32, uptimeMs: UInt64, instance: String) {
+    public init(service: String, version: String, pid: UInt32, uptimeMs: UInt64, instance: String, batches: Bool = false) {
         self.service = service
         self.version = version
         self.pid = pid
         self.uptimeMs = uptimeMs
         self.instance = instance
+        self.batches = batches
     }
 }
 

@@ -15,6 +15,7 @@ extension Reply {
             r.pointee.pid = info.pid
             r.pointee.uptime_ms = info.uptimeMs
             r.pointee.instance = arena.string(info.instance)
+            r.pointee.batches = info.batches ? 1 : 0
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_HEALTH
             message.pointee.health = r
         case .cluster(let services):
@@ -243,7 +244,8 @@ extension Reply {
             let r = try required(m.health, "health")
             return .health(HealthInfo(service: try decodeString(r.service, "health.service"),
                                       version: try decodeString(r.version, "health.version"), pid: r.pid,
-                                      uptimeMs: r.uptime_ms, instance: try decodeString(r.instance, "health.instance")))
+                                      uptimeMs: r.uptime_ms, instance: try decodeString(r.instance, "health.instance"),
+                                      batches: r.batches != 0))
         case SOFA__WIRE__RESPONSE__RESULT_CLUSTER:
             let r = try required(m.cluster, "cluster")
             var services: [ServiceStatus] = []

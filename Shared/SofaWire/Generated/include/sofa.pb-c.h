@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct Sofa__Wire__Request Sofa__Wire__Request;
+typedef struct Sofa__Wire__Batch Sofa__Wire__Batch;
 typedef struct Sofa__Wire__ViewQuery Sofa__Wire__ViewQuery;
 typedef struct Sofa__Wire__DesignCall Sofa__Wire__DesignCall;
 typedef struct Sofa__Wire__Authenticate Sofa__Wire__Authenticate;
@@ -186,7 +187,8 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_GET_SECURITY = 72,
   SOFA__WIRE__REQUEST__OP_SET_SECURITY = 73,
   SOFA__WIRE__REQUEST__OP_VIEW_QUERY = 80,
-  SOFA__WIRE__REQUEST__OP_DESIGN_CALL = 81
+  SOFA__WIRE__REQUEST__OP_DESIGN_CALL = 81,
+  SOFA__WIRE__REQUEST__OP_BATCH = 90
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__REQUEST__OP__CASE)
 } Sofa__Wire__Request__OpCase;
 
@@ -266,11 +268,33 @@ struct  Sofa__Wire__Request
     Sofa__Wire__SetSecurity *set_security;
     Sofa__Wire__ViewQuery *view_query;
     Sofa__Wire__DesignCall *design_call;
+    /*
+     * Several requests in one message (see `Batch`); nothing else may be set beside it.
+     */
+    Sofa__Wire__Batch *batch;
   };
 };
 #define SOFA__WIRE__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__request__descriptor) \
     , 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, SOFA__WIRE__REQUEST__OP__NOT_SET, {0} }
+
+
+/*
+ * Several calls in one message: a `Request` whose only field is `batch` carries whole encoded
+ * requests, each answered as if it had come alone; a `Response` whose only field is `batch`
+ * carries whole encoded responses. A client sends a batch when many of its calls wait to go at
+ * once; a server answers a client that sent one with batches of the replies it has ready at
+ * once. Both sides still take single messages. A batch inside a batch is refused.
+ */
+struct  Sofa__Wire__Batch
+{
+  ProtobufCMessage base;
+  size_t n_items;
+  ProtobufCBinaryData *items;
+};
+#define SOFA__WIRE__BATCH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__batch__descriptor) \
+    , 0,NULL }
 
 
 /*
@@ -1107,7 +1131,8 @@ typedef enum {
   SOFA__WIRE__RESPONSE__RESULT_REVS_DIFF = 60,
   SOFA__WIRE__RESPONSE__RESULT_REPLICATIONS = 61,
   SOFA__WIRE__RESPONSE__RESULT_SESSION = 70,
-  SOFA__WIRE__RESPONSE__RESULT_JSON = 71
+  SOFA__WIRE__RESPONSE__RESULT_JSON = 71,
+  SOFA__WIRE__RESPONSE__RESULT_BATCH = 90
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(SOFA__WIRE__RESPONSE__RESULT__CASE)
 } Sofa__Wire__Response__ResultCase;
 
@@ -1151,6 +1176,7 @@ struct  Sofa__Wire__Response
      */
     Sofa__Wire__SessionInfo *session;
     Sofa__Wire__JsonValue *json;
+    Sofa__Wire__Batch *batch;
   };
 };
 #define SOFA__WIRE__RESPONSE__INIT \
@@ -1325,10 +1351,14 @@ struct  Sofa__Wire__HealthInfo
   uint32_t pid;
   uint64_t uptime_ms;
   char *instance;
+  /*
+   * the server takes `Batch` messages (a client sends them only then)
+   */
+  protobuf_c_boolean batches;
 };
 #define SOFA__WIRE__HEALTH_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__health_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Sofa__Wire__ServiceStatus
@@ -1669,6 +1699,25 @@ Sofa__Wire__Request *
                       const uint8_t       *data);
 void   sofa__wire__request__free_unpacked
                      (Sofa__Wire__Request *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__Batch methods */
+void   sofa__wire__batch__init
+                     (Sofa__Wire__Batch         *message);
+size_t sofa__wire__batch__get_packed_size
+                     (const Sofa__Wire__Batch   *message);
+size_t sofa__wire__batch__pack
+                     (const Sofa__Wire__Batch   *message,
+                      uint8_t             *out);
+size_t sofa__wire__batch__pack_to_buffer
+                     (const Sofa__Wire__Batch   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__Batch *
+       sofa__wire__batch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__batch__free_unpacked
+                     (Sofa__Wire__Batch *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__ViewQuery methods */
 void   sofa__wire__view_query__init
@@ -3290,6 +3339,9 @@ void   sofa__wire__worker_frame__free_unpacked
 typedef void (*Sofa__Wire__Request_Closure)
                  (const Sofa__Wire__Request *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__Batch_Closure)
+                 (const Sofa__Wire__Batch *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__ViewQuery_Closure)
                  (const Sofa__Wire__ViewQuery *message,
                   void *closure_data);
@@ -3552,6 +3604,7 @@ typedef void (*Sofa__Wire__WorkerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor sofa__wire__request__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__batch__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__view_query__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__design_call__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__authenticate__descriptor;
