@@ -172,6 +172,8 @@ final class BrokerDriver: SocketLoopDriver {
     let logger: Logger
     var state: BrokerState
     let pollTimeoutMs: Int
+    /// The workers whose READY said they take batches: the jobs of a turn go to each in batches.
+    let batchingWorkers = BatchingClients()
 
     init(broker: Broker, socket: ZMQSocket, logger: Logger, state: BrokerState) {
         self.broker = broker
@@ -194,12 +196,19 @@ final class BrokerDriver: SocketLoopDriver {
         let now = monotonicMs()
         if readable[0] {
             while let received = try? socket.receive(limit: 256 << 20) {
-                guard case .message(let frames) = received, frames.count == 2,
-                      let frame = try? WorkerFrame.decode(frames[1]) else { continue }
-                if frame.kind == .ready {
-                    logger.info("query worker joined", metadata: ["instance": "\(frame.instance)", "pid": "\(frame.pid)"])
+                guard case .message(let frames) = received, frames.count == 2 else { continue }
+                let batch = frames[1].withUnsafeBytes { bytes -> [[UInt8]]? in
+                    guard case .items(let items) = WireBatch.contents(bytes) else { return nil }
+                    return items.map { Array($0) }
                 }
-                actions += state.received(frame, from: frames[0], now: now)
+                for message in batch ?? [frames[1]] {
+                    guard let frame = try? WorkerFrame.decode(message) else { continue }
+                    if frame.kind == .ready {
+                        logger.info("query worker joined", metadata: ["instance": "\(frame.instance)", "pid": "\(frame.pid)"])
+                        if frame.batches { batchingWorkers.add(frames[0]) }
+                    }
+                    actions += state.received(frame, from: frames[0], now: now)
+                }
             }
         }
         let before = state.workers.count
@@ -207,14 +216,27 @@ final class BrokerDriver: SocketLoopDriver {
         if state.workers.count < before {
             logger.warning("query worker lost", metadata: ["remaining": "\(state.workers.count)"])
         }
+        // A worker's jobs of this turn go together (in order, and before any other frame to it).
+        var jobs: [(identity: [UInt8], frames: [[UInt8]])] = []
+        func flush(_ index: Int) {
+            for message in WireBatch.grouped(jobs[index].frames) { _ = try? socket.send([jobs[index].identity, message]) }
+            jobs.remove(at: index)
+        }
         for action in actions {
             switch action {
             case .send(let identity, let frame):
+                let queued = jobs.firstIndex { $0.identity == identity }
+                if frame.kind == .request, queued != nil || batchingWorkers.contains(identity) {
+                    if let queued { jobs[queued].frames.append(frame.encoded()) } else { jobs.append((identity, [frame.encoded()])) }
+                    continue
+                }
+                if let queued { flush(queued) }
                 _ = try? socket.send([identity, frame.encoded()])
             case .complete(let id, let outcome):
                 broker.complete(id, outcome)
             }
         }
+        while !jobs.isEmpty { flush(jobs.count - 1) }
         // The snapshot (for status and tests) is made at most every `snapshotEveryMs`, and at once
         // when a worker joined or left: made on every turn (sorting the workers, five arrays),
         // it was work on the path of every query the gateway's thread passed on.

@@ -155,6 +155,8 @@ private final class WorkerDriver: SocketLoopDriver {
     private var socket: ZMQSocket?
     private var lastHeard = monotonicMs()
     private var lastSent = monotonicMs()
+    /// The broker sent a batch of frames: it takes them, and gets the replies in batches too.
+    private var brokerBatches = false
 
     init(worker: BrokerWorker, endpoint: String, service: String, heartbeatMs: UInt64, liveness: UInt64,
          logger: Logger, handler: @escaping BusServer.Handler) {
@@ -174,7 +176,7 @@ private final class WorkerDriver: SocketLoopDriver {
 
     private var ready: WorkerFrame {
         WorkerFrame(kind: .ready, instance: worker.instance, pid: UInt32(getpid()), service: service,
-                    capacity: UInt32(worker.capacity))
+                    capacity: UInt32(worker.capacity), batches: true)
     }
 
     private func makeSocket() -> ZMQSocket? {
@@ -196,8 +198,9 @@ private final class WorkerDriver: SocketLoopDriver {
             socket = makeSocket()
             return
         }
-        for frame in posted {
-            _ = try? current.send([frame.encoded()])
+        if !posted.isEmpty {
+            let encoded = posted.map { $0.encoded() }
+            for message in brokerBatches ? WireBatch.grouped(encoded) : encoded { _ = try? current.send([message]) }
             lastSent = monotonicMs()
         }
         let now = monotonicMs()
@@ -205,26 +208,13 @@ private final class WorkerDriver: SocketLoopDriver {
             worker.batchBegins?()
             defer { worker.batchEnds?() }
             while let received = try? current.receive(limit: 256 << 20) {
-                guard case .message(let frames) = received, let last = frames.last,
-                      let frame = try? WorkerFrame.decode(last) else { continue }
-                lastHeard = now
-                worker.setConnected(true)
-                switch frame.kind {
-                case .request:
-                    guard let request = try? Request.decode(frame.payload) else {
-                        worker.post(WorkerFrame(kind: .reply, payload: Response.failure(0, SofaError(
-                            .malformedMessage, "the worker got a malformed request")).encoded()))
-                        continue
-                    }
-                    worker.run(request, handler: handler)
-                case .cancel:
-                    worker.cancel(frame.requestID)
-                case .disconnect:
-                    // The broker does not know us (it restarted): announce again.
-                    _ = try? current.send([ready.encoded()])
-                case .heartbeat, .ready, .reply:
-                    break
+                guard case .message(let frames) = received, let last = frames.last else { continue }
+                let batch = last.withUnsafeBytes { bytes -> [[UInt8]]? in
+                    guard case .items(let items) = WireBatch.contents(bytes) else { return nil }
+                    return items.map { Array($0) }
                 }
+                if batch != nil { brokerBatches = true }
+                for message in batch ?? [last] { take(message, on: current, now: now) }
             }
         }
         if now &- lastSent >= heartbeatMs {
@@ -237,6 +227,31 @@ private final class WorkerDriver: SocketLoopDriver {
             socket = nil
             socket = makeSocket()
             lastHeard = now
+            brokerBatches = false
+        }
+    }
+
+    /// One frame from the broker.
+    private func take(_ message: [UInt8], on current: ZMQSocket, now: UInt64) {
+        guard let frame = try? WorkerFrame.decode(message) else { return }
+        lastHeard = now
+        worker.setConnected(true)
+        switch frame.kind {
+        case .request:
+            guard let request = try? Request.decode(frame.payload) else {
+                worker.post(WorkerFrame(kind: .reply, payload: Response.failure(0, SofaError(
+                    .malformedMessage, "the worker got a malformed request")).encoded()))
+                return
+            }
+            worker.run(request, handler: handler)
+        case .cancel:
+            worker.cancel(frame.requestID)
+        case .disconnect:
+            // The broker does not know us (it restarted): announce again.
+            brokerBatches = false
+            _ = try? current.send([ready.encoded()])
+        case .heartbeat, .ready, .reply:
+            break
         }
     }
 

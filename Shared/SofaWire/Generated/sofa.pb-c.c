@@ -9979,7 +9979,7 @@ const ProtobufCEnumDescriptor sofa__wire__worker_frame__kind__descriptor =
   sofa__wire__worker_frame__kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[7] =
+static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptors[8] =
 {
   {
     "kind",
@@ -10065,8 +10065,21 @@ static const ProtobufCFieldDescriptor sofa__wire__worker_frame__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batches",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__WorkerFrame, batches),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__worker_frame__field_indices_by_name[] = {
+  7,   /* field[7] = batches */
   6,   /* field[6] = capacity */
   1,   /* field[1] = instance */
   0,   /* field[0] = kind */
@@ -10078,7 +10091,7 @@ static const unsigned sofa__wire__worker_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__worker_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
 {
@@ -10088,7 +10101,7 @@ const ProtobufCMessageDescriptor sofa__wire__worker_frame__descriptor =
   "Sofa__Wire__WorkerFrame",
   "sofa.wire",
   sizeof(Sofa__Wire__WorkerFrame),
-  7,
+  8,
   sofa__wire__worker_frame__field_descriptors,
   sofa__wire__worker_frame__field_indices_by_name,
   1,  sofa__wire__worker_frame__number_ranges,

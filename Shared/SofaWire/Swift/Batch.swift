@@ -82,4 +82,44 @@ public enum WireBatch {
         }
         return EncodedMessage(taking: pointer, count: count)
     }
+
+    /// `messages` as they go on the wire, in order: the small ones in batches of at most
+    /// `maxBytes`, each larger one alone (so is a batch of one).
+    public static func grouped(_ messages: [[UInt8]]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var group: [[UInt8]] = []
+        var bytes = 0
+        func flush() {
+            if group.count == 1 { out.append(group[0]) } else if group.count > 1 { out.append(encoded(arrays: group)) }
+            (group, bytes) = ([], 0)
+        }
+        for message in messages {
+            guard message.count <= maxItemBytes else {
+                flush()
+                out.append(message)
+                continue
+            }
+            if bytes + message.count + 4 > maxBytes { flush() }
+            group.append(message)
+            bytes += message.count + 4
+        }
+        flush()
+        return out
+    }
+
+    /// One message holding `items`, as `encoded`, in an array.
+    static func encoded(arrays items: [[UInt8]]) -> [UInt8] {
+        var inner = 0
+        for item in items { inner += 1 + Varint.size(UInt64(item.count)) + item.count }
+        var out: [UInt8] = []
+        out.reserveCapacity(inner + 8)
+        Varint.append(UInt64(field) << 3 | 2, to: &out)
+        Varint.append(UInt64(inner), to: &out)
+        for item in items {
+            out.append(0x0A)
+            Varint.append(UInt64(item.count), to: &out)
+            out += item
+        }
+        return out
+    }
 }

@@ -219,11 +219,14 @@ public struct WorkerFrame: Sendable, Equatable {
     public var requestID: UInt64
     /// `.ready`: how many jobs the worker takes at once (0 = 1).
     public var capacity: UInt32
+    /// `.ready`: the worker takes several frames in one message (`WireBatch`).
+    public var batches: Bool
 
     public init(kind: Kind, instance: String = "", pid: UInt32 = 0, service: String = "", payload: [UInt8] = [],
-                requestID: UInt64 = 0, capacity: UInt32 = 0) {
+                requestID: UInt64 = 0, capacity: UInt32 = 0, batches: Bool = false) {
         self.requestID = requestID
         self.capacity = capacity
+        self.batches = batches
         self.kind = kind
         self.instance = instance
         self.pid = pid

@@ -16,6 +16,7 @@ extension WorkerFrame {
         message.pointee.payload = arena.bytes(payload)
         message.pointee.request_id = requestID
         message.pointee.capacity = capacity
+        message.pointee.batches = batches ? 1 : 0
         return pack(message)
     }
 
@@ -27,7 +28,7 @@ extension WorkerFrame {
             }
             return WorkerFrame(kind: kind, instance: try decodeString(m.instance, "instance"), pid: m.pid,
                                service: try decodeString(m.service, "service"), payload: decodeBytes(m.payload),
-                               requestID: m.request_id, capacity: m.capacity)
+                               requestID: m.request_id, capacity: m.capacity, batches: m.batches != 0)
         }
     }
 

@@ -1675,10 +1675,15 @@ struct  Sofa__Wire__WorkerFrame
    * READY: jobs the worker takes at once (0 = 1)
    */
   uint32_t capacity;
+  /*
+   * READY: the worker takes several frames in one message (a `Request` batch's shape: field 90,
+   * each item an encoded frame); it answers a broker that sends them in batches too.
+   */
+  protobuf_c_boolean batches;
 };
 #define SOFA__WIRE__WORKER_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__worker_frame__descriptor) \
-    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0 }
+    , SOFA__WIRE__WORKER_FRAME__KIND__READY, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, 0 }
 
 
 /* Sofa__Wire__Request methods */
