@@ -90,8 +90,8 @@ final class ClientDriver: SocketLoopDriver {
         }
     }
 
-    /// Sends the calls posted together: the small ones in batches of at most `WireBatch.maxBytes`,
-    /// the others alone.
+    /// Sends the calls posted together, in order: the small ones in batches of at most
+    /// `WireBatch.maxBytes`, the others alone.
     private func send(batching posted: [(UInt64, EncodedMessage)]) {
         var batch: [(UInt64, EncodedMessage)] = []
         var bytes = 0
@@ -106,6 +106,7 @@ final class ClientDriver: SocketLoopDriver {
         }
         for (id, message) in posted {
             guard message.count <= WireBatch.maxItemBytes else {
+                flush()  // the calls posted before it go first
                 client.sent(id, accepted: (try? socket.send([], message)) ?? false)
                 continue
             }

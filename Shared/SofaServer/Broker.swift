@@ -173,7 +173,7 @@ final class BrokerDriver: SocketLoopDriver {
     var state: BrokerState
     let pollTimeoutMs: Int
     /// The workers whose READY said they take batches: the jobs of a turn go to each in batches.
-    let batchingWorkers = BatchingClients()
+    let batchingWorkers = BatchingPeers()
 
     init(broker: Broker, socket: ZMQSocket, logger: Logger, state: BrokerState) {
         self.broker = broker

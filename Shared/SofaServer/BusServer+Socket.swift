@@ -60,7 +60,7 @@ extension BusServer {
 
     /// Sends the replies posted to the loop (on its thread): to a client that sends batches, the
     /// small replies it has in `outgoing` go as batches (`WireBatch`), the others one by one.
-    func send(_ outgoing: [Outgoing], on socket: ZMQSocket, batching: BatchingClients) {
+    func send(_ outgoing: [Outgoing], on socket: ZMQSocket, batching: BatchingPeers) {
         var groups: [(identity: [UInt8], replies: [Outgoing])] = []
         for reply in outgoing {
             if reply.message.count <= WireBatch.maxItemBytes, batching.any {
@@ -68,7 +68,7 @@ extension BusServer {
                     groups[index].replies.append(reply)
                     continue
                 }
-                if groups.count < BatchingClients.maxGroups, batching.contains(reply.identity) {
+                if groups.count < BatchingPeers.maxGroups, batching.contains(reply.identity) {
                     groups.append((reply.identity, [reply]))
                     continue
                 }
@@ -296,7 +296,7 @@ final class ServerDriver: SocketLoopDriver {
     /// Whether its monitor counts client connections (the clients' socket, `Curve.clientDomain`).
     let countsClients: Bool
     /// The clients that sent a batch: their replies go in batches too.
-    let batchingClients = BatchingClients()
+    let batchingClients = BatchingPeers()
 
     init(server: BusServer, socket: ZMQSocket, upstreams: [HostedBusClient], broker: BrokerDriver?, maxRequestBytes: Int,
          maxBulkItems: Int, countsClients: Bool,
@@ -376,20 +376,21 @@ private enum Incoming {
     case forwarded(ForwardedRequest)
 }
 
-/// The clients (by ZeroMQ identity) that sent a batch, on a server loop's thread: they take
-/// batches back. Bounded: past `maxClients` it starts again empty, and the clients it forgot get
-/// single replies until they send their next batch.
-final class BatchingClients {
-    static let maxClients = 65_536
-    /// Clients a turn's replies are batched for at most (the others get theirs one by one).
+/// The peers (by ZeroMQ identity) that take batches, on a socket loop's thread: a server's
+/// clients that sent one, a broker's workers whose READY said so. Bounded: past `maxPeers` it
+/// starts again empty, and a peer it forgot gets single messages until it says so again (a
+/// client's next batch; a worker's next READY).
+final class BatchingPeers {
+    static let maxPeers = 65_536
+    /// Peers a turn's messages are batched for at most (the others get theirs one by one).
     static let maxGroups = 16
     private var identities = Set<[UInt8]>()
 
-    /// Whether any client sent a batch.
+    /// Whether any peer takes batches.
     var any: Bool { !identities.isEmpty }
 
     func add(_ identity: [UInt8]) {
-        if identities.count >= Self.maxClients, !identities.contains(identity) { identities.removeAll() }
+        if identities.count >= Self.maxPeers, !identities.contains(identity) { identities.removeAll() }
         identities.insert(identity)
     }
 
