@@ -110,7 +110,7 @@ final class ClientDriver: SocketLoopDriver {
                 client.sent(id, accepted: (try? socket.send([], message)) ?? false)
                 continue
             }
-            if bytes + message.count + 4 > WireBatch.maxBytes { flush() }
+            if bytes + message.count + 4 > WireBatch.maxBytes || batch.count == WireBatch.maxItems { flush() }
             batch.append((id, message))
             bytes += message.count + 4
         }

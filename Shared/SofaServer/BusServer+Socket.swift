@@ -78,7 +78,7 @@ extension BusServer {
         for (identity, replies) in groups {
             var start = 0, bytes = 0
             for (index, reply) in replies.enumerated() {
-                if index > start, bytes + reply.message.count > WireBatch.maxBytes {
+                if index > start, bytes + reply.message.count > WireBatch.maxBytes || index - start == WireBatch.maxItems {
                     sendBatch(identity, replies[start..<index], on: socket)
                     (start, bytes) = (index, 0)
                 }

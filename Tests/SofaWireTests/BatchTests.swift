@@ -82,7 +82,37 @@ struct WireBatchTests {
         ("an item that is no bytes field", [0xD2, 0x05, 0x02, 0x08, 0x01]),
         ("a length past the end", [0xD2, 0x05, 0x09, 0x0A, 0x01]),
         ("a truncated item", [0xD2, 0x05, 0x03, 0x0A, 0x05, 0x08]),
+        ("more calls than a batch holds", encoded(Array(repeating: [0x08, 0x01], count: WireBatch.maxItems + 1))),
     ]
+
+    @Test func aFullBatchIsABatch() {
+        guard case .items(let items) = Self.contents(Self.encoded(Array(repeating: [0x08, 0x01], count: WireBatch.maxItems))) else {
+            Issue.record("a batch of maxItems refused")
+            return
+        }
+        #expect(items.count == WireBatch.maxItems)
+    }
+
+    /// Many small calls are grouped into as few batches as the bounds allow, in order; a large one
+    /// goes alone, after those before it.
+    @Test func groupedKeepsOrderAndBounds() {
+        let small = (0..<(WireBatch.maxItems + 10)).map { [0x08, UInt8($0 & 0x7F)] }
+        let large = [UInt8](repeating: 0x41, count: WireBatch.maxItemBytes + 1)
+        let messages = small.prefix(5) + [large] + small.dropFirst(5)
+        let grouped = WireBatch.grouped(Array(messages))
+        var flattened: [[UInt8]] = []
+        for message in grouped {
+            switch Self.contents(message) {
+            case .items(let items):
+                #expect(items.count > 1 && items.count <= WireBatch.maxItems)
+                flattened += items.map { Array($0) }
+            case .single: flattened.append(message)
+            case .malformed(let reason): Issue.record("grouped made a malformed batch: \(reason)")
+            }
+        }
+        #expect(flattened == Array(messages))
+        #expect(grouped.count == 4)  // 5 small, the large one, 1024 small, the last 5
+    }
 
     @Test(arguments: malformed)
     func malformedBatchesSayWhy(_ name: String, _ bytes: [UInt8]) {

@@ -14,9 +14,12 @@ internal import Glibc
 public enum WireBatch {
     /// `Request.batch` and `Response.batch`.
     public static let field: UInt32 = 90
-    /// Calls larger than this go alone; a batch holds at most `maxBytes` of them.
+    /// Calls larger than this go alone; a batch holds at most `maxBytes` of them, and at most
+    /// `maxItems`: a receiver refuses a batch of more (a message of a few bytes per call would
+    /// otherwise make a million calls at once of one message within the request size limit).
     public static let maxItemBytes = 8 << 10
     public static let maxBytes = 64 << 10
+    public static let maxItems = 1024
 
     /// What a message is: a batch (its items, in order), or not one at all.
     public enum Contents {
@@ -42,7 +45,7 @@ public enum WireBatch {
         var items: [UnsafeRawBufferPointer] = []
         var nested = false
         let inner = WireFields.walk(batch) { field, _, span in
-            guard field.number == 1, field.wireType == 2 else { return false }
+            guard field.number == 1, field.wireType == 2, items.count < maxItems else { return false }
             if span.payload.count >= 2, span.payload[0] == 0xD2, span.payload[1] == 0x05 {
                 nested = true
                 return false
@@ -51,6 +54,7 @@ public enum WireBatch {
             return true
         }
         if nested { return .malformed("a batch holds no batch") }
+        if !inner, items.count == maxItems { return .malformed("a batch holds at most \(maxItems) calls") }
         guard inner else { return .malformed("a batch holds encoded calls only (its field 1)") }
         return .items(items)
     }
@@ -99,7 +103,7 @@ public enum WireBatch {
                 out.append(message)
                 continue
             }
-            if bytes + message.count + 4 > maxBytes { flush() }
+            if bytes + message.count + 4 > maxBytes || group.count == maxItems { flush() }
             group.append(message)
             bytes += message.count + 4
         }
