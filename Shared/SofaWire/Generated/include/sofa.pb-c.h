@@ -284,7 +284,8 @@ struct  Sofa__Wire__Request
  * requests, each answered as if it had come alone; a `Response` whose only field is `batch`
  * carries whole encoded responses. A client sends a batch when many of its calls wait to go at
  * once; a server answers a client that sent one with batches of the replies it has ready at
- * once. Both sides still take single messages. A batch inside a batch is refused.
+ * once. Both sides still take single messages. A batch holds at most 1024 calls; one with more,
+ * or with a batch inside it, is refused.
  */
 struct  Sofa__Wire__Batch
 {
