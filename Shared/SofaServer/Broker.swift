@@ -197,11 +197,7 @@ final class BrokerDriver: SocketLoopDriver {
         if readable[0] {
             while let received = try? socket.receive(limit: 256 << 20) {
                 guard case .message(let frames) = received, frames.count == 2 else { continue }
-                let batch = frames[1].withUnsafeBytes { bytes -> [[UInt8]]? in
-                    guard case .items(let items) = WireBatch.contents(bytes) else { return nil }
-                    return items.map { Array($0) }
-                }
-                for message in batch ?? [frames[1]] {
+                for message in WireBatch.unpacked(frames[1]).messages {
                     guard let frame = try? WorkerFrame.decode(message) else { continue }
                     if frame.kind == .ready {
                         logger.info("query worker joined", metadata: ["instance": "\(frame.instance)", "pid": "\(frame.pid)"])

@@ -209,12 +209,9 @@ private final class WorkerDriver: SocketLoopDriver {
             defer { worker.batchEnds?() }
             while let received = try? current.receive(limit: 256 << 20) {
                 guard case .message(let frames) = received, let last = frames.last else { continue }
-                let batch = last.withUnsafeBytes { bytes -> [[UInt8]]? in
-                    guard case .items(let items) = WireBatch.contents(bytes) else { return nil }
-                    return items.map { Array($0) }
-                }
-                if batch != nil { brokerBatches = true }
-                for message in batch ?? [last] { take(message, on: current, now: now) }
+                let (messages, isBatch) = WireBatch.unpacked(last)
+                if isBatch { brokerBatches = true }
+                for message in messages { take(message, on: current, now: now) }
             }
         }
         if now &- lastSent >= heartbeatMs {

@@ -26,14 +26,7 @@ import Testing
 
     /// A batch of `items`, whatever they are.
     static func wrap(_ items: [[UInt8]]) -> [UInt8] {
-        func nest(_ index: Int, _ buffers: [UnsafeRawBufferPointer]) -> [UInt8] {
-            guard index < items.count else {
-                let message = WireBatch.encoded(buffers)
-                return withExtendedLifetime(message) { Array(message.bytes) }
-            }
-            return items[index].withUnsafeBytes { nest(index + 1, buffers + [$0]) }
-        }
-        return nest(0, [])
+        WireBatch.encoded(arrays: items)
     }
 
     /// Eleven gets in one message: ten documents and one that does not exist. Each is answered

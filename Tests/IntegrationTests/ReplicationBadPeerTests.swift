@@ -81,11 +81,7 @@ final class MisbehavingPeer: Sendable {
                     Self.send(front, [identity, bytes])
                 case .forward:
                     // A batch of calls (the SDK sends them to a gateway that takes them) goes on call by call.
-                    let calls = payload.withUnsafeBytes { bytes -> [[UInt8]] in
-                        guard case .items(let items) = WireBatch.contents(bytes) else { return [payload] }
-                        return items.map { Array($0) }
-                    }
-                    for call in calls {
+                    for call in WireBatch.unpacked(payload).messages {
                         if let request = try? Request.decode(call), let back {
                             inFlight[request.id] = (identity, request)
                             Self.send(back, [call])

@@ -37,19 +37,16 @@ import Testing
                         guard try poll([socket], fds: [], timeoutMs: 50)[0] else { continue }
                         while case .message(let frames)? = try socket.receive() {
                             guard let last = frames.last else { continue }
-                            let items = last.withUnsafeBytes { bytes -> [[UInt8]]? in
-                                guard case .items(let items) = WireBatch.contents(bytes) else { return nil }
-                                return items.map { Array($0) }
-                            }
+                            let (items, isBatch) = WireBatch.unpacked(last)
                             // (The broker's heartbeats come in messages of their own.)
                             var requests: [WorkerFrame] = []
-                            for item in items ?? [last] {
+                            for item in items {
                                 let frame = try WorkerFrame.decode(item)
                                 if frame.kind == .request { requests.append(frame) }
                             }
                             guard !requests.isEmpty else { continue }
                             seen.messages += 1
-                            if items != nil { seen.batches += 1 }
+                            if isBatch { seen.batches += 1 }
                             for frame in requests {
                                 let request = try Request.decode(frame.payload)
                                 guard case .echo(let payload, _, _) = request.operation else { continue }

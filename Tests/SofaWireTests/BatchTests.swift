@@ -35,6 +35,7 @@ struct WireBatchTests {
     @Test func encodedBatchIsTheProtosBatchAndReadsBackInOrder() throws {
         let items = Self.requests.map { $0.encoded() }
         let bytes = Self.encoded(items)
+        #expect(WireBatch.encoded(arrays: items) == bytes)  // the array form writes the same bytes
         // protobuf-c reads it as a Request whose operation is `batch`, holding the same items.
         let unpacked = try #require(bytes.withUnsafeBytes {
             sofa__wire__request__unpack(nil, $0.count, $0.bindMemory(to: UInt8.self).baseAddress)

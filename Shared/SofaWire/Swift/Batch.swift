@@ -59,14 +59,49 @@ public enum WireBatch {
         return .items(items)
     }
 
+    /// The messages `message` carries: a batch's items, or itself (a malformed batch too, which
+    /// decoding it then refuses); and whether it was a batch.
+    public static func unpacked(_ message: [UInt8]) -> (messages: [[UInt8]], isBatch: Bool) {
+        message.withUnsafeBytes { bytes in
+            guard case .items(let items) = contents(bytes) else { return ([message], false) }
+            return (items.map { Array($0) }, true)
+        }
+    }
+
+    /// How messages of `sizes` go on the wire, in order: each range of their indices is one
+    /// message, a batch of small ones (at most `maxBytes` and `maxItems`) or one alone (a large
+    /// one, or a small one with none beside it). The one home of the bounds, for every sender.
+    public static func groups(_ sizes: [Int]) -> [Range<Int>] {
+        var out: [Range<Int>] = []
+        var start = 0, bytes = 0
+        for (index, size) in sizes.enumerated() {
+            if size > maxItemBytes {
+                if start < index { out.append(start..<index) }  // the small ones before it go first
+                out.append(index..<index + 1)
+                (start, bytes) = (index + 1, 0)
+                continue
+            }
+            if index > start, bytes + size + 4 > maxBytes || index - start == maxItems {
+                out.append(start..<index)
+                (start, bytes) = (index, 0)
+            }
+            bytes += size + 4
+        }
+        if start < sizes.count { out.append(start..<sizes.count) }
+        return out
+    }
+
+    /// `messages` as they go on the wire (`groups`): a batch as one message, one alone as itself.
+    public static func grouped(_ messages: [[UInt8]]) -> [[UInt8]] {
+        groups(messages.map(\.count)).map { range in
+            range.count == 1 ? messages[range.lowerBound] : encoded(arrays: messages[range])
+        }
+    }
+
     /// One message holding `items` (each a whole encoded request, or response), in order.
     public static func encoded(_ items: [UnsafeRawBufferPointer]) -> EncodedMessage {
-        var inner = 0
-        for item in items { inner += 1 + Varint.size(UInt64(item.count)) + item.count }
-        var head: [UInt8] = []
-        Varint.append(UInt64(field) << 3 | 2, to: &head)
-        Varint.append(UInt64(inner), to: &head)
-        let count = head.count + inner
+        let head = header(items.lazy.map(\.count))
+        let count = head.count + items.reduce(0) { $0 + itemHeaderSize($1.count) + $1.count }
         let pointer = malloc(count)!
         var offset = 0
         func append(_ bytes: UnsafeRawBufferPointer) {
@@ -79,51 +114,36 @@ public enum WireBatch {
         itemHead.reserveCapacity(6)
         for item in items {
             itemHead.removeAll(keepingCapacity: true)
-            itemHead.append(0x0A)  // field 1, length-delimited
-            Varint.append(UInt64(item.count), to: &itemHead)
+            appendItemHeader(item.count, to: &itemHead)
             itemHead.withUnsafeBytes { append($0) }
             append(item)
         }
         return EncodedMessage(taking: pointer, count: count)
     }
 
-    /// `messages` as they go on the wire, in order: the small ones in batches of at most
-    /// `maxBytes`, each larger one alone (so is a batch of one).
-    public static func grouped(_ messages: [[UInt8]]) -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        var group: [[UInt8]] = []
-        var bytes = 0
-        func flush() {
-            if group.count == 1 { out.append(group[0]) } else if group.count > 1 { out.append(encoded(arrays: group)) }
-            (group, bytes) = ([], 0)
-        }
-        for message in messages {
-            guard message.count <= maxItemBytes else {
-                flush()
-                out.append(message)
-                continue
-            }
-            if bytes + message.count + 4 > maxBytes || group.count == maxItems { flush() }
-            group.append(message)
-            bytes += message.count + 4
-        }
-        flush()
-        return out
-    }
-
-    /// One message holding `items`, as `encoded`, in an array.
-    static func encoded(arrays items: [[UInt8]]) -> [UInt8] {
-        var inner = 0
-        for item in items { inner += 1 + Varint.size(UInt64(item.count)) + item.count }
-        var out: [UInt8] = []
-        out.reserveCapacity(inner + 8)
-        Varint.append(UInt64(field) << 3 | 2, to: &out)
-        Varint.append(UInt64(inner), to: &out)
+    /// The same, in an array.
+    static func encoded(arrays items: some Collection<[UInt8]>) -> [UInt8] {
+        var out = header(items.lazy.map(\.count))
         for item in items {
-            out.append(0x0A)
-            Varint.append(UInt64(item.count), to: &out)
+            appendItemHeader(item.count, to: &out)
             out += item
         }
         return out
     }
+
+    /// A batch's tag and length, for items of `counts` bytes.
+    private static func header(_ counts: some Sequence<Int>) -> [UInt8] {
+        var out: [UInt8] = []
+        Varint.append(UInt64(field) << 3 | 2, to: &out)
+        Varint.append(UInt64(counts.reduce(0) { $0 + itemHeaderSize($1) + $1 }), to: &out)
+        return out
+    }
+
+    /// An item's tag (field 1, length-delimited) and length.
+    private static func appendItemHeader(_ count: Int, to out: inout [UInt8]) {
+        out.append(0x0A)
+        Varint.append(UInt64(count), to: &out)
+    }
+
+    private static func itemHeaderSize(_ count: Int) -> Int { 1 + Varint.size(UInt64(count)) }
 }
