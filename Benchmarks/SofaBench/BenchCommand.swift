@@ -40,6 +40,8 @@ public struct Bench: AsyncParsableCommand {
         @OptionGroup var options: GatewayOptions
         @Option(help: "Round trips per measurement.") var count: Int = 5000
         @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
+        @Option(help: "Gets in the throughput figure (default: 4 × --count); a long run to profile it.")
+        var pipelined: Int?
         @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
         var curveOff = false
         @Flag(inversion: .prefixedNo,
@@ -99,7 +101,7 @@ public struct Bench: AsyncParsableCommand {
             let gatewayPID = dataDirectory == nil ? nil : try? await client.health().pid
             let cpuBefore = (gateway: gatewayPID.flatMap { processCPUSeconds(Int32($0)) }, client: processCPUSeconds(getpid()))
             let throughputStart = DispatchTime.now().uptimeNanoseconds
-            let total = count * 4
+            let total = pipelined ?? count * 4
             let inFlight = self.inFlight
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<inFlight {

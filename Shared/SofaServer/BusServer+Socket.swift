@@ -145,20 +145,35 @@ extension BusServer {
         } else if forwarded.deadline != 0 && forwarded.deadline < wallClockMs() {
             _ = try? socket.send([identity, Response.failure(forwarded.id, .timeout(
                 "the request's deadline passed before \(name) could start it")).encoded()])
-        } else {
-            let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
-            switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: bytes, connection: peer.connection) {
-            case .forward(let cost)?:
-                start(forwarded, of: identity, fd: peer.connection, forwarding, counted: cost)
-            case nil:
-                start(forwarded, of: identity, fd: peer.connection, forwarding, counted: nil)
-            case .wait?:
-                break
-            case .refuse(let waiting)?:
-                refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
+        } else if let local = forwarding.local, local(forwarded, { answer in
+            if let answer {
+                self.reply(identity, answer, id: forwarded.id)
+            } else {
+                self.admit(forwarded, of: identity, bytes: bytes, connection: peer.connection, forwarding)
             }
+        }) {
+            return nil  // answered here (`Forwarding.local`)
+        } else {
+            admit(forwarded, of: identity, bytes: bytes, connection: peer.connection, forwarding)
         }
         return nil
+    }
+
+    /// Forwards a request now, or lets it wait its turn among its client's (`ClientInFlight`),
+    /// or refuses it when too much of that client's already waits.
+    private func admit(_ forwarded: ForwardedRequest, of identity: [UInt8], bytes: Int, connection: Int32,
+                       _ forwarding: Forwarding) {
+        let queuedElsewhere = forwarding.queuedElsewhere.contains(forwarded.operationField)
+        switch queuedElsewhere ? nil : fair?.admit(identity, forwarded, bytes: bytes, connection: connection) {
+        case .forward(let cost)?:
+            start(forwarded, of: identity, fd: connection, forwarding, counted: cost)
+        case nil:
+            start(forwarded, of: identity, fd: connection, forwarding, counted: nil)
+        case .wait?:
+            break
+        case .refuse(let waiting)?:
+            refuse(identity, id: forwarded.id, fair!.refusal(waitingBytes: waiting, server: name))
+        }
     }
 
     /// Takes up every message waiting on the socket (on the loop's thread). A batch (`WireBatch`)

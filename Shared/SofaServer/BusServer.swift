@@ -58,6 +58,13 @@ public final class BusServer: Sendable {
         /// between and answer them together then (reads in one transaction).
         public var batchBegins: (@Sendable () -> Void)?
         public var batchEnds: (@Sendable () -> Void)?
+        /// When set, offered each request on the socket thread before `limits` count it: true
+        /// when it took the request and answers it itself, from this thread (now, or when the
+        /// batch ends), with the reply, or with nil to send it on after all (then counted and
+        /// forwarded as any other). Work that never leaves the server (the gateway's own reads of
+        /// the files) thus holds no place among a client's requests in flight to a service, and
+        /// costs no turn in their queue.
+        public var local: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage?) -> Void) -> Bool)?
 
         public init(operations: Set<UInt32>, accepts: (@Sendable (UInt32, UnsafeRawBufferPointer) -> Bool)? = nil,
                     limits: ForwardingLimits? = nil, disconnected: (@Sendable (Set<Int32>) -> Void)? = nil,

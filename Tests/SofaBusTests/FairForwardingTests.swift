@@ -34,9 +34,11 @@ import Testing
     }
 
     static func router(to backend: String, limits: ForwardingLimits, timeout: Duration = .seconds(60),
-                       held: Held?) async throws -> (BusServer, BusClient) {
+                       held: Held?,
+                       local: (@Sendable (ForwardedRequest, @escaping @Sendable (EncodedMessage?) -> Void) -> Bool)? = nil)
+        async throws -> (BusServer, BusClient) {
         let upstream = try await BusClient.connect(backend, peerName: "backend")
-        let forwarding = BusServer.Forwarding(operations: [DirectForwardingTests.echoField], limits: limits, direct: { request, reply in
+        var forwarding = BusServer.Forwarding(operations: [DirectForwardingTests.echoField], limits: limits, direct: { request, reply in
             held?.forwarded()
             upstream.forward(request, timeout: timeout) { result in
                 let message: EncodedMessage
@@ -50,6 +52,7 @@ import Testing
             Issue.record("the task path was taken")
             return Response.failure(0, SofaError(.unexpectedError, "not direct")).encodedMessage()
         }
+        forwarding.local = local
         let server = try await BusServer.bind("tcp://127.0.0.1:*", name: "router", cancelOnDisconnect: true, forwarding: forwarding,
                                               logger: .init(label: "sofa-bus-tests")) { request in
             .failure(request.id, SofaError(.unsupported, "only echoes pass here"))
@@ -93,6 +96,45 @@ import Testing
         #expect(results.count == count && results.allSatisfy { $0 })
         #expect(held.most == 3)
         #expect(router.forwardingTotals == (0, 0))
+        await router.close()
+        await backend.close()
+    }
+
+    /// `Forwarding.local`: a request the router answers itself is not counted among its client's
+    /// in flight, so it is answered while the client is at its limit; one it hands back (nil)
+    /// is counted and waits its turn as any other.
+    @Test func requestsAnsweredLocallyAreNotCounted() async throws {
+        let backend = try await bindEchoServer(instance: "backend")
+        let held = Held()
+        let (router, upstream) = try await Self.router(
+            to: backend.endpoint, limits: ForwardingLimits(perClient: 1, bytesPerClient: nil), held: held) { request, reply in
+            guard let decoded = try? Request.decode(request.bytes(id: request.id, deadline: request.deadline)),
+                  case .echo(let payload, _, _) = decoded.operation else { return false }
+            switch String(decoding: payload, as: UTF8.self) {
+            case "local": reply(Response.ok(request.id, .echo(payload: payload, instance: "router")).encodedMessage())
+            case "handed back": reply(nil)
+            default: return false
+            }
+            return true
+        }
+        let client = try await BusClient.connect(router.endpoint, peerName: "router")
+        defer { client.close(); upstream.close() }
+        #expect(await client.waitUntilConnected(timeout: .seconds(30)))
+        let first = Task { try await client.call(echo(Array("first".utf8)), timeout: .seconds(60)) }
+        _ = await eventually("the first forwarded and held") { held.count == 1 ? true : nil }
+        // The client is at its limit of 1; the router's own answer comes anyway.
+        let local = try await client.call(echo(Array("local".utf8)), timeout: .seconds(30))
+        #expect(local == .echo(payload: Array("local".utf8), instance: "router"))
+        #expect(router.forwardingTotals == (1, 0))
+        // One handed back waits behind the first.
+        let handedBack = Task { try await client.call(echo(Array("handed back".utf8)), timeout: .seconds(60)) }
+        _ = await eventually("the handed-back call waiting") { router.forwardingTotals == (1, 1) ? true : nil }
+        held.release()
+        _ = await eventually("the handed-back call forwarded") { held.count == 1 ? true : nil }
+        held.release()
+        #expect(try await first.value == .echo(payload: Array("first".utf8), instance: "backend"))
+        #expect(try await handedBack.value == .echo(payload: Array("handed back".utf8), instance: "backend"))
+        _ = await eventually("nothing counted") { router.forwardingTotals == (0, 0) ? true : nil }
         await router.close()
         await backend.close()
     }

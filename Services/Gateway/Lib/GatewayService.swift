@@ -96,6 +96,8 @@ public final class GatewayService: Sendable {
         // Gets that arrive together are read from the files together (see `DirectReads`).
         forwarding.batchBegins = { ready.withLock({ $0 })?.directReads?.beginBatch() }
         forwarding.batchEnds = { ready.withLock({ $0 })?.directReads?.endBatch() }
+        // Gets read here take no place among the client's requests in flight to storage.
+        forwarding.local = { request, reply in ready.withLock({ $0 })?.readLocally(request, reply: reply) ?? false }
         forwarding.gate = { request, peer in
             guard let gateway = ready.withLock({ $0 }) else { return .refuse(starting) }
             return gateway.gate(request, peer)
@@ -176,10 +178,15 @@ public final class GatewayService: Sendable {
             return reply(Response.failure(request.id, SofaError(.invalidParameter, "\(kind.name) needs a database name")).encodedMessage())
         }
         if route.service == .query { return forwardQuery(request, then: reply) }
-        if route.service == .storage, let directReads, directReads.take(request, reply: { answer in
-            if let answer { reply(answer) } else { self.pass(request, to: route, then: reply) }
-        }) { return }
         pass(request, to: route, then: reply)
+    }
+
+    /// Takes `request` when it is a get the gateway reads itself (`DirectReads`), before fair
+    /// forwarding counts it: `reply` gets the answer, or nil to send it on to storage after all.
+    func readLocally(_ request: ForwardedRequest, reply: @escaping @Sendable (EncodedMessage?) -> Void) -> Bool {
+        guard let directReads, let kind = OperationKind(rawValue: request.operationField), kind.route.passedThrough,
+              kind.route.service == .storage, !request.database.isEmpty else { return false }
+        return directReads.take(request, reply: reply)
     }
 
     /// A request of `passedThrough` to its service (`route`'s) and its answer back.
