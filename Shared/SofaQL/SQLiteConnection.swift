@@ -20,13 +20,17 @@ public final class SQLiteConnection {
         /// How many statements of `run`/`query` stay prepared; past it the cache is emptied
         /// (nil: no bound, for a fixed set of statements).
         public var statementCacheLimit: Int?
+        /// How long a statement waits for a lock another connection holds before it fails with
+        /// `SQLITE_BUSY`, in milliseconds.
+        public var busyTimeoutMs: Int32
 
         public init(readOnly: Bool = false, queryOnly: Bool = false, authorizer: SQLiteAuthorizer? = nil,
-                    statementCacheLimit: Int? = nil) {
+                    statementCacheLimit: Int? = nil, busyTimeoutMs: Int32 = 5000) {
             self.readOnly = readOnly
             self.queryOnly = queryOnly
             self.authorizer = authorizer
             self.statementCacheLimit = statementCacheLimit
+            self.busyTimeoutMs = busyTimeoutMs
         }
 
         /// Storage's writer: read-write, a fixed set of statements.
@@ -75,7 +79,7 @@ public final class SQLiteConnection {
         self.path = path
         self.queue = queue
         self.statementCacheLimit = options.statementCacheLimit
-        sqlite3_busy_timeout(handle, 5000)
+        sqlite3_busy_timeout(handle, options.busyTimeoutMs)
         sqlite3_extended_result_codes(handle, 1)
         // Index expressions and index triggers call Sofa's query functions on every write.
         try CoreFunctions.registerAll(on: handle)

@@ -96,8 +96,12 @@ public final class DocumentFiles: Sendable {
     /// and encoding megabytes would hold up the reading thread, and storage's answers are paced.
     public static let maxRowBytes = 64 << 10
     /// How the files are opened: read-only, and only for this type's own statements (and the
-    /// transaction around them).
-    static let options = SQLiteConnection.Options(readOnly: true, queryOnly: true)
+    /// transaction around them). A file locked by another connection is waited for at most
+    /// `busyTimeoutMs`, then left to storage: the readers' threads (the gateway's socket thread,
+    /// sofa-http's event loops) serve every other client meanwhile, and must not wait SQLite's
+    /// usual seconds for one file.
+    static let options = SQLiteConnection.Options(readOnly: true, queryOnly: true, busyTimeoutMs: busyTimeoutMs)
+    public static let busyTimeoutMs: Int32 = 50
 
     /// `lanes`: how many threads may read at once without waiting (each lane keeps its own
     /// connections; a thread finding every lane taken waits for one).
