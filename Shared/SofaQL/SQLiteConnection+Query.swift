@@ -24,7 +24,8 @@ private final class ProgressCheck {
 
 /// Running compiled queries. A query's statement must only read; a statement SQLite cannot
 /// prepare or run is `.invalidQuery` (with SQLite's message and the SQL), as the query's text is
-/// where the fault lies.
+/// where the fault lies, except a file locked by another connection past the wait, which is
+/// `.busy`.
 extension SQLiteConnection {
     /// Binds SQL values (in `SQLValue`'s encoding) and steps through the rows, calling `row` with
     /// each row's columns decoded to JSON (nil = MISSING). `deadline` (monotonic nanoseconds, 0 =
@@ -43,6 +44,8 @@ extension SQLiteConnection {
         let statement: SQLiteStatement
         do {
             statement = try self.statement(sql)
+        } catch where Self.isLocked(error) {
+            throw Self.locked(error)
         } catch {
             throw SofaError(.invalidQuery, error.message)
         }
@@ -72,6 +75,8 @@ extension SQLiteConnection {
             } catch where error.code == SQLITE_INTERRUPT {
                 if interrupt?.isInterrupted == true { throw SofaError(.cancelled, "the query was cancelled") }
                 throw SofaError(.timeout, "the query ran past its deadline")
+            } catch where Self.isLocked(error) {
+                throw Self.locked(error)
             } catch {
                 if interrupt?.isInterrupted == true { throw SofaError(.cancelled, "the query was cancelled") }
                 throw SofaError(.invalidQuery, error.message)
@@ -82,6 +87,12 @@ extension SQLiteConnection {
             for i in 0..<columnCount { values[i] = current.json(Int32(i)) }
             if try !row(values) { return }
         }
+    }
+
+    /// A query that found the file locked longer than it may wait: `.busy`, not a fault of the
+    /// query's text.
+    static func locked(_ error: SofaError) -> SofaError {
+        SofaError(.busy, "the database file is locked by another connection; try again (\(error.message))")
     }
 
     /// Runs a compiled query.

@@ -46,6 +46,8 @@ public final class SQLiteConnection {
 
     let handle: OpaquePointer
     public let path: String
+    /// How long a statement waits for another connection's lock now (`setBusyTimeout`).
+    public private(set) var busyTimeoutMs: Int32
     /// The queue that opened the connection, the only one that may use it.
     public let queue: DispatchQueue
     private let statementCacheLimit: Int?
@@ -79,6 +81,7 @@ public final class SQLiteConnection {
         self.path = path
         self.queue = queue
         self.statementCacheLimit = options.statementCacheLimit
+        self.busyTimeoutMs = options.busyTimeoutMs
         sqlite3_busy_timeout(handle, options.busyTimeoutMs)
         sqlite3_extended_result_codes(handle, 1)
         // Index expressions and index triggers call Sofa's query functions on every write.
@@ -95,6 +98,21 @@ public final class SQLiteConnection {
 
     func error(_ rc: Int32, _ sql: String) -> SofaError {
         SofaError(.sqlite, rc, "\(String(cString: sqlite3_errmsg(handle))) (in: \(sqlExcerpt(sql)))")
+    }
+
+    /// From now on, statements wait at most `milliseconds` for a lock another connection holds,
+    /// then fail with `SQLITE_BUSY`.
+    public func setBusyTimeout(_ milliseconds: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard milliseconds != busyTimeoutMs else { return }
+        busyTimeoutMs = milliseconds
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    /// Whether `error` is SQLite's "the file is locked by another connection" (`SQLITE_BUSY`,
+    /// with any extended code), or a query's `.busy` made of it.
+    public static func isLocked(_ error: SofaError) -> Bool {
+        error.is(.busy) || (error.domain == .sqlite && error.code & 0xFF == SQLITE_BUSY)
     }
 
     /// Runs SQL with no results (may hold several statements).

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import SofaCore
+import SofaFiles
+import SofaQL
 import SofaRows
 @testable import SofaQuery
 @testable import SofaStorage
@@ -74,6 +76,61 @@ import Testing
             let (after, afterSpec) = query(9, "SELECT COUNT(*) FROM _")
             _ = await engine.handle(after, afterSpec)
             #expect(now.withLock { $0 }?.outcome == answered[1]?.outcome)
+        }
+    }
+
+    /// A query run on the worker's socket thread that finds its file locked by another
+    /// connection waits there only briefly (`inlineBusyTimeoutMs`): it goes on to the engine's
+    /// queue, which waits as SQLite waits, and is answered once the lock is gone. The socket
+    /// thread, which carries the worker's heartbeats, is free meanwhile.
+    @Test func aQueryFindingItsFileLockedWaitsOffTheSocketThread() async throws {
+        try await withTemporaryDirectory { url in
+            let storage = try StorageEngine(dataDirectory: url)
+            try await storage.createDatabase("db")
+            let service = StorageService(engine: storage, instance: "test", logger: Logger(label: "test"))
+            _ = try await put(service, "a", #"{"x":1}"#)
+            storage.close()
+            // A connection keeping the file to itself: exclusive locking, in a write transaction.
+            let lockQueue = DispatchQueue(label: "test.locker")
+            let path = StorageLayout.databaseFile(of: "db", in: url).path
+            var locker: SQLiteConnection? = try lockQueue.sync {
+                let connection = try SQLiteConnection(path: path, queue: lockQueue, options: .writer)
+                try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+                try connection.execute("BEGIN EXCLUSIVE")
+                try connection.execute("UPDATE kv_info SET body = body WHERE key = 'versioning'")
+                return connection
+            }
+            let engine = QueryEngine(dataDirectory: url)
+            let (request, spec) = query(1, "SELECT x FROM _ WHERE META().id = 'a'")
+            let answer = Mutex<Response?>(nil)
+            let started = ContinuousClock.now
+            _ = engine.handle(request, spec) { response in answer.withLock { $0 = response } }
+            let waited = ContinuousClock.now - started
+            #expect(waited < .seconds(2), "the socket thread waited \(waited) for the lock (SQLite's default is 5 s)")
+            #expect(answer.withLock { $0 } == nil, "answered while the file was locked: \(String(describing: answer.withLock { $0 }))")
+
+            // A query that waits less than the lock lasts is `.busy`, not an invalid query.
+            let refused: SofaError? = lockQueue.sync { () -> SofaError? in
+                do throws(SofaError) {
+                    let reader = try SQLiteConnection(path: path, queue: lockQueue,
+                                                      options: .init(readOnly: true, queryOnly: true, busyTimeoutMs: 10))
+                    try reader.query("SELECT count(*) FROM kv_info", []) { _ in }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            #expect(refused?.is(.busy) == true, "\(String(describing: refused))")
+
+            try lockQueue.sync {
+                try locker?.execute("COMMIT")
+                locker = nil
+            }
+            // The engine's queue is serial: a query queued now ends after the one waiting there.
+            let (after, afterSpec) = query(2, "SELECT COUNT(*) FROM _")
+            _ = await engine.handle(after, afterSpec)
+            #expect(answer.withLock { $0 }?.outcome == .success(.query(QueryRows(columns: ["x"], rows: [[.int(1)]],
+                                                                                  collections: ["_default._default"]))))
         }
     }
 

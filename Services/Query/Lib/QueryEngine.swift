@@ -32,7 +32,17 @@ public final class QueryEngine: Sendable {
     struct State {
         var files = ReadConnections()
         var compiled: [CacheKey: (version: Int64, query: CompiledQuery)] = [:]
+        /// How long the connections handed out now wait for a lock another connection holds:
+        /// briefly on the socket thread (`inlineBusyTimeoutMs`), SQLite's usual seconds on the
+        /// engine's queue.
+        var busyTimeoutMs = SQLiteConnection.Options.queryWorker.busyTimeoutMs
     }
+
+    /// How long a query run on the socket thread waits for a locked file before it goes to the
+    /// engine's queue to wait there: a busy wait is not stopped by the inline budget's progress
+    /// checks, and the socket thread carries the worker's heartbeats (a worker silent for a
+    /// second and a half is taken for dead).
+    static let inlineBusyTimeoutMs: Int32 = 20
 
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory
@@ -153,6 +163,8 @@ public final class QueryEngine: Sendable {
         let budget = started + Self.inlineBudgetNs
         var answers: [Response?] = Array(repeating: nil, count: held.count)
         state.sync { state in
+            state.busyTimeoutMs = Self.inlineBusyTimeoutMs
+            defer { state.busyTimeoutMs = SQLiteConnection.Options.queryWorker.busyTimeoutMs }
             for (database, indices) in DocumentFiles.byDatabase(held.map(\.request.database))
             where DispatchTime.now().uptimeNanoseconds < budget {
                 // A database that cannot be opened: each query says why, as it would alone.
@@ -177,6 +189,8 @@ public final class QueryEngine: Sendable {
                         answers[index] = .ok(query.request.id, .query(rows))
                     } catch where error.is(.timeout) && (asked == 0 || asked > own) {
                         continue  // the budget, not the request's deadline: on to the queue
+                    } catch where SQLiteConnection.isLocked(error) {
+                        continue  // a locked file: waited for on the queue
                     } catch {
                         answers[index] = .failure(query.request.id, error)
                     }
@@ -218,6 +232,7 @@ public final class QueryEngine: Sendable {
             state.compiled = state.compiled.filter { $0.key.database != database }
             throw error
         }
+        connection.setBusyTimeout(state.busyTimeoutMs)
         guard opened else { return connection }
         state.compiled = state.compiled.filter { $0.key.database != database }
         let attachments = StorageLayout.attachmentsDirectory(of: database, in: dataDirectory)
