@@ -1,9 +1,6 @@
 import Foundation
 import Logging
 import SofaCore
-import SofaFiles
-@testable import SofaQL
-import SofaRows
 @testable import SofaGateway
 @testable import SofaStorage
 import SofaTestSupport
@@ -103,31 +100,14 @@ import Testing
     /// read here again.
     @Test func aLockedFileIsLeftToStorageAfterABriefWait() async throws {
         try await withTemporaryDirectory { url in
-            let engine = try StorageEngine(dataDirectory: url)
-            try await engine.createDatabase("db")
-            let service = StorageService(engine: engine, instance: "test", logger: Logger(label: "test"))
-            _ = try await put(service, "a", #"{"x":1}"#)
-            engine.close()
-            // A connection keeping the file to itself: exclusive locking, in a write transaction.
-            let queue = DispatchQueue(label: "locker")
-            let path = StorageLayout.databaseFile(of: "db", in: url).path
-            var locker: SQLiteConnection? = try queue.sync {
-                let connection = try SQLiteConnection(path: path, queue: queue, options: .writer)
-                try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
-                try connection.execute("BEGIN EXCLUSIVE")
-                try connection.execute("UPDATE kv_info SET body = body WHERE key = 'versioning'")
-                return connection
-            }
+            let locked = try await LockedDatabase(in: url)
             let reads = DirectReads(dataDirectory: url)
             let started = ContinuousClock.now
             #expect(answer(reads, ForwardedRequest(get("a"))) == nil, "a locked file is left to storage")
             let waited = ContinuousClock.now - started
             #expect(waited < .seconds(2), "the reading thread waited \(waited) for the lock (SQLite's default is 5 s)")
 
-            try queue.sync {
-                try locker?.execute("COMMIT")
-                locker = nil
-            }
+            try locked.release()
             guard case .success(.document(let document))? = try decoded(answer(reads, ForwardedRequest(get("a"))))?.outcome else {
                 Issue.record("not read once the lock was gone"); return
             }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import SofaCore
-import SofaFiles
 import SofaQL
 import SofaRows
 @testable import SofaQuery
@@ -85,21 +84,7 @@ import Testing
     /// thread, which carries the worker's heartbeats, is free meanwhile.
     @Test func aQueryFindingItsFileLockedWaitsOffTheSocketThread() async throws {
         try await withTemporaryDirectory { url in
-            let storage = try StorageEngine(dataDirectory: url)
-            try await storage.createDatabase("db")
-            let service = StorageService(engine: storage, instance: "test", logger: Logger(label: "test"))
-            _ = try await put(service, "a", #"{"x":1}"#)
-            storage.close()
-            // A connection keeping the file to itself: exclusive locking, in a write transaction.
-            let lockQueue = DispatchQueue(label: "test.locker")
-            let path = StorageLayout.databaseFile(of: "db", in: url).path
-            var locker: SQLiteConnection? = try lockQueue.sync {
-                let connection = try SQLiteConnection(path: path, queue: lockQueue, options: .writer)
-                try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
-                try connection.execute("BEGIN EXCLUSIVE")
-                try connection.execute("UPDATE kv_info SET body = body WHERE key = 'versioning'")
-                return connection
-            }
+            let locked = try await LockedDatabase(in: url)
             let engine = QueryEngine(dataDirectory: url)
             let (request, spec) = query(1, "SELECT x FROM _ WHERE META().id = 'a'")
             let answer = Mutex<Response?>(nil)
@@ -110,9 +95,9 @@ import Testing
             #expect(answer.withLock { $0 } == nil, "answered while the file was locked: \(String(describing: answer.withLock { $0 }))")
 
             // A query that waits less than the lock lasts is `.busy`, not an invalid query.
-            let refused: SofaError? = lockQueue.sync { () -> SofaError? in
+            let refused: SofaError? = locked.queue.sync { () -> SofaError? in
                 do throws(SofaError) {
-                    let reader = try SQLiteConnection(path: path, queue: lockQueue,
+                    let reader = try SQLiteConnection(path: locked.path, queue: locked.queue,
                                                       options: .init(readOnly: true, queryOnly: true, busyTimeoutMs: 10))
                     try reader.query("SELECT count(*) FROM kv_info", []) { _ in }
                     return nil
@@ -122,10 +107,7 @@ import Testing
             }
             #expect(refused?.is(.busy) == true, "\(String(describing: refused))")
 
-            try lockQueue.sync {
-                try locker?.execute("COMMIT")
-                locker = nil
-            }
+            try locked.release()
             // The engine's queue is serial: a query queued now ends after the one waiting there.
             let (after, afterSpec) = query(2, "SELECT COUNT(*) FROM _")
             _ = await engine.handle(after, afterSpec)
