@@ -64,9 +64,15 @@ final class ClientDriver: SocketLoopDriver {
                                  ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | Self.handshakeFailures) == 0 else {
             throw zmqError("zmq_socket_monitor")
         }
-        monitor = try ZMQSocket(type: ZMQ_PAIR)
-        try monitor.connect(monitorEndpoint)
-        try socket.connectSecured(client.endpoint, curve)
+        do throws(SofaError) {
+            monitor = try ZMQSocket(type: ZMQ_PAIR)
+            try monitor.connect(monitorEndpoint)
+            try socket.connectSecured(client.endpoint, curve)
+        } catch {
+            // Not started: the monitor stops before its sockets close (see `finish`).
+            zmq_socket_monitor(socket.handle, nil, 0)
+            throw error
+        }
         sockets = [socket, monitor]
     }
 

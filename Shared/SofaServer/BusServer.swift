@@ -177,16 +177,19 @@ public final class BusServer: Sendable {
             // A hard cap far above the answered limit: beyond it ZeroMQ drops the peer.
             try socket.set64(ZMQ_MAXMSGSIZE, Int64(maxRequestBytes) * 4 + 4096)
             try socket.bindSecured(endpoint, domain: domain)
-            // The services' clients run on this loop: a request passed on from here, and its
-            // answer passed back, cross no other thread of this process.
+            // The broker, when asked: a query and its answer cross no other thread of this
+            // process. Bound before the clients below connect, so that a taken address fails the
+            // start while no client has a connection to drop (a client let go of without its
+            // loop's `finish` leaves its socket monitor running).
+            let broker = try brokerOptions.map { (options) throws(SofaError) in
+                try Broker.hosted(options, loop: loop, logger: logger, post: { loop.post(Posted.broker($0)) })
+            }
+            // The services' clients run on this loop too: a request passed on from here, and its
+            // answer passed back, cross no other thread either.
             var hosted: [HostedBusClient] = []
             for (index, upstream) in upstreams.enumerated() {
                 hosted.append(try HostedBusClient(upstream.endpoint, peerName: upstream.peerName, loop: loop,
                                                   post: { loop.post(Posted.upstream(index, $0)) }))
-            }
-            // And the broker, when asked: a query and its answer cross no other thread either.
-            let broker = try brokerOptions.map { (options) throws(SofaError) in
-                try Broker.hosted(options, loop: loop, logger: logger, post: { loop.post(Posted.broker($0)) })
             }
             let server = BusServer(endpoint: socket.lastEndpoint(), name: name, loop: loop, upstreamClients: hosted.map(\.client),
                                    broker: broker?.0, budget: replyBudget, limits: forwarding?.limits)
