@@ -96,31 +96,18 @@ final class ClientDriver: SocketLoopDriver {
         }
     }
 
-    /// Sends the calls posted together, in order: the small ones in batches of at most
-    /// `WireBatch.maxBytes`, the others alone.
+    /// Sends the calls posted together, in order, as `WireBatch.groups` makes them up: the small
+    /// ones in batches, the others alone.
     private func send(batching posted: [(UInt64, EncodedMessage)]) {
-        var batch: [(UInt64, EncodedMessage)] = []
-        var bytes = 0
-        func flush() {
-            defer { (batch, bytes) = ([], 0) }
-            guard batch.count > 1 else {
-                for (id, message) in batch { client.sent(id, accepted: (try? socket.send([], message)) ?? false) }
-                return
-            }
-            let accepted = (try? socket.send([], WireBatch.encoded(batch.map(\.1.bytes)))) ?? false
-            for (id, _) in batch { client.sent(id, accepted: accepted) }
-        }
-        for (id, message) in posted {
-            guard message.count <= WireBatch.maxItemBytes else {
-                flush()  // the calls posted before it go first
+        for range in WireBatch.groups(posted.map(\.1.count)) {
+            guard range.count > 1 else {
+                let (id, message) = posted[range.lowerBound]
                 client.sent(id, accepted: (try? socket.send([], message)) ?? false)
                 continue
             }
-            if bytes + message.count + 4 > WireBatch.maxBytes || batch.count == WireBatch.maxItems { flush() }
-            batch.append((id, message))
-            bytes += message.count + 4
+            let accepted = (try? socket.send([], WireBatch.encoded(posted[range].map(\.1.bytes)))) ?? false
+            for (id, _) in posted[range] { client.sent(id, accepted: accepted) }
         }
-        flush()
     }
 
     func finish(posted: [(UInt64, EncodedMessage)]) {

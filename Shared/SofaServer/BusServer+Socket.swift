@@ -76,15 +76,7 @@ extension BusServer {
             send(reply, on: socket)
         }
         for (identity, replies) in groups {
-            var start = 0, bytes = 0
-            for (index, reply) in replies.enumerated() {
-                if index > start, bytes + reply.message.count > WireBatch.maxBytes || index - start == WireBatch.maxItems {
-                    sendBatch(identity, replies[start..<index], on: socket)
-                    (start, bytes) = (index, 0)
-                }
-                bytes += reply.message.count + 4
-            }
-            sendBatch(identity, replies[start...], on: socket)
+            for range in WireBatch.groups(replies.map(\.message.count)) { sendBatch(identity, replies[range], on: socket) }
         }
     }
 
