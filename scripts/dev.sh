@@ -133,6 +133,10 @@ cmd_test() {
     cmd_setup
     python_test_tools
     build_without_warnings
+    # A process of the suite that crashes (the test process, or a service it started) prints
+    # only the crashed thread's backtrace, after the fatal error's message: the end of a CI
+    # log then says what failed and where, not a list of idle threads and loaded images.
+    export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-threads=crashed,registers=none,images=none,symbolicate=fast}"
     swift test --skip-build "$@"
 }
 
