@@ -220,9 +220,10 @@ func withScratchCluster(_ bench: String, queryWorkers: Int = 1, _ measure: (Sofa
     }
 }
 
-/// Microseconds at a percentile of nanosecond samples.
-
+/// Microseconds at a percentile of nanosecond samples; 0 for none (a phase that made no call in
+/// its time: a figure says so, the process does not stop on it).
 func percentile(_ samples: [UInt64], _ p: Double) -> Double {
+    guard !samples.isEmpty else { return 0 }
     let sorted = samples.sorted()
     let index = min(sorted.count - 1, Int(Double(sorted.count) * p))
     return (Double(sorted[index]) / 1000 * 10).rounded() / 10

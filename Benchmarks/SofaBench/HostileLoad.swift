@@ -84,7 +84,7 @@ public struct HostileLoad: Sendable {
         let db = try await client.createDatabase(name)
         try await seed(db)
         var figures = Figures()
-        figures.unloaded = try await measure(db, for: options.phase)
+        figures.unloaded = try await measure(db, for: options.phase, atLeast: 2)  // a get and a query at least
         let end = LoadWindow(latest: ContinuousClock.now + max(options.phase, options.longestLoad))
         let counts = Counts(until: end.latest)
         // Each hostile client has a connection of its own, as separate programs would; those that
