@@ -116,6 +116,59 @@ import Testing
         }
     }
 
+    /// A long query text is parsed and compiled on the engine's queue, not on the worker's socket
+    /// thread (neither step can be stopped by the inline budget, and the socket thread carries
+    /// the heartbeats); once compiled, it runs inline like a short one. A reply made on the
+    /// calling thread is an inline answer; one from the queue comes on another thread.
+    @Test func aLongQueryTextIsCompiledOffTheSocketThread() async throws {
+        try await withTemporaryDirectory { url in
+            let storage = try StorageEngine(dataDirectory: url)
+            defer { storage.close() }
+            try await storage.createDatabase("db")
+            let service = StorageService(engine: storage, instance: "test", logger: Logger(label: "test"))
+            _ = try await put(service, "a", #"{"x":1}"#)
+            let engine = QueryEngine(dataDirectory: url)
+            let pad = String(repeating: "p", count: QueryEngine.inlineTextBytes)
+            let long = "SELECT x FROM _ WHERE META().id = 'a' OR x = '\(pad)'"
+            let rows: Result<Reply, SofaError> = .success(.query(QueryRows(columns: ["x"], rows: [[.int(1)]], collections: ["_default._default"])))
+
+            /// Handles the query; answers its outcome and whether the reply came on this thread.
+            func ask(_ id: UInt64, _ text: String) async -> (Result<Reply, SofaError>?, inline: Bool) {
+                let caller = pthread_self()
+                let answer = Mutex<(Response?, Bool)>((nil, false))
+                let (request, spec) = query(id, text)
+                _ = engine.handle(request, spec) { response in
+                    answer.withLock { $0 = (response, pthread_equal(pthread_self(), caller) != 0) }
+                }
+                // The engine's queue is serial: a query queued after it ends after it.
+                let (after, afterSpec) = query(id + 1000, "SELECT COUNT(*) FROM _")
+                _ = await engine.handle(after, afterSpec)
+                let (response, inline) = answer.withLock { $0 }
+                return (response?.outcome, inline)
+            }
+
+            let first = await ask(1, long)
+            #expect(first.0 == rows)
+            #expect(!first.inline, "a text of \(long.utf8.count) bytes was compiled on the socket thread")
+            // Compiled now: taken up inline (a run past the budget, on a loaded machine, goes to
+            // the queue: one of a few tries is enough).
+            var compiledInline = false
+            for attempt in 0..<20 where !compiledInline {
+                let again = await ask(UInt64(10 + attempt), long)
+                #expect(again.0 == rows)
+                compiledInline = again.inline
+            }
+            #expect(compiledInline, "a compiled long text never ran inline")
+            var shortInline = false
+            for attempt in 0..<20 where !shortInline {
+                let short = await ask(UInt64(100 + attempt), "SELECT x FROM _ WHERE META().id = 'a'")
+                #expect(short.0 == rows)
+                shortInline = short.inline
+            }
+            #expect(shortInline, "a short text never ran inline")
+        }
+    }
+
     /// A worker keeps at most `maxOpen` database files open: the least recently used is closed
     /// to make room, and opened again (as new) when next read.
     @Test func readConnectionsKeepTheMostRecentlyUsed() async throws {

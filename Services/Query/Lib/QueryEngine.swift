@@ -112,6 +112,19 @@ public final class QueryEngine: Sendable {
     /// How long a query may run on the socket thread before it is moved to the engine's queue.
     static let inlineBudgetNs: UInt64 = 2_000_000
 
+    /// The longest query text parsed and compiled on the socket thread. Neither step runs a
+    /// progress check, so the inline budget cannot stop them: a text of 40,000 operators took the
+    /// socket thread (and the worker's heartbeats) long enough under load for the broker to take
+    /// the worker for dead. A longer text already compiled runs inline like any other.
+    static let inlineTextBytes = 8 << 10
+
+    /// Whether `spec` may be taken up on the socket thread: a short text, or one compiled already.
+    private static func parsesInline(_ request: Request, _ spec: QuerySpec, _ state: State) -> Bool {
+        spec.text.utf8.count <= inlineTextBytes
+            || state.compiled[CacheKey(database: request.database, collection: request.collection, text: spec.text,
+                                       isN1QL: spec.isN1QL)] != nil
+    }
+
     /// A query held while a batch is open.
     private struct Held: Sendable {
         let request: Request
@@ -180,6 +193,7 @@ public final class QueryEngine: Sendable {
                     }
                     let now = DispatchTime.now().uptimeNanoseconds
                     guard now < budget else { break }  // the rest go to the queue
+                    if !Self.parsesInline(query.request, query.spec, state) { continue }
                     let asked = query.request.deadline > 0 ? Self.monotonicDeadline(epochMs: query.request.deadline) : 0
                     let own = now + Self.inlineBudgetNs
                     do throws(SofaError) {
