@@ -98,6 +98,32 @@ public final class BrokerWorker: Sendable {
         runInTask(request, handler: handler)
     }
 
+    /// Requests larger than this are decoded off the socket thread (`decodeAndRun`).
+    public static let inlineDecodeBytes = 64 << 10
+
+    /// Decodes a large request in a task of its own and hands it to the handler there. Decoding
+    /// parses the query's parameters (JSON), which nothing bounds but the request's size: on the
+    /// socket thread, which carries the heartbeats, megabytes of them would keep the worker
+    /// silent. The task is registered under the id read from the request's first bytes, so that
+    /// CANCEL reaches it as any other.
+    fileprivate func decodeAndRun(_ payload: [UInt8], handler: @escaping BusServer.Handler) {
+        let id = Request.peekID(Array(payload.prefix(11))) ?? 0
+        running.withLock { running in
+            running[id] = Task {
+                var response: Response
+                do throws(SofaError) {
+                    let request = try Request.decode(payload)
+                    response = await handler(request)
+                    response.id = request.id
+                } catch {
+                    response = .failure(id, SofaError(.malformedMessage, "the worker got a malformed request: \(error.message)"))
+                }
+                self.running.withLock { _ = $0.removeValue(forKey: id) }
+                self.loop.post(WorkerFrame(kind: .reply, payload: response.encoded()))
+            }
+        }
+    }
+
     private func runInTask(_ request: Request, handler: @escaping BusServer.Handler) {
         // The task is registered before it can finish (and unregister itself).
         running.withLock { running in
@@ -235,6 +261,9 @@ private final class WorkerDriver: SocketLoopDriver {
         worker.setConnected(true)
         switch frame.kind {
         case .request:
+            guard frame.payload.count <= BrokerWorker.inlineDecodeBytes else {
+                return worker.decodeAndRun(frame.payload, handler: handler)
+            }
             guard let request = try? Request.decode(frame.payload) else {
                 worker.post(WorkerFrame(kind: .reply, payload: Response.failure(0, SofaError(
                     .malformedMessage, "the worker got a malformed request")).encoded()))

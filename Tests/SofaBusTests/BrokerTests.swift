@@ -171,6 +171,47 @@ import Testing
         #expect(stopped == [try #require(heldID)])
     }
 
+    /// A request over `inlineDecodeBytes` is neither decoded nor handled on the worker's socket
+    /// thread (decoding parses a query's parameters, which only the request's size bounds): it
+    /// skips the direct handler for a task of its own, which CANCEL reaches as any other.
+    @Test func aLargeRequestIsDecodedInATaskAndCanBeCancelled() async throws {
+        let broker = try await Self.bindBroker()
+        defer { broker.close() }
+        let started = Flag(), stopped = Flag()
+        let worker = try await BrokerWorker.start(broker: broker.endpoint, service: "query", instance: "L", heartbeatMs: 100,
+                                                  liveness: Self.liveness, logger: .init(label: "sofa-bus-tests"), direct: { request, reply in
+            reply(.ok(request.id, .echo(payload: [], instance: "direct")))
+            return {}
+        }) { request in
+            guard case .echo(let payload, _, _) = request.operation else { return .failure(request.id, .invalid("not an echo")) }
+            if payload.first == 9 {  // held until its caller goes away
+                started.set()
+                await withTaskCancellationHandler { try? await Task.sleep(for: .seconds(120)) } onCancel: { stopped.set() }
+                return .failure(request.id, SofaError(.cancelled, "stopped"))
+            }
+            return .ok(request.id, .echo(payload: Array("\(payload.count)".utf8), instance: "task"))
+        }
+        defer { Task { await worker.close() } }
+
+        let large = [UInt8](repeating: 1, count: BrokerWorker.inlineDecodeBytes + 1)
+        let answer = await broker.submit(Request(operation: echo(large)), timeout: .seconds(30))
+        #expect(Self.echoReply(answer)?.instance == "task", "\(answer)")
+        #expect(Self.echoReply(answer)?.payload == Array("\(large.count)".utf8), "decoded whole")
+        let small = await broker.submit(Request(operation: echo([1])), timeout: .seconds(30))
+        #expect(Self.echoReply(small)?.instance == "direct", "\(small)")
+
+        let held = [9] + large
+        let waiting = Task { await broker.submit(Request(operation: echo(held)), timeout: .seconds(60)) }
+        #expect(await eventually("the large request handled") { started.isSet ? true : nil } == true)
+        waiting.cancel()
+        let cancelled = await waiting.value
+        guard case .failure(let error) = cancelled.outcome, error.is(.cancelled) else {
+            Issue.record("a cancelled request was answered \(cancelled)")
+            return
+        }
+        #expect(await eventually("its task cancelled") { stopped.isSet ? true : nil } == true)
+    }
+
     @Test func closedBrokerAnswersShuttingDown() async throws {
         let broker = try await Self.bindBroker()
         broker.close()
