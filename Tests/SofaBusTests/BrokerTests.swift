@@ -177,7 +177,7 @@ import Testing
     @Test func aLargeRequestIsDecodedInATaskAndCanBeCancelled() async throws {
         let broker = try await Self.bindBroker()
         defer { broker.close() }
-        let started = Flag(), stopped = Flag()
+        let started = Flag(), stopped = Flag(), cancelGate = Gate()
         let worker = try await BrokerWorker.start(broker: broker.endpoint, service: "query", instance: "L", heartbeatMs: 100,
                                                   liveness: Self.liveness, logger: .init(label: "sofa-bus-tests"), direct: { request, reply in
             reply(.ok(request.id, .echo(payload: [], instance: "direct")))
@@ -186,7 +186,10 @@ import Testing
             guard case .echo(let payload, _, _) = request.operation else { return .failure(request.id, .invalid("not an echo")) }
             if payload.first == 9 {  // held until its caller goes away
                 started.set()
-                await withTaskCancellationHandler { try? await Task.sleep(for: .seconds(120)) } onCancel: { stopped.set() }
+                await withTaskCancellationHandler { await cancelGate.pass("held") } onCancel: {
+                    stopped.set()
+                    cancelGate.open("held")
+                }
                 return .failure(request.id, SofaError(.cancelled, "stopped"))
             }
             return .ok(request.id, .echo(payload: Array("\(payload.count)".utf8), instance: "task"))
