@@ -108,29 +108,28 @@ public final class BrokerWorker: Sendable {
     /// CANCEL reaches it as any other.
     fileprivate func decodeAndRun(_ payload: [UInt8], handler: @escaping BusServer.Handler) {
         let id = Request.peekID(Array(payload.prefix(11))) ?? 0
-        running.withLock { running in
-            running[id] = Task {
-                var response: Response
-                do throws(SofaError) {
-                    let request = try Request.decode(payload)
-                    response = await handler(request)
-                    response.id = request.id
-                } catch {
-                    response = .failure(id, SofaError(.malformedMessage, "the worker got a malformed request: \(error.message)"))
-                }
-                self.running.withLock { _ = $0.removeValue(forKey: id) }
-                self.loop.post(WorkerFrame(kind: .reply, payload: response.encoded()))
+        runInTask(id) { () async -> Response in
+            do throws(SofaError) {
+                return await handler(try Request.decode(payload))
+            } catch {
+                return .failure(id, SofaError(.malformedMessage, "the worker got a malformed request: \(error.message)"))
             }
         }
     }
 
     private func runInTask(_ request: Request, handler: @escaping BusServer.Handler) {
+        runInTask(request.id) { await handler(request) }
+    }
+
+    /// Answers request `id` with what `respond` makes, in a task registered under `id` (CANCEL
+    /// cancels it).
+    private func runInTask(_ id: UInt64, _ respond: @escaping @Sendable () async -> Response) {
         // The task is registered before it can finish (and unregister itself).
         running.withLock { running in
-            running[request.id] = Task {
-                var response = await handler(request)
-                response.id = request.id
-                self.running.withLock { _ = $0.removeValue(forKey: request.id) }
+            running[id] = Task {
+                var response = await respond()
+                response.id = id
+                self.running.withLock { _ = $0.removeValue(forKey: id) }
                 self.loop.post(WorkerFrame(kind: .reply, payload: response.encoded()))
             }
         }
