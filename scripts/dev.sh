@@ -137,7 +137,20 @@ cmd_test() {
     # only the crashed thread's backtrace, after the fatal error's message: the end of a CI
     # log then says what failed and where, not a list of idle threads and loaded images.
     export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-threads=crashed,registers=none,images=none,symbolicate=fast}"
-    swift test --skip-build "$@"
+    # A failed run ends by repeating what failed (each failed expectation with its message),
+    # so that the last lines of a long log name every failure, not only the count.
+    local output status
+    output="$(mktemp)"
+    set +e
+    swift test --skip-build "$@" 2>&1 | tee "$output"
+    status=${PIPESTATUS[0]}
+    set -e
+    if [[ $status -ne 0 ]]; then
+        echo "---- what failed (repeated from above) ----"
+        grep -aE "✘|recorded an issue|Fatal error|fatal error" "$output" | cut -c1-1500 | tail -n 80
+    fi
+    rm -f "$output"
+    return "$status"
 }
 
 if [[ $# -lt 1 ]]; then

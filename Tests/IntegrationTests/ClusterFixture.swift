@@ -41,9 +41,20 @@ struct Cluster {
     /// `heartbeatMs` is the services' own default: a worker is declared dead after three silent
     /// periods, and a shorter one (FaultTests' 200 ms, to find dead workers fast) can take a
     /// worker that merely waited for a core on a loaded machine for a dead one.
+    /// It waits for one of `ClusterSlots` before starting.
     static func with<T>(
         queryWorkers: Int = 1, heartbeatMs: Int = 500, clientTimeout: Duration = .seconds(10),
         gatewayPort: Int? = nil, http: Bool = false, settings: [String: String] = [:], _ body: (Cluster) async throws -> T
+    ) async throws -> T {
+        try await ClusterSlots.withSlot {
+            try await run(queryWorkers: queryWorkers, heartbeatMs: heartbeatMs, clientTimeout: clientTimeout,
+                          gatewayPort: gatewayPort, http: http, settings: settings, body)
+        }
+    }
+
+    private static func run<T>(
+        queryWorkers: Int, heartbeatMs: Int, clientTimeout: Duration,
+        gatewayPort: Int?, http: Bool, settings: [String: String], _ body: (Cluster) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sofa-it-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
