@@ -125,7 +125,7 @@ import Testing
         }
         #expect(error.is(.timeout), "\(error)")
         #expect(elapsed >= .milliseconds(290))
-        #expect(elapsed < .seconds(30))  // no hang
+        #expect(elapsed < .seconds(300))  // no hang (a loaded machine once held this process's tasks 37 s)
         // The snapshot is refreshed after the completion is delivered.
         let emptied = await eventually("the queue to empty") { broker.snapshot.queued == 0 ? true : nil }
         #expect(emptied == true)

@@ -65,7 +65,7 @@ import Testing
         let elapsed = clock.now - start
         #expect(error?.is(.timeout) == true, "got \(String(describing: error))")
         #expect(elapsed >= .milliseconds(190))
-        #expect(elapsed < .seconds(30))  // no hang; `.timeout` (not the 3 s reply) shows the deadline fired
+        #expect(elapsed < .seconds(300))  // no hang (a loaded machine once held this process's tasks 37 s); `.timeout` (not the 3 s reply) shows the deadline fired
         // The client still works afterwards (the late reply is dropped).
         #expect(try await client.call(echo([2]), timeout: .seconds(60)) == .echo(payload: [2], instance: "server"))
         await server.close()
@@ -78,9 +78,9 @@ import Testing
             let clock = ContinuousClock()
             let start = clock.now
             // Unavailable (not a timeout), long before the deadline even on a loaded machine.
-            let error = await callError(client, echo([1]), timeout: .seconds(60))
+            let error = await callError(client, echo([1]), timeout: .seconds(600))
             #expect(error?.is(.unavailable) == true, "\(endpoint): got \(String(describing: error))")
-            #expect(clock.now - start < .seconds(30), "\(endpoint)")
+            #expect(clock.now - start < .seconds(300), "\(endpoint)")
         }
     }
 
@@ -199,9 +199,9 @@ import Testing
         await waitUntilConnected(client)
         let clock = ContinuousClock()
         let start = clock.now
-        let error = await callError(client, echo([UInt8](repeating: 1, count: 4000)), timeout: .seconds(60))
+        let error = await callError(client, echo([UInt8](repeating: 1, count: 4000)), timeout: .seconds(600))
         #expect(error?.is(.messageTooLarge) == true, "got \(String(describing: error))")  // answered, not timed out
-        #expect(clock.now - start < .seconds(30))
+        #expect(clock.now - start < .seconds(300))
         // And the connection still serves normal calls.
         #expect(try await client.call(echo([1])) == .echo(payload: [1], instance: "server"))
         await server.close()
