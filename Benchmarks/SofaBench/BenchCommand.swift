@@ -142,14 +142,6 @@ public struct Bench: AsyncParsableCommand {
 
         /// The CPU time (user and system) a process of this host has used so far, in seconds; nil
         /// when it cannot be read (/proc/PID/stat, fields 14 and 15, in clock ticks).
-        func processCPUSeconds(_ pid: Int32) -> Double? {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let end = stat.lastIndex(of: ")") else { return nil }
-            // The fields after the command name (which may hold spaces), from field 3 on.
-            let fields = stat[stat.index(after: end)...].split(separator: " ")
-            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
 
         /// Point reads of document `id` in this process, `count` times, on a read-only connection to
         /// the database file: storage's statement for a get (every column of the row, each read out).
@@ -296,4 +288,14 @@ private func runBareEcho(size: Int, count: Int) throws -> [UInt64] {
 private struct UnsafeSendable: @unchecked Sendable {  // safe: the socket is used by one thread at a time, handed over once
     let value: UnsafeMutableRawPointer?
     init(_ value: UnsafeMutableRawPointer?) { self.value = value }
+}
+
+/// The CPU time (user and system, seconds) process `pid` has used so far; nil when it cannot be read.
+func processCPUSeconds(_ pid: Int32) -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let end = stat.lastIndex(of: ")") else { return nil }
+    // The fields after the command name (which may hold spaces), from field 3 on.
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }

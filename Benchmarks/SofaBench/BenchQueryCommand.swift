@@ -46,7 +46,7 @@ extension Bench {
                 var figures = JSONObject()
                 figures["docs"] = .int(Int64(docs))
 
-                let one = try await withCluster(data, workers: 1) { client in
+                let one = try await withCluster(data, workers: 1) { client, processes in
                     let db = try await client.createDatabase("bench")
                     let started = ContinuousClock.now
                     let importer = BulkImporter(store: db.collection(""), batchSize: 1000, inFlight: 4)
@@ -57,9 +57,11 @@ extension Bench {
                     try await db.createIndex("byN", kind: .value, expressions: [[".n"]])
                     let plan = try await db.explain(n1ql: Self.lookupQuery)
                     guard plan.contains("byN") else { throw SofaError(.unexpectedError, "the lookup does not use the index:\n\(plan)") }
-                    return try await measure(db)
+                    return try await measure(db, processes: processes)
                 }
-                let two = try await withCluster(data, workers: 2) { client in try await measure(client.database("bench")) }
+                let two = try await withCluster(data, workers: 2) { client, processes in
+                    try await measure(client.database("bench"), processes: processes)
+                }
                 let direct = try await onThread { try directFigures(data) }
 
                 figures["lookups_per_s_1_worker"] = .double(one.lookupsPerSecond.rounded())
@@ -68,6 +70,9 @@ extension Bench {
                 figures["on_connection_thread"] = .bool(onConnectionThread)
                 figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
                 figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
+                // Where a lookup's time goes: each process's CPU per lookup, with --in-flight outstanding.
+                for (name, micros) in one.cpuPerLookup { figures["cpu_us_per_lookup_1_worker_\(name)"] = .double(round2(micros)) }
+                for (name, micros) in two.cpuPerLookup { figures["cpu_us_per_lookup_2_workers_\(name)"] = .double(round2(micros)) }
                 if saturatingInFlight > 0 {
                     // With --in-flight lookups the cluster waits on its own hand-offs more than it
                     // works (both cores are not busy): this figure shows what the processes do
@@ -98,9 +103,18 @@ extension Bench {
             var singleScan: Double
             /// Seconds for `scans` scans submitted together.
             var concurrentScans: Double
+            /// Microseconds of CPU per lookup (with `inFlight` outstanding) of the client (this
+            /// process), the gateway and the query workers together.
+            var cpuPerLookup: [(String, Double)] = []
         }
 
-        func withCluster<T>(_ data: URL, workers: Int, _ body: (SofaClient) async throws -> T) async throws -> T {
+        /// The pids of the processes a lookup crosses: this client's, the gateway's and the workers'.
+        struct Processes: Sendable {
+            var gateway: Int32?
+            var workers: [Int32]
+        }
+
+        func withCluster<T>(_ data: URL, workers: Int, _ body: (SofaClient, Processes) async throws -> T) async throws -> T {
             // One client measures the workers' scaling: it may use every worker (the fair share
             // between clients, SOFA_QUERY_CLIENT_SHARE, would give it half).
             let supervisor = try Supervisor(.init(dataDirectory: data, gatewayPort: try freePort(), queryWorkers: workers,
@@ -110,7 +124,9 @@ extension Bench {
             do {
                 let client = try await supervisor.connect(timeout: .seconds(120))
                 defer { client.close() }
-                let result = try await body(client)
+                let processes = Processes(gateway: supervisor.pid(of: "gateway"),
+                                          workers: (1...workers).compactMap { supervisor.pid(of: "query-\($0)") })
+                let result = try await body(client, processes)
                 await supervisor.stop()
                 return result
             } catch {
@@ -119,13 +135,22 @@ extension Bench {
             }
         }
 
-        func measure(_ db: Database) async throws -> Figures {
+        func measure(_ db: Database, processes: Processes) async throws -> Figures {
             // Prepared once, as an application would, then run with each lookup's parameter (this
             // also warms the worker's connection and compile cache).
             let lookup = try await db.prepare(n1ql: Self.lookupQuery)
             _ = try await lookup.run(["n": 1])
             let executor = onConnectionThread ? db.client.executor : nil
+            let cpu = { () -> [(String, Double?)] in
+                [("client", processCPUSeconds(getpid())), ("gateway", processes.gateway.flatMap(processCPUSeconds)),
+                 ("workers", processes.workers.isEmpty ? nil : processes.workers.compactMap(processCPUSeconds).reduce(0, +))]
+            }
+            let before = cpu()
             let lookupRate = try await lookupsPerSecond(lookup, lanes: max(1, inFlight), on: executor)
+            let used = zip(before, cpu()).compactMap { start, end -> (String, Double)? in
+                guard let first = start.1, let last = end.1 else { return nil }
+                return (start.0, (last - first) / Double(lookups) * 1e6)
+            }
             let saturatingRate = saturatingInFlight > 0 ? try await lookupsPerSecond(lookup, lanes: saturatingInFlight, on: executor) : 0
 
             let scanStart = ContinuousClock.now
@@ -142,7 +167,7 @@ extension Bench {
                 try await group.waitForAll()
             }
             return Figures(lookupsPerSecond: lookupRate, saturatingLookupsPerSecond: saturatingRate, singleScan: single,
-                           concurrentScans: seconds(ContinuousClock.now - together))
+                           concurrentScans: seconds(ContinuousClock.now - together), cpuPerLookup: used)
         }
 
         /// `lookups` point lookups of random documents with `lanes` of them outstanding at once,
