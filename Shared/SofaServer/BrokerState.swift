@@ -14,6 +14,13 @@ public import SofaWire
 ///   `prefetchMs` (one running longer is likely a long query, and what waits behind it should go
 ///   to whichever worker frees first); else it waits in a queue. A client's job never waits at a
 ///   worker behind another client's: a client that sends long queries slows itself alone.
+/// * Short jobs that come together stay together: a job of a kind (`ForwardedRequest.workKind`)
+///   whose recent runs took under `convoyMs` goes to a worker already holding that client's
+///   young jobs, rather than to a free one, while all it holds are expected to end within
+///   `convoyMs` too. Measured with 16 point lookups in flight and two workers: spread over both,
+///   each worker woke for half the lookups, and every process spent more per lookup (gateway 27
+///   against 17 µs, client 16 against 11, workers 33 against 19). A kind not seen yet, or a slow
+///   one (a scan), is spread as before, so slow jobs that come together still run side by side.
 /// * A reply completes the job whose id it carries; one naming a job its worker does not hold
 ///   (sent before the worker was declared dead and joined again) is dropped.
 /// * Any frame from a worker proves it alive. Every `heartbeatMs` the broker sends a HEARTBEAT to
@@ -55,6 +62,12 @@ public struct BrokerState: Sendable {
         public var abandoned = false
         /// When it was sent to its worker (monotonic ms).
         public var sentAt: UInt64 = 0
+        /// What kind of work it is (`ForwardedRequest.workKind`): jobs of one kind take about as
+        /// long as each other.
+        public var kind: Int
+        /// How long it was expected to take when it was sent (ms; `BrokerState.unknownMs` when
+        /// its kind had not run yet).
+        var expectedMs: Double = 0
 
         public init(id: UInt64, request: ForwardedRequest, wireDeadline: UInt64, deadline: UInt64, client: [UInt8] = []) {
             self.id = id
@@ -62,6 +75,7 @@ public struct BrokerState: Sendable {
             self.wireDeadline = wireDeadline
             self.deadline = deadline
             self.client = client
+            self.kind = request.workKind
         }
 
         /// A job for a decoded request (its own deadline goes to the worker).
@@ -82,6 +96,10 @@ public struct BrokerState: Sendable {
         public var jobs: [Job] = []
         /// Its oldest job.
         public var job: Job? { jobs.first }
+        /// When it last replied (monotonic ms): its next job started then, or when it was sent.
+        var lastReply: UInt64 = 0
+        /// The time its jobs are expected to take together (ms; see `Job.expectedMs`).
+        var expectedMs: Double = 0
         var hasRoom: Bool { jobs.count < capacity }
     }
 
@@ -120,6 +138,12 @@ public struct BrokerState: Sendable {
     private var idle: [[UInt8]] = []
     /// The waiting jobs: one queue per client, served round-robin.
     var queues = ClientQueues()
+    /// How long jobs of each kind took lately (ms, a moving average), by `Job.kind`.
+    private var recentMs: [Int: Double] = [:]
+    /// What a job of a kind not run yet is taken to need: long enough never to join a convoy.
+    static let unknownMs: Double = 1_000_000
+    /// Jobs expected to end within this (ms) together wait at one worker rather than wake another.
+    public static let convoyMs: Double = 1
     private var lastHeartbeat: UInt64 = 0
     /// The latest clock reading seen (monotonic ms).
     private var now: UInt64 = 0
@@ -173,6 +197,7 @@ public struct BrokerState: Sendable {
             var worker = Worker(identity: identity, instance: frame.instance, pid: frame.pid, lastSeen: now,
                                 capacity: max(1, Int(frame.capacity)))
             worker.jobs = carried
+            worker.expectedMs = carried.reduce(0) { $0 + $1.expectedMs }
             workers[identity] = worker
             idle.removeAll { $0 == identity }
             if worker.hasRoom { idle.append(identity) }
@@ -201,6 +226,7 @@ public struct BrokerState: Sendable {
             }
             guard let index else { return [] }
             let job = workers.values[slot].jobs.remove(at: index)
+            learn(job, worker: slot)
             if !idle.contains(identity) { idle.append(identity) }
             var actions: [Action] = []
             if !job.abandoned {
@@ -324,7 +350,12 @@ public struct BrokerState: Sendable {
             guard var job = queues.next(where: { client in
                 (limit == .max || atWorkers[client, default: 0] < limit) && (!free.isEmpty || prefetching[client] != nil)
             }) else { break }
-            let candidates = free.isEmpty ? prefetching[job.client] ?? [] : free
+            var candidates = free.isEmpty ? prefetching[job.client] ?? [] : free
+            let expected = recentMs[job.kind] ?? Self.unknownMs
+            if !free.isEmpty, expected < Self.convoyMs {
+                let joining = convoy(of: job.client, adding: expected)
+                if !joining.isEmpty { candidates = joining }
+            }
             guard let pick = candidates.min(by: { (workers[idle[$0]]?.jobs.count ?? 0) < (workers[idle[$1]]?.jobs.count ?? 0) })
             else {
                 queues.putBack([job])
@@ -337,10 +368,34 @@ public struct BrokerState: Sendable {
                 continue
             }
             job.sentAt = now
+            job.expectedMs = expected
             let frame = WorkerFrame(kind: .request, payload: job.request.bytes(id: job.id, deadline: job.wireDeadline))
             workers.values[slot].jobs.append(job)
+            workers.values[slot].expectedMs += expected
             if workers.values[slot].hasRoom { idle.append(identity) }
             actions.append(.send(identity: identity, frame: frame))
         }
+    }
+
+    /// The workers with room (as indexes of `idle`) that a job of `client` expected to take
+    /// `expected` ms may join: they hold only that client's jobs, the oldest of them young, and
+    /// all of them and this one are expected to end within `convoyMs`.
+    private func convoy(of client: [UInt8], adding expected: Double) -> [Int] {
+        idle.indices.filter { index in
+            guard let worker = workers[idle[index]], let oldest = worker.jobs.first,
+                  now &- oldest.sentAt < Self.prefetchMs, worker.expectedMs + expected < Self.convoyMs else { return false }
+            return worker.jobs.allSatisfy { $0.client == client }
+        }
+    }
+
+    /// A job has ended at the worker at `slot`: how long it took goes into its kind's average
+    /// (the worker runs its jobs one after the other, so it started when it was sent or when the
+    /// worker's previous reply came, whichever was later).
+    private mutating func learn(_ job: Job, worker slot: Dictionary<[UInt8], Worker>.Index) {
+        let took = Double(now &- max(job.sentAt, workers.values[slot].lastReply))
+        workers.values[slot].lastReply = now
+        workers.values[slot].expectedMs = workers.values[slot].jobs.isEmpty ? 0 : max(0, workers.values[slot].expectedMs - job.expectedMs)
+        if recentMs.count >= 4096 && recentMs[job.kind] == nil { recentMs.removeAll() }
+        recentMs[job.kind] = recentMs[job.kind].map { $0 * 0.75 + took * 0.25 } ?? took
     }
 }

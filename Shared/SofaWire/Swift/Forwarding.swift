@@ -79,6 +79,36 @@ public struct ForwardedRequest: Sendable, Equatable {
         return walked ? found : nil
     }
 
+    /// What kind of work the request is, for a broker's estimate of how long it takes: a hash of
+    /// its operation, database and collection and of the operation's fields, but for a query's
+    /// parameters (runs of one prepared query with other parameters are one kind). The same
+    /// within a process only.
+    public var workKind: Int {
+        var hasher = Hasher()
+        hasher.combine(operationField)
+        let operation = operationField
+        rest.withUnsafeBytes { rest in
+            _ = WireFields.walk(rest) { field, _, span in
+                guard field.number == operation, field.wireType == 2 else {
+                    hasher.combine(bytes: span.whole)
+                    return true
+                }
+                _ = WireFields.walk(span.payload) { inner, _, innerSpan in
+                    if !(operation == Self.queryField && inner.number == Self.queryParametersField) {
+                        hasher.combine(bytes: innerSpan.whole)
+                    }
+                    return true
+                }
+                return true
+            }
+        }
+        return hasher.finalize()
+    }
+
+    /// `Request.query`, and `QueryRequest.parameters`.
+    static let queryField: UInt32 = OperationKind.query.rawValue
+    static let queryParametersField: UInt32 = 3
+
     /// The same as bytes (for a message that carries it inside another, as the broker's frames do).
     public func bytes(id: UInt64, deadline: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
