@@ -140,9 +140,6 @@ public struct Bench: AsyncParsableCommand {
             ] + cpu + baseline))
         }
 
-        /// The CPU time (user and system) a process of this host has used so far, in seconds; nil
-        /// when it cannot be read (/proc/PID/stat, fields 14 and 15, in clock ticks).
-
         /// Point reads of document `id` in this process, `count` times, on a read-only connection to
         /// the database file: storage's statement for a get (every column of the row, each read out).
         func pointReads(_ file: URL, id: String, count: Int) throws -> Double {
@@ -290,7 +287,8 @@ private struct UnsafeSendable: @unchecked Sendable {  // safe: the socket is use
     init(_ value: UnsafeMutableRawPointer?) { self.value = value }
 }
 
-/// The CPU time (user and system, seconds) process `pid` has used so far; nil when it cannot be read.
+/// The CPU time (user and system) a process of this host has used so far, in seconds; nil when it
+/// cannot be read (/proc/PID/stat, fields 14 and 15, in clock ticks).
 func processCPUSeconds(_ pid: Int32) -> Double? {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
           let end = stat.lastIndex(of: ")") else { return nil }
