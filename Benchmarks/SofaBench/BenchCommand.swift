@@ -36,12 +36,15 @@ public struct Bench: AsyncParsableCommand {
             abstract: "Round trip of a 300-byte get through the gateway vs. a bare ZeroMQ echo of the same size.",
             discussion: "Uses the cluster at --gateway if one answers there; otherwise starts a temporary one, and then "
                 + "also reads the same row in this process from the database file (SQLite point reads on a read-only "
-                + "connection, the storage's own statement): the baseline of the pipelined figure.")
+                + "connection, the storage's own statement): the baseline of the pipelined figure. The pipelined "
+                + "figure and its baseline are each the median of --rounds measurements (each round's follows, in `_trials`).")
         @OptionGroup var options: GatewayOptions
         @Option(help: "Round trips per measurement.") var count: Int = 5000
         @Option(help: "Calls kept in flight for the throughput figure.") var inFlight: Int = 64
         @Option(help: "Gets in the throughput figure (default: 4 × --count); a long run to profile it.")
         var pipelined: Int?
+        @Option(help: "Measurements of the throughput figure and of its SQLite baseline (their median is the figure).")
+        var rounds: Int = 3
         @Flag(help: "Start the cluster with CURVE off (SOFA_CURVE=off): the comparison figure of encryption's cost only.")
         var curveOff = false
         @Flag(inversion: .prefixedNo,
@@ -100,32 +103,39 @@ public struct Bench: AsyncParsableCommand {
             // threads), per get; the gateway's only when this bench started it (it runs here).
             let gatewayPID = dataDirectory == nil ? nil : try? await client.health().pid
             let cpuBefore = (gateway: gatewayPID.flatMap { processCPUSeconds(Int32($0)) }, client: processCPUSeconds(getpid()))
-            let throughputStart = DispatchTime.now().uptimeNanoseconds
             let total = pipelined ?? count * 4
             let inFlight = self.inFlight
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<inFlight {
-                    group.addTask(executorPreference: executor) {
-                        for _ in stride(from: lane, to: total, by: inFlight) { _ = try await db.get(id: "doc") }
+            var trials: [Double] = []
+            for _ in 0..<max(1, rounds) {
+                let throughputStart = DispatchTime.now().uptimeNanoseconds
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for lane in 0..<inFlight {
+                        group.addTask(executorPreference: executor) {
+                            for _ in stride(from: lane, to: total, by: inFlight) { _ = try await db.get(id: "doc") }
+                        }
                     }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
+                trials.append(Double(total) / (Double(DispatchTime.now().uptimeNanoseconds - throughputStart) / 1e9))
             }
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - throughputStart) / 1e9
-            let pipelined = Double(total) / seconds
+            let pipelined = median(trials)
+            let gets = Double(total * trials.count)
             let cpuAfter = (gateway: gatewayPID.flatMap { processCPUSeconds(Int32($0)) }, client: processCPUSeconds(getpid()))
             var cpu: [(String, JSON)] = []
             if let before = cpuBefore.gateway, let after = cpuAfter.gateway {
-                cpu.append(("gateway_cpu_us_per_pipelined_get", .double(((after - before) / Double(total) * 1e7).rounded() / 10)))
+                cpu.append(("gateway_cpu_us_per_pipelined_get", .double(((after - before) / gets * 1e7).rounded() / 10)))
             }
             if let before = cpuBefore.client, let after = cpuAfter.client {
-                cpu.append(("client_cpu_us_per_pipelined_get", .double(((after - before) / Double(total) * 1e7).rounded() / 10)))
+                cpu.append(("client_cpu_us_per_pipelined_get", .double(((after - before) / gets * 1e7).rounded() / 10)))
             }
             let echo = try await bareEcho(size: 300, count: count)
             var baseline: [(String, JSON)] = []
             if let dataDirectory {
-                let sqlite = try pointReads(StorageLayout.databaseFile(of: name, in: dataDirectory), id: "doc", count: total)
+                let file = StorageLayout.databaseFile(of: name, in: dataDirectory)
+                let sqliteTrials = try (0..<max(1, rounds)).map { _ in try pointReads(file, id: "doc", count: total) }
+                let sqlite = median(sqliteTrials)
                 baseline = [("sqlite_point_reads_per_s", .int(Int64(sqlite))),
+                            ("sqlite_point_reads_per_s_trials", .array(sqliteTrials.map { .int(Int64($0)) })),
                             ("pipelined_ratio_to_sqlite", .double((pipelined / sqlite * 100).rounded() / 100))]
             }
             let g50 = percentile(gateway, 0.50), g99 = percentile(gateway, 0.99)
@@ -136,6 +146,7 @@ public struct Bench: AsyncParsableCommand {
                 ("zmq_echo_p50_us", .double(e50)), ("zmq_echo_p99_us", .double(e99)),
                 ("ratio_p50", .double(round(g50 / e50 * 100) / 100)), ("ratio_p99", .double(round(g99 / e99 * 100) / 100)),
                 ("gateway_get_pipelined_per_s", .int(Int64(pipelined))),
+                ("gateway_get_pipelined_per_s_trials", .array(trials.map { .int(Int64($0)) })), ("rounds", .int(Int64(trials.count))),
                 ("in_flight", .int(Int64(inFlight))), ("on_connection_thread", .bool(onConnectionThread)),
             ] + cpu + baseline))
         }

@@ -20,10 +20,14 @@ extension Bench {
                 WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \
                 worker, then with the cluster restarted on the same data with 2. The benchmark then \
                 compiles the same queries and runs them on a read-only connection to the database \
-                file in this process: the SQLite baseline of the ratios.
+                file in this process: the SQLite baseline of the ratios. Each lookup figure, and the \
+                baseline, is the median of --rounds measurements (each round's figure follows, in \
+                `_trials`); the CPU each process spent per lookup covers the --in-flight rounds.
                 """)
         @Option(help: "Documents to import.") var docs: Int = 100_000
         @Option(help: "Point-lookup queries per measurement.") var lookups: Int = 5000
+        @Option(help: "Measurements of each lookup figure and of the SQLite baseline (their median is the figure).")
+        var rounds: Int = 3
         @Option(name: .customLong("in-flight"), help: "Point lookups outstanding at once.") var inFlight: Int = 16
         @Option(name: .customLong("saturating-in-flight"),
                 help: "Point lookups outstanding at once for the second figure, which keeps both cores busy (0: none).")
@@ -67,6 +71,10 @@ extension Bench {
                 figures["lookups_per_s_1_worker"] = .double(one.lookupsPerSecond.rounded())
                 figures["lookups_per_s_2_workers"] = .double(two.lookupsPerSecond.rounded())
                 figures["lookups_per_s_sqlite"] = .double(direct.lookupsPerSecond.rounded())
+                figures["rounds"] = .int(Int64(max(1, rounds)))
+                figures["lookups_per_s_1_worker_trials"] = .array(one.lookupTrials.map { .double($0.rounded()) })
+                figures["lookups_per_s_2_workers_trials"] = .array(two.lookupTrials.map { .double($0.rounded()) })
+                figures["lookups_per_s_sqlite_trials"] = .array(direct.lookupTrials.map { .double($0.rounded()) })
                 figures["on_connection_thread"] = .bool(onConnectionThread)
                 figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
                 figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
@@ -80,6 +88,8 @@ extension Bench {
                     figures["saturating_in_flight"] = .int(Int64(saturatingInFlight))
                     figures["lookups_per_s_1_worker_saturating"] = .double(one.saturatingLookupsPerSecond.rounded())
                     figures["lookups_per_s_2_workers_saturating"] = .double(two.saturatingLookupsPerSecond.rounded())
+                    figures["lookups_per_s_1_worker_saturating_trials"] = .array(one.saturatingTrials.map { .double($0.rounded()) })
+                    figures["lookups_per_s_2_workers_saturating_trials"] = .array(two.saturatingTrials.map { .double($0.rounded()) })
                     figures["lookup_ratio_1_worker_saturating"] = .double(round2(one.saturatingLookupsPerSecond / direct.lookupsPerSecond))
                     figures["lookup_speedup_2_workers_saturating"] = .double(round2(two.saturatingLookupsPerSecond / one.saturatingLookupsPerSecond))
                 }
@@ -106,6 +116,9 @@ extension Bench {
             /// Microseconds of CPU per lookup (with `inFlight` outstanding) of the client (this
             /// process), the gateway and the query workers together.
             var cpuPerLookup: [(String, Double)] = []
+            /// Each round's lookups/s (`lookupsPerSecond` and `saturatingLookupsPerSecond` are their medians).
+            var lookupTrials: [Double] = []
+            var saturatingTrials: [Double] = []
         }
 
         /// The pids of the processes a lookup crosses: this client's, the gateway's and the workers'.
@@ -146,12 +159,18 @@ extension Bench {
                  ("workers", processes.workers.isEmpty ? nil : processes.workers.compactMap(processCPUSeconds).reduce(0, +))]
             }
             let before = cpu()
-            let lookupRate = try await lookupsPerSecond(lookup, lanes: max(1, inFlight), on: executor)
+            var lookupRates: [Double] = []
+            for _ in 0..<max(1, rounds) { lookupRates.append(try await lookupsPerSecond(lookup, lanes: max(1, inFlight), on: executor)) }
             let used = zip(before, cpu()).compactMap { start, end -> (String, Double)? in
                 guard let first = start.1, let last = end.1 else { return nil }
-                return (start.0, (last - first) / Double(lookups) * 1e6)
+                return (start.0, (last - first) / Double(lookups * lookupRates.count) * 1e6)
             }
-            let saturatingRate = saturatingInFlight > 0 ? try await lookupsPerSecond(lookup, lanes: saturatingInFlight, on: executor) : 0
+            var saturatingRates: [Double] = []
+            if saturatingInFlight > 0 {
+                for _ in 0..<max(1, rounds) {
+                    saturatingRates.append(try await lookupsPerSecond(lookup, lanes: saturatingInFlight, on: executor))
+                }
+            }
 
             let scanStart = ContinuousClock.now
             let expected = try await db.query(n1ql: Self.scanQuery, parameters: ["p": .string(Self.scanPattern)]).rows
@@ -166,8 +185,9 @@ extension Bench {
                 }
                 try await group.waitForAll()
             }
-            return Figures(lookupsPerSecond: lookupRate, saturatingLookupsPerSecond: saturatingRate, singleScan: single,
-                           concurrentScans: seconds(ContinuousClock.now - together), cpuPerLookup: used)
+            return Figures(lookupsPerSecond: median(lookupRates), saturatingLookupsPerSecond: median(saturatingRates),
+                           singleScan: single, concurrentScans: seconds(ContinuousClock.now - together), cpuPerLookup: used,
+                           lookupTrials: lookupRates, saturatingTrials: saturatingRates)
         }
 
         /// `lookups` point lookups of random documents with `lanes` of them outstanding at once,
@@ -202,17 +222,21 @@ extension Bench {
                 let lookup = try QueryCompiler.compile(try N1QL.parse(Self.lookupQuery), schema: schema)
                 let scan = try QueryCompiler.compile(try N1QL.parse(Self.scanQuery), schema: schema)
                 var generator = SystemRandomNumberGenerator()
-                var found = 0
-                let started = ContinuousClock.now
-                for _ in 0..<lookups {
-                    let n = Int64.random(in: 0..<Int64(docs), using: &generator)
-                    try connection.run(lookup, parameters: ["n": .int(n)]) { _ in found += 1 }
+                var rates: [Double] = []
+                for _ in 0..<max(1, rounds) {
+                    var found = 0
+                    let started = ContinuousClock.now
+                    for _ in 0..<lookups {
+                        let n = Int64.random(in: 0..<Int64(docs), using: &generator)
+                        try connection.run(lookup, parameters: ["n": .int(n)]) { _ in found += 1 }
+                    }
+                    rates.append(Double(lookups) / seconds(ContinuousClock.now - started))
+                    guard found == lookups else { throw SofaError(.unexpectedError, "direct lookups found \(found) of \(lookups)") }
                 }
-                let rate = Double(lookups) / seconds(ContinuousClock.now - started)
-                guard found == lookups else { throw SofaError(.unexpectedError, "direct lookups found \(found) of \(lookups)") }
                 let scanStart = ContinuousClock.now
                 try connection.run(scan, parameters: ["p": .string(Self.scanPattern)]) { _ in }
-                return Figures(lookupsPerSecond: rate, singleScan: seconds(ContinuousClock.now - scanStart), concurrentScans: 0)
+                return Figures(lookupsPerSecond: median(rates), singleScan: seconds(ContinuousClock.now - scanStart), concurrentScans: 0,
+                               lookupTrials: rates)
             }
         }
     }
