@@ -29,7 +29,9 @@ extension WorkerFrame {
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SofaError) -> WorkerFrame {
         var frame = WorkerFrame(kind: .ready)
         var kind: UInt32 = 0
-        var badString: String?
+        // A string is read from its last occurrence (the last one wins, as it does for every
+        // field), so it is checked once the walk is done.
+        var instance: UnsafeRawBufferPointer?, service: UnsafeRawBufferPointer?
         let wellFormed = WireFields.walk(bytes) { field, value, span in
             // A known field with another wire type is not this message (protobuf-c refuses it).
             switch (field.number, field.wireType) {
@@ -41,20 +43,22 @@ extension WorkerFrame {
             // top one (protobuf-c's rule; for a varint, a value that is not zero).
             case (8, _): frame.batches = Self.afterTag(span.whole).contains { $0 & 0x7F != 0 }
             case (5, 2): frame.payload = Array(span.payload)
-            case (2, 2), (4, 2):
-                guard let text = Self.cString(span.payload) else {
-                    badString = field.number == 2 ? "instance" : "service"
-                    return false
-                }
-                if field.number == 2 { frame.instance = text } else { frame.service = text }
+            case (2, 2): instance = span.payload
+            case (4, 2): service = span.payload
             case (1...8, _): return false
             default: break  // a field this version does not know: skipped, as protobuf-c does
             }
             return true
         }
-        if let badString { throw SofaError(.malformedMessage, "malformed message: field \(badString) is not valid UTF-8") }
         guard wellFormed else {
             throw SofaError(.malformedMessage, "malformed worker frame: \(bytes.count) bytes that are not a protobuf worker frame")
+        }
+        for (name, text) in [("instance", instance), ("service", service)] {
+            guard let text else { continue }
+            guard let string = Self.cString(text) else {
+                throw SofaError(.malformedMessage, "malformed message: field \(name) is not valid UTF-8")
+            }
+            if name == "instance" { frame.instance = string } else { frame.service = string }
         }
         guard let known = Kind(rawValue: Int32(bitPattern: kind)) else {
             throw SofaError(.malformedMessage, "malformed worker frame: unknown kind \(kind)")
