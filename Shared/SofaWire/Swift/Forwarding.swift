@@ -307,6 +307,14 @@ enum WireFields {
         return nil
     }
 
+    /// Appends field `number` with `bytes`, length-delimited; empty bytes are left out, as proto3 does.
+    static func appendBytesField(_ number: UInt32, _ bytes: [UInt8], to out: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        Varint.append(UInt64(number) << 3 | 2, to: &out)
+        Varint.append(UInt64(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
     /// Appends field `number` with `value` as a varint; a zero is left out, as proto3 does.
     static func appendVarintField(_ number: UInt32, _ value: UInt64, to out: inout [UInt8]) {
         guard value != 0 else { return }

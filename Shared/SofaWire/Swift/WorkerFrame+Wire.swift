@@ -16,10 +16,10 @@ extension WorkerFrame {
         var out: [UInt8] = []
         out.reserveCapacity(payload.count + instance.count + service.count + 40)
         WireFields.appendVarintField(1, UInt64(UInt32(bitPattern: kind.rawValue)), to: &out)
-        Self.appendBytesField(2, instance, to: &out)
+        WireFields.appendBytesField(2, instance, to: &out)
         WireFields.appendVarintField(3, UInt64(pid), to: &out)
-        Self.appendBytesField(4, service, to: &out)
-        Self.appendBytesField(5, payload, to: &out)
+        WireFields.appendBytesField(4, service, to: &out)
+        WireFields.appendBytesField(5, payload, to: &out)
         WireFields.appendVarintField(6, requestID, to: &out)
         WireFields.appendVarintField(7, UInt64(capacity), to: &out)
         WireFields.appendVarintField(8, batches ? 1 : 0, to: &out)
@@ -53,13 +53,8 @@ extension WorkerFrame {
         guard wellFormed else {
             throw SofaError(.malformedMessage, "malformed worker frame: \(bytes.count) bytes that are not a protobuf worker frame")
         }
-        for (name, text) in [("instance", instance), ("service", service)] {
-            guard let text else { continue }
-            guard let string = Self.cString(text) else {
-                throw SofaError(.malformedMessage, "malformed message: field \(name) is not valid UTF-8")
-            }
-            if name == "instance" { frame.instance = string } else { frame.service = string }
-        }
+        if let instance { frame.instance = try Self.cString(instance, "instance") }
+        if let service { frame.service = try Self.cString(service, "service") }
         guard let known = Kind(rawValue: Int32(bitPattern: kind)) else {
             throw SofaError(.malformedMessage, "malformed worker frame: unknown kind \(kind)")
         }
@@ -117,18 +112,13 @@ extension WorkerFrame {
         return Array(utf8[..<end])
     }
 
-    /// A string field read as protobuf-c and `decodeString` read it: up to its first NUL, valid
-    /// UTF-8; nil otherwise.
-    private static func cString(_ bytes: UnsafeRawBufferPointer) -> String? {
+    /// A string field read as protobuf-c and `decodeString` read it: up to its first NUL, and it
+    /// must be valid UTF-8.
+    private static func cString(_ bytes: UnsafeRawBufferPointer, _ field: String) throws(SofaError) -> String {
         let end = bytes.firstIndex(of: 0) ?? bytes.count
-        return String(validating: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
-    }
-
-    /// Appends field `number` with `bytes`, length-delimited; empty bytes are left out, as proto3 does.
-    private static func appendBytesField(_ number: UInt32, _ bytes: [UInt8], to out: inout [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        Varint.append(UInt64(number) << 3 | 2, to: &out)
-        Varint.append(UInt64(bytes.count), to: &out)
-        out.append(contentsOf: bytes)
+        guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self) else {
+            throw SofaError(.malformedMessage, "malformed message: field \(field) is not valid UTF-8")
+        }
+        return text
     }
 }
