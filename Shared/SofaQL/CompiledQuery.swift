@@ -43,13 +43,18 @@ public struct QuerySchema: Sendable {
     public var fullTextTable: @Sendable (CollectionName, String) -> FullTextIndexTable?
     /// The array indexes of a collection.
     public var arrayIndexes: @Sendable (CollectionName) -> [ArrayIndexTables]
+    /// The database's name, which FROM may use for its default collection (as LiteCore allows),
+    /// unless a collection of that name exists; nil when not known.
+    public var databaseName: String?
 
     public init(hasCollection: @escaping @Sendable (CollectionName) -> Bool,
                 fullTextTable: @escaping @Sendable (CollectionName, String) -> FullTextIndexTable? = { _, _ in nil },
-                arrayIndexes: @escaping @Sendable (CollectionName) -> [ArrayIndexTables] = { _ in [] }) {
+                arrayIndexes: @escaping @Sendable (CollectionName) -> [ArrayIndexTables] = { _ in [] },
+                databaseName: String? = nil) {
         self.hasCollection = hasCollection
         self.fullTextTable = fullTextTable
         self.arrayIndexes = arrayIndexes
+        self.databaseName = databaseName
     }
 }
 

@@ -238,16 +238,17 @@ extension QueryCompiler {
             return try function("blob", args)
         case "EXISTS":
             // `["EXISTS", property]` asks whether the property is there (not MISSING; null is
-            // there): true or false, never MISSING. Any other operand would be a subquery.
+            // there): true or false, never MISSING. `["EXISTS", ["SELECT", {…}]]` asks whether the
+            // subquery finds a row (it reads its own FROM; the default collection without one).
             try arity(1...1)
             let inner = args[0].arrayValue?.first?.stringValue ?? ""
-            if inner.uppercased() == "SELECT" { throw Self.invalid("subqueries (EXISTS) are not supported") }
+            if inner.uppercased() == "SELECT" { return c("EXISTS (\(try subquery(args[0])))") }
             guard inner.hasPrefix(".") else {
                 throw Self.invalid("EXISTS takes a document property, such as [\"EXISTS\", [\".name\"]], got \(args[0].compactString.prefix(80))")
             }
             return c("(\(try value(args[0])) IS NOT NULL)")
         case "SELECT":
-            throw Self.invalid("subqueries (SELECT) are not supported")
+            throw Self.invalid("a subquery (SELECT) is only allowed under EXISTS")
         case "AS":
             throw Self.invalid("AS is only allowed in WHAT")
         case "ASC", "DESC":

@@ -130,7 +130,7 @@ extension QueryCompiler {
     mutating func metaField(_ metaArgs: [JSON], _ path: PropertyPath) throws(SofaError) -> Expr {
         let source: Source
         if let alias = metaArgs.first {
-            guard let name = alias.stringValue, let s = sources.first(where: { $0.alias == name }) else {
+            guard let name = alias.stringValue.map(Self.unescapingDots), let s = sources.first(where: { $0.alias == name }) else {
                 throw Self.invalid("meta() of unknown alias \(alias.compactString)")
             }
             source = s

@@ -33,6 +33,8 @@ public struct QueryCompiler {
     /// FTS joins added by MATCH()/RANK(): index name → SQL alias of the FTS table.
     var fullTextJoins: [(index: String, table: String, sqlAlias: String, source: String)] = []
     var mentionsDeleted = false
+    /// The collections subqueries read (`subquery`).
+    var subqueryCollections: [CollectionName] = []
     /// Whether FROM names more than one source (a JOIN or an UNNEST): then every property begins
     /// with an alias (`implicitSource(of:)`).
     var fromHasSeveralItems = false
@@ -143,7 +145,8 @@ public struct QueryCompiler {
         }
         if let offset { sql += " OFFSET max(0, CAST(\(offset) AS INTEGER))" }
 
-        let collections = sources.compactMap { if case .collection(let c) = $0.kind { return c } else { return nil } }
+        var collections = sources.compactMap { if case .collection(let c) = $0.kind { return c } else { return nil } }
+        for collection in subqueryCollections where !collections.contains(collection) { collections.append(collection) }
         return CompiledQuery(sql: sql, columns: titles, bindings: bindings, collections: collections)
     }
 
@@ -241,18 +244,21 @@ public struct QueryCompiler {
             if let unnest = field("UNNEST") {
                 guard index > 0 else { throw Self.invalid("UNNEST cannot be the first FROM item") }
                 guard let alias = field("AS")?.stringValue else { throw Self.invalid("UNNEST needs an alias (AS)") }
-                try addUnnest(unnest, alias: alias)
+                try addUnnest(unnest, alias: Self.unescapingDots(alias))
                 continue
             }
             let name = field("COLLECTION")?.stringValue
             let scope = field("SCOPE")?.stringValue
             if field("COLLECTION") != nil && name == nil { throw Self.invalid("COLLECTION must be a string") }
-            let collection: CollectionName
+            var collection: CollectionName
             do throws(SofaError) {
                 switch (scope, name) {
                 case (nil, nil), (nil, "_"), (nil, "_default"), ("_default", "_default"), ("_default", "_"):
                     collection = .default
                 case (let s?, let n?): collection = try CollectionName(scope: s, name: n == "_" ? "_default" : n)
+                case (nil, let n?) where schema.databaseName == Self.unescapingDots(n):
+                    // The database's name is its default collection, unless a collection has that name.
+                    collection = (try? CollectionName(parsing: n)).flatMap { schema.hasCollection($0) ? $0 : nil } ?? .default
                 case (nil, let n?): collection = try CollectionName(parsing: n)
                 case (_?, nil): throw Self.invalid("SCOPE without COLLECTION")
                 }
@@ -262,7 +268,8 @@ public struct QueryCompiler {
                 throw Self.invalid("bad collection in FROM: '\(written)' is not a valid collection name: \(error.message)")
             }
             guard schema.hasCollection(collection) else { throw Self.invalid("no such collection '\(collection)'") }
-            let alias = field("AS")?.stringValue ?? name ?? "_default"
+            // An alias's dots may come escaped (N1QL's AS `foo.bar` gives "foo\\.bar"): the alias is the name.
+            let alias = Self.unescapingDots(field("AS")?.stringValue ?? name ?? "_default")
             if sources.contains(where: { $0.alias == alias }) { throw Self.invalid("duplicate alias '\(alias)' in FROM") }
             if index == 0 {
                 if field("JOIN") != nil || field("ON") != nil { throw Self.invalid("the first FROM item cannot be a JOIN") }
@@ -298,6 +305,23 @@ public struct QueryCompiler {
         default:
             throw Self.invalid("unknown JOIN type '\(kind)'")
         }
+    }
+
+    /// The SQL of `["SELECT", {…}]` inside an expression: a query of its own (its sources are not
+    /// the outer query's), whose literals and parameters are numbered on from the outer query's.
+    mutating func subquery(_ select: JSON) throws(SofaError) -> String {
+        var inner = QueryCompiler(schema: schema)
+        inner.bindings = bindings
+        inner.depth = depth
+        let compiled = try inner.compileSelect(select)
+        bindings = compiled.bindings
+        subqueryCollections += compiled.collections
+        return compiled.sql
+    }
+
+    /// `name` with its backslash-escaped dots (`foo\.bar`) unescaped.
+    static func unescapingDots(_ name: String) -> String {
+        name.contains("\\.") ? name.replacingOccurrences(of: "\\.", with: ".") : name
     }
 
     mutating func addUnnest(_ expression: JSON, alias: String) throws(SofaError) {

@@ -146,6 +146,36 @@ import Testing
         }
     }
 
+    /// FROM as LiteCore reads it: N1QL must have one (a collection's query reads the collection),
+    /// an alias with dots, the database's name for its default collection (until a collection
+    /// takes that name), and EXISTS of a subquery.
+    @Test func fromAndSubqueryRules() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics7")
+            try await Self.seed(db)
+            do throws(SofaError) {
+                _ = try await db.query(n1ql: "SELECT *")
+                Issue.record("N1QL without FROM ran")
+            } catch {
+                #expect(error.sofaCode == .invalidQuery && error.message == "N1QL error: missing the FROM clause", "\(error)")
+            }
+            #expect(try await db.query(n1ql: "SELECT `foo.bar`.text FROM _ AS `foo.bar` ORDER BY META(`foo.bar`).id").rows
+                    == [[.string("a dog runs")], [.string("a cat")]])
+            let byName = try await db.query(n1ql: "SELECT semantics7 FROM semantics7 ORDER BY META().id")
+            #expect(byName.columns == ["semantics7"])
+            #expect(byName.rows.count == 2)
+            let exists = try await db.query(
+                json: ["WHAT": [["._id"]], "ORDER_BY": [["._id"]],
+                       "WHERE": ["EXISTS", ["SELECT", ["WHAT": [["._id"]], "WHERE": ["=", [".scores.math"], ["$m"]]]]]],
+                parameters: ["m": 3])
+            #expect(exists.rows == [[.string("a")], [.string("b")]])
+            #expect(try await db.query(n1ql: "SELECT META().id FROM _ WHERE EXISTS (SELECT 1 FROM _ WHERE scores.math = 4)").rows == [])
+            let named = try await db.createCollection("semantics7")
+            try await named.put(id: "n1", json: "{}")
+            #expect(try await db.query(n1ql: "SELECT META().id FROM semantics7").rows == [[.string("n1")]])
+        }
+    }
+
     @Test func queryTestFacts() async throws {
         try await Cluster.with { cluster in
             let db = try await cluster.client.createDatabase("semantics4")

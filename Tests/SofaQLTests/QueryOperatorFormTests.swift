@@ -74,7 +74,7 @@ import SofaCore
         (#"["EXISTS",17]"#, "EXISTS takes a document property"),
         (#"["EXISTS",["+",1,2]]"#, "EXISTS takes a document property"),
         (#"["EXISTS",["$p"]]"#, "EXISTS takes a document property"),
-        (#"["EXISTS",["SELECT",{"WHAT":[1]}]]"#, "subqueries (EXISTS) are not supported"),
+        (#"["SELECT",{"WHAT":[1]}]"#, "a subquery (SELECT) is only allowed under EXISTS"),
         (#"["EXISTS",[".a"],[".b"]]"#, "'EXISTS' takes 1 operand, got 2"),
     ])
     func existsOfSomethingElse(whereClause: String, message: String) throws {

@@ -62,8 +62,13 @@ final class TestDatabase {
         try write("INSERT INTO indexes VALUES ('\(spec.name)', \(spec.kind.rawValue), '\(spec.collection.keyStore)', '\(descriptor)', '\(spec.table)')")
     }
 
+    /// The database's name the compiler is told (FROM may name the default collection by it).
+    var databaseName: String?
+
     func compile(_ query: JSON) throws -> CompiledQuery {
-        try QueryCompiler.compile(query, schema: try read { (connection) throws(SofaError) in try connection.schema() })
+        var schema = try read { (connection) throws(SofaError) in try connection.schema() }
+        schema.databaseName = databaseName
+        return try QueryCompiler.compile(query, schema: schema)
     }
 
     /// Rows of a query given as JSON text, each row as compact JSON with MISSING shown as `?`.

@@ -298,12 +298,20 @@ public final class QueryEngine: Sendable {
         var tree = try Self.tree(spec)
         // The request's collection is the default FROM.
         if case .array(let items) = tree, items.count == 2, items[0] == .string("SELECT") { tree = items[1] }
+        // N1QL names what it reads (LiteCore refuses it otherwise, in these words); a collection's
+        // query reads that collection.
+        if spec.isN1QL, request.collection.isEmpty, case .object(let select) = tree,
+           !select.keys.contains(where: { $0.uppercased() == "FROM" }) {
+            throw SofaError(.invalidQuery, "N1QL error: missing the FROM clause")
+        }
         if !request.collection.isEmpty, case .object(var select) = tree, !select.keys.contains(where: { $0.uppercased() == "FROM" }) {
             let collection = try CollectionName(parsing: request.collection)
             select["FROM"] = [["SCOPE": .string(collection.scope), "COLLECTION": .string(collection.name), "AS": .string(collection.name)]]
             tree = .object(select)
         }
-        let compiled = try QueryCompiler.compile(tree, schema: try connection.schema())
+        var schema = try connection.schema()
+        schema.databaseName = request.database
+        let compiled = try QueryCompiler.compile(tree, schema: schema)
         if state.compiled.count > 500 { state.compiled.removeAll() }
         state.compiled[key] = (version, compiled)
         return compiled
