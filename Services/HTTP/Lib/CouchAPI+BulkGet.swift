@@ -58,14 +58,28 @@ extension CouchAPI {
     /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order
     /// (from the files here where `read(_:_:id:rev:history:)` can, as a single GET is).
     func read(_ items: [BulkGetItem], _ call: CouchCall, _ database: Database) async -> [Result<StoredDocument, any Error>] {
-        await Self.inOrder(items, width: Self.bulkGetReadsInFlight) { item in
+        let latest = (try? call.flag("latest")) ?? false
+        return await Self.inOrder(items, width: Self.bulkGetReadsInFlight) { item in
             guard !item.id.isEmpty else { return .failure(CouchError(.badRequest, "bad_request", "document id missed")) }
             do {
+                if latest, let rev = item.rev { return .success(try await self.latest(call, database, id: item.id, rev: rev)) }
                 return .success(try await self.read(call, database, id: item.id, rev: item.rev, history: true))
             } catch {
                 return .failure(error)
             }
         }
+    }
+
+    /// `latest=true`: the newest leaf descending from `rev` (the winner first; `rev` itself when
+    /// it is a leaf), as CouchDB answers it whatever `rev`'s own body has become. The winner is
+    /// read first: a replicator asks for it most of the time, and then nothing more is read.
+    func latest(_ call: CouchCall, _ database: Database, id: String, rev: String) async throws -> StoredDocument {
+        if let winner = try? await read(call, database, id: id, rev: nil, history: true),
+           winner.rev == rev || winner.history.contains(rev) {
+            return winner
+        }
+        if let leaf = try await Self.latestLeaves(of: rev, id: id, database).first { return leaf }
+        return try await read(call, database, id: id, rev: rev, history: true)
     }
 
     /// `body` of each item, `width` at a time, the answers in the items' order.

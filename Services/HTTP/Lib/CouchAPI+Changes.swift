@@ -100,17 +100,25 @@ extension CouchAPI {
         }
         if let timeout = try call.integer("timeout") { options.timeoutMs = max(0, timeout) }
         let options0 = options
+        // The first page is read before the answer starts (without waiting for a change), so that
+        // a database that does not exist, or a client that may not read it, gets its status and
+        // CouchDB's error body (404, 401, 403) rather than a 200 whose body breaks off.
+        let firstLimit = min(options.pageSize, options.limit ?? Int.max)
+        let first = firstLimit > 0 ? try await page(options, database, since: options.query.since, limit: firstLimit, waitMs: 0) : nil
+        if first == nil { _ = try await database.info() }
         let response: ResponseBody
         switch options.feed {
         case "continuous", "eventsource":
             response = ResponseBody { writer in
-                try await self.stream(options0, database) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
+                try await self.stream(options0, database, first: first) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
                 try await writer.finish(nil)
             }
         default:
             response = ResponseBody { writer in
                 try await writer.write(ByteBuffer(bytes: Array("{\"results\":[\n".utf8)))
-                let last = try await self.collect(options0, database) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
+                let last = try await self.collect(options0, database, first: first) { bytes in
+                    try await writer.write(ByteBuffer(bytes: bytes))
+                }
                 try await writer.write(ByteBuffer(bytes: Array("],\n\"last_seq\":\"\(last)\",\"pending\":0}\n".utf8)))
                 try await writer.finish(nil)
             }
@@ -120,19 +128,27 @@ extension CouchAPI {
     }
 
     /// `normal` and `longpoll`: the changes since `since`, page by page (`longpoll` first waits
-    /// until there is one to answer, or the timeout); the last sequence.
-    private func collect(_ options: ChangesOptions, _ database: Database,
+    /// until there is one to answer, or the timeout); the last sequence. `prefetched`: the first
+    /// page, read without waiting (a long poll that found nothing in it waits for the next).
+    private func collect(_ options: ChangesOptions, _ database: Database, first prefetched: ChangesBatch?,
                          write: (_ bytes: [UInt8]) async throws -> Void) async throws -> UInt64 {
         var since = options.query.since
         var sent = 0
         var first = true
+        var prefetched = prefetched
         let deadline = ContinuousClock.now + .milliseconds(options.timeoutMs)
         let waits = options.feed == "longpoll" && !options.query.descending
         while options.limit.map({ sent < $0 }) ?? true {
             let limit = min(options.pageSize, (options.limit ?? Int.max) - sent)
             let left = deadline - ContinuousClock.now
             let waitMs = waits && sent == 0 ? max(0, min(ChangesOptions.maxWaitMs, Int(left.components.seconds * 1000))) : 0
-            let batch = try await page(options, database, since: since, limit: limit, waitMs: waitMs)
+            let batch: ChangesBatch
+            if let ready = prefetched, !(waitMs > 0 && ready.changes.isEmpty) {
+                batch = ready
+            } else {
+                batch = try await page(options, database, since: since, limit: limit, waitMs: waitMs)
+            }
+            prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
                 guard let line = Self.changeLine(change, options) else { continue }
@@ -154,14 +170,22 @@ extension CouchAPI {
 
     /// `continuous` and `eventsource`: a line (or event) per change, a newline every heartbeat,
     /// ending after `timeout` without a change (with no heartbeat) or at the limit.
-    private func stream(_ options: ChangesOptions, _ database: Database, write: (_ bytes: [UInt8]) async throws -> Void) async throws {
+    private func stream(_ options: ChangesOptions, _ database: Database, first prefetched: ChangesBatch?,
+                        write: (_ bytes: [UInt8]) async throws -> Void) async throws {
         var since = options.query.since
         var sent = 0
         let wait = min(ChangesOptions.maxWaitMs, options.heartbeatMs ?? options.timeoutMs)
         var quietSince = ContinuousClock.now
+        var prefetched = prefetched
         while options.limit.map({ sent < $0 }) ?? true {
             let limit = min(options.pageSize, (options.limit ?? Int.max) - sent)
-            let batch = try await page(options, database, since: since, limit: limit, waitMs: max(0, wait))
+            let batch: ChangesBatch
+            if let ready = prefetched, !ready.changes.isEmpty {
+                batch = ready
+            } else {
+                batch = try await page(options, database, since: since, limit: limit, waitMs: max(0, wait))
+            }
+            prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
                 guard let line = Self.changeLine(change, options) else { continue }

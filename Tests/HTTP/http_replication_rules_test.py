@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""What a replicator such as PouchDB relies on from CouchDB's HTTP API, in CouchDB's words.
+
+Environment: SOFA_HTTP_URL, SOFA_ADMIN_NAME, SOFA_ADMIN_PASSWORD (as couch_client_test.py).
+
+* `_all_docs?include_docs=true&conflicts=true` lists each document's `_conflicts` (a replicator
+  that misses only a generation-1 revision takes the document from `_all_docs` and trusts it
+  unless `_conflicts` says otherwise);
+* `_bulk_get?latest=true` answers the newest leaf descending from the revision asked for;
+* `_changes` of a database that does not exist, or that the client may not read, is answered
+  with its status and error body (404, 401, 403), for every feed, before any row;
+* `_bulk_docs` from a member who is not the database's admin refuses each design document in
+  its place (`unauthorized`) and writes the others.
+"""
+
+import json
+import os
+import unittest
+import uuid
+
+import requests
+
+URL = os.environ.get("SOFA_HTTP_URL", "").rstrip("/")
+ADMIN = (os.environ.get("SOFA_ADMIN_NAME", ""), os.environ.get("SOFA_ADMIN_PASSWORD", ""))
+
+
+def rev(generation):
+    return "%d-%s" % (generation, uuid.uuid4().hex)
+
+
+class ReplicationRulesTests(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.session = requests.Session()
+        self.session.auth = ADMIN
+
+    def tearDown(self):
+        self.session.close()
+
+    def new_db(self):
+        name = "r" + uuid.uuid4().hex
+        self.assertEqual(self.session.put(URL + "/" + name, timeout=30).status_code, 201)
+        self.addCleanup(lambda: self.session.delete(URL + "/" + name, timeout=30))
+        return name
+
+    def new_member(self, db):
+        """A user who is a member (not an admin) of `db`: its name and password."""
+        if self.session.head(URL + "/_users", timeout=30).status_code == 404:
+            self.session.put(URL + "/_users", timeout=30)
+        name, password = "u" + uuid.uuid4().hex, uuid.uuid4().hex
+        made = self.session.put(URL + "/_users/org.couchdb.user:" + name, timeout=30,
+                                json={"name": name, "type": "user", "roles": [], "password": password})
+        self.assertEqual(made.status_code, 201, made.text)
+        security = {"admins": {"names": [], "roles": []}, "members": {"names": [name], "roles": []}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_security", json=security, timeout=30).status_code, 200)
+        return name, password
+
+    def insert(self, db, doc_id, revision, ancestors=(), **body):
+        """Writes `revision` (with `ancestors`, newest first) as a replicator does."""
+        ids = [r.split("-", 1)[1] for r in (revision,) + tuple(ancestors)]
+        doc = dict(body, _id=doc_id, _rev=revision, _revisions={"start": int(revision.split("-")[0]), "ids": ids})
+        answer = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [doc], "new_edits": False}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (201, []))
+
+    def test_all_docs_lists_conflicts_with_the_documents(self):
+        db = self.new_db()
+        first, second = sorted([rev(1), rev(1)])
+        self.insert(db, "c", first, v="low")
+        self.insert(db, "c", second, v="high")
+        self.session.put(URL + "/" + db + "/plain", json={"v": 1}, timeout=30)
+        keyed = self.session.post(URL + "/" + db + "/_all_docs", params={"include_docs": "true", "conflicts": "true"},
+                                  json={"keys": ["c", "plain"]}, timeout=30).json()
+        self.assertEqual(keyed["rows"][0]["doc"]["_rev"], second)
+        self.assertEqual(keyed["rows"][0]["doc"]["_conflicts"], [first])
+        self.assertNotIn("_conflicts", keyed["rows"][1]["doc"])
+        listed = self.session.get(URL + "/" + db + "/_all_docs", params={"include_docs": "true", "conflicts": "true"},
+                                  timeout=30).json()
+        self.assertEqual([(row["id"], row["doc"].get("_conflicts")) for row in listed["rows"]], [("c", [first]), ("plain", None)])
+        without = self.session.get(URL + "/" + db + "/_all_docs", params={"include_docs": "true"}, timeout=30).json()
+        self.assertNotIn("_conflicts", without["rows"][0]["doc"])
+
+    def test_bulk_get_latest_answers_the_newest_leaf(self):
+        db = self.new_db()
+        one = self.session.put(URL + "/" + db + "/v", json={"n": 1}, timeout=30).json()["rev"]
+        two = self.session.put(URL + "/" + db + "/v", json={"_rev": one, "n": 2}, timeout=30).json()["rev"]
+        asked = {"docs": [{"id": "v", "rev": one}]}
+        latest = self.session.post(URL + "/" + db + "/_bulk_get", params={"revs": "true", "latest": "true"},
+                                   json=asked, timeout=30).json()
+        doc = latest["results"][0]["docs"][0]["ok"]
+        self.assertEqual((doc["_rev"], doc["n"], doc["_revisions"]["start"]), (two, 2, 2))
+        # A losing leaf is its own latest; without `latest` the revision asked for is answered.
+        base = rev(1)
+        low, high = sorted([rev(2), rev(2)])
+        self.insert(db, "w", low, [base], side="low")
+        self.insert(db, "w", high, [base], side="high")
+        leaves = self.session.post(URL + "/" + db + "/_bulk_get", params={"revs": "true", "latest": "true"},
+                                   json={"docs": [{"id": "w", "rev": low}, {"id": "w", "rev": base}]}, timeout=30).json()
+        self.assertEqual([r["docs"][0]["ok"]["_rev"] for r in leaves["results"]], [low, high])
+        plain = self.session.post(URL + "/" + db + "/_bulk_get", params={"revs": "true"}, json=asked, timeout=30).json()
+        self.assertEqual(plain["results"][0]["docs"][0]["ok"]["_rev"], one)
+
+    def test_changes_errors_come_before_the_feed(self):
+        missing = "r" + uuid.uuid4().hex
+        db = self.new_db()
+        name, password = self.new_member(db)
+        self.session.put(URL + "/" + db + "/d", json={"v": 1}, timeout=30)
+        outsider = self.new_member(self.new_db())
+        for feed in ("normal", "longpoll", "continuous"):
+            params = {"feed": feed, "timeout": "1000"}
+            gone = self.session.get(URL + "/" + missing + "/_changes", params=params, timeout=30)
+            self.assertEqual((gone.status_code, gone.json()["error"]), (404, "not_found"), feed)
+            anonymous = requests.get(URL + "/" + db + "/_changes", params=params, timeout=30)
+            self.assertEqual((anonymous.status_code, anonymous.json()["error"]), (401, "unauthorized"), feed)
+            refused = requests.get(URL + "/" + db + "/_changes", params=params, auth=outsider, timeout=30)
+            self.assertEqual((refused.status_code, refused.json()["error"]), (403, "forbidden"), feed)
+            member = requests.get(URL + "/" + db + "/_changes", params=params, auth=(name, password), timeout=30)
+            self.assertEqual(member.status_code, 200, feed)
+            self.assertIn('"id":"d"', member.text, feed)
+
+    def test_bulk_docs_refuses_design_documents_one_by_one(self):
+        db = self.new_db()
+        name, password = self.new_member(db)
+        answer = requests.post(URL + "/" + db + "/_bulk_docs", auth=(name, password), timeout=30, json={"docs": [
+            {"_id": "plain1", "v": 1}, {"_id": "_design/z", "views": {}}, {"_id": "plain2", "v": 2}]})
+        self.assertEqual(answer.status_code, 201, answer.text)
+        results = answer.json()
+        self.assertEqual([r.get("id") for r in results], ["plain1", "_design/z", "plain2"])
+        self.assertTrue(results[0]["ok"] and results[2]["ok"], results)
+        self.assertEqual((results[1]["error"], results[1]["reason"]), ("unauthorized", "You are not a db or server admin."))
+        self.assertEqual(self.session.get(URL + "/" + db + "/plain2", timeout=30).json()["v"], 2)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_design/z", timeout=30).status_code, 404)
+        # The database's admin writes it.
+        admin = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "_design/z", "views": {}}]}, timeout=30)
+        self.assertTrue(admin.json()[0]["ok"], admin.text)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
