@@ -65,7 +65,7 @@ public enum CoreFunctions {
             if args.count > 2, let columns = args[2].string.flatMap({ JSON.tryParse($0)?.arrayValue }) {
                 text = FullText.namingColumns(text, columns.map { $0.stringValue ?? "" })
             }
-            return .text(language == "en" ? FullText.withoutStopWords(text) : text)
+            return .text(FullText.quotingPunctuation(language == "en" ? FullText.withoutStopWords(text) : text))
         },
         SQLFunction("core_contains", arity: 3) { args in
             let flags = args[2].string ?? ""

@@ -60,6 +60,47 @@ public enum FullText {
         return kept.joined(separator: " ")
     }
 
+    /// FTS5 reads a bareword of letters, digits, `_` and non-ASCII characters only, and refuses
+    /// the text of any other (`'hâkimler'`, `don't`) where LiteCore's FTS4 splits the word there.
+    /// Such a word becomes a quoted phrase, which the tokenizer splits the same way; parentheses,
+    /// `^`, `+`, a column filter and a trailing `*` stay around it, and text already in double
+    /// quotes is left as it is.
+    static func quotingPunctuation(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { !isBareword($0) && !" \"*^:()+".unicodeScalars.contains($0) }) else {
+            return text
+        }
+        var out: [String] = []
+        var inQuote = false
+        for token in text.split(separator: " ", omittingEmptySubsequences: false) {
+            let quotes = token.filter { $0 == "\"" }.count
+            if inQuote || quotes > 0 {
+                out.append(String(token))
+                if quotes % 2 == 1 { inQuote.toggle() }
+                continue
+            }
+            out.append(quotingWord(token))
+        }
+        return out.joined(separator: " ")
+    }
+
+    private static func quotingWord(_ token: Substring) -> String {
+        var word = token
+        var head = "", tail = ""
+        while let c = word.first, "(^+".contains(c) { head.append(c); word.removeFirst() }
+        while let c = word.last, ")*".contains(c) { tail.insert(c, at: tail.startIndex); word.removeLast() }
+        if let colon = word.firstIndex(of: ":"), colon != word.startIndex, word[..<colon].unicodeScalars.allSatisfy(isBareword) {
+            head += word[...colon]
+            word = word[word.index(after: colon)...]
+        }
+        guard word.unicodeScalars.contains(where: { !isBareword($0) }) else { return String(token) }
+        return head + "\"" + word + "\"" + tail
+    }
+
+    /// A character FTS5 takes in a bareword.
+    private static func isBareword(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value > 127 || scalar == "_" || ("0"..."9").contains(scalar) || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+    }
+
     /// `path:term` column filters written with an indexed property's path become the FTS table's
     /// column names (`c0:term`).
     static func namingColumns(_ text: String, _ columns: [String]) -> String {

@@ -49,11 +49,19 @@ extension FunctionLibrary {
     static func sameBytes(_ a: SQLValue, _ b: SQLValue) -> Bool {
         switch (a, b) {
         case (.integer(let x), .integer(let y)): return x == y
-        case (.integer, .real), (.real, .integer), (.real, .real): return a.number == b.number
+        case (.integer(let x), .real(let y)), (.real(let y), .integer(let x)): return exactlyEqual(x, y)
+        case (.real(let x), .real(let y)): return x == y
         case (.text(let x), .text(let y)): return x.utf8.elementsEqual(y.utf8)
         case (.json(let x), .json(let y)): return x.compactBytes() == y.compactBytes()
         default: return false
         }
+    }
+
+    /// Whether an integer and a double are the same number exactly (a large integer and the
+    /// double nearest it are not: 9223370000000000001 is not 9.22337e18).
+    static func exactlyEqual(_ integer: Int64, _ double: Double) -> Bool {
+        guard let whole = Int64(exactly: double) else { return false }
+        return whole == integer
     }
 
     /// The argument `keepingLater` prefers, scanning left to right; MISSING if any is MISSING.

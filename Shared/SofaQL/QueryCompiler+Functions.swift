@@ -56,7 +56,7 @@ extension QueryCompiler {
         // may stand only while every FROM collection is that one (LiteCore's rule and message).
         var source = sources.first
         var indexName = indexRef
-        if let dot = indexRef.firstIndex(of: "."), let named = sources.first(where: { $0.alias == String(indexRef[..<dot]) }) {
+        if let dot = indexRef.firstIndex(of: "."), let named = namedSource(String(indexRef[..<dot])) {
             source = named
             indexName = String(indexRef[indexRef.index(after: dot)...])
         } else if let first = source, sources.contains(where: { if case .collection = $0.kind { $0.kind != first.kind } else { false } }) {
@@ -75,6 +75,10 @@ extension QueryCompiler {
             fullTextJoins.append((indexName, table, alias, source.sqlAlias))
         }
         if name == "rank" { return Expr(sql: "(- bm25(\(alias).\"\(table)\"))", isCondition: false) }
+        // One MATCH per index (LiteCore's rule and words): FTS cannot search one table twice.
+        guard matched.insert(alias).inserted else {
+            throw Self.invalid("Sorry, multiple MATCHes of the same property are not allowed")
+        }
         let text = try value(args[1])
         let lang = try Self.quoted(FullText.stemsEnglish(index.language) ? "en" : "")
         let columns = try Self.quoted(JSON.array(index.columns.map { .string($0) }).compactString)

@@ -82,12 +82,12 @@ extension QueryCompiler {
         let path = try Self.path(op, args)
         if case .index? = path.first { throw Self.invalid("a property cannot start with an array index: \(op)") }
         if case .key(let first)? = path.first {
-            if let source = sources.first(where: { $0.alias == first }) {
+            if let source = namedSource(first) {
                 let rest = path.droppingFirst()
                 // `.alias._id` and friends: the alias's metadata.
                 if rest.components.count == 1, case .key(let key) = rest.components[0], let field = Self.metaNames[key],
                    case .collection = source.kind {
-                    return Self.asValue(try metaField([.string(first)], PropertyPath([.key(field)])))
+                    return Self.asValue(try metaField([.string(source.alias)], PropertyPath([.key(field)])))
                 }
                 return try Self.access(source.value, rest)
             }
@@ -130,8 +130,9 @@ extension QueryCompiler {
     mutating func metaField(_ metaArgs: [JSON], _ path: PropertyPath) throws(SofaError) -> Expr {
         let source: Source
         if let alias = metaArgs.first {
-            guard let name = alias.stringValue.map(Self.unescapingDots), let s = sources.first(where: { $0.alias == name }) else {
-                throw Self.invalid("meta() of unknown alias \(alias.compactString)")
+            guard let name = alias.stringValue.map(Self.unescapingDots), let s = namedSource(name) else {
+                // LiteCore's words, then which alias.
+                throw Self.invalid("database alias '\(alias.stringValue ?? alias.compactString)' does not match a declared 'AS' alias")
             }
             source = s
         } else {
@@ -153,7 +154,7 @@ extension QueryCompiler {
             return Expr(sql: "((\(t).flags & 1) != 0)", isCondition: true)
         case "expiration": sql = "\(t).expiration"
         case "revisionID": sql = "core_revid(\(t).version)"
-        default: throw Self.invalid("meta() has no property '\(field)' (it has id, sequence, deleted, expiration, revisionID)")
+        default: throw Self.invalid("'\(field)' is not a valid Meta key (meta() has id, sequence, deleted, expiration, revisionID)")
         }
         return Expr(sql: try Self.access(sql, rest), isCondition: false)
     }
@@ -164,7 +165,7 @@ extension QueryCompiler {
         guard case .array(let parts) = json, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
         var path = try Self.path(op, Array(parts.dropFirst()))
         let source: Source
-        if case .key(let first)? = path.first, let named = sources.first(where: { $0.alias == first }) {
+        if case .key(let first)? = path.first, let named = namedSource(first) {
             source = named
             path = path.droppingFirst()
         } else if case .key(let first)? = path.first, whatAliases[first] != nil {

@@ -18,6 +18,9 @@ public struct QueryCompiler {
         var alias: String
         var sqlAlias: String
         var kind: Kind
+        /// A scoped collection named without AS (`small.nested`): its bare name (`nested`), which
+        /// properties may begin with too (LiteCore's rule), and its `.` column's title alone.
+        var shortName: String? = nil
         /// SQL for the source's value (a document body, or an unnested element).
         var value: String
         /// An UNNEST served by an array index: the index and the level of its path.
@@ -32,6 +35,8 @@ public struct QueryCompiler {
     var whatAliases: [String: String] = [:]
     /// FTS joins added by MATCH()/RANK(): index name → SQL alias of the FTS table.
     var fullTextJoins: [(index: String, table: String, sqlAlias: String, source: String)] = []
+    /// The full-text indexes (by SQL alias of their join) a MATCH has already searched.
+    var matched: Set<String> = []
     var mentionsDeleted = false
     /// The collections subqueries read (`subquery`).
     var subqueryCollections: [CollectionName] = []
@@ -79,6 +84,11 @@ public struct QueryCompiler {
 
         // WHAT (default: the document's ID and sequence, titled `_id` and `_sequence`, as LiteCore)
         var whatItems: [JSON] = [.array([.string("._id")]), .array([.string("._sequence")])]
+        if fromHasSeveralItems, let main = sources.first {
+            // The default columns are the main source's (LiteCore's), whatever else FROM names.
+            let prefix = "." + N1QLVocabulary.quoteComponent(main.alias)
+            whatItems = [.array([.string(prefix + "._id")]), .array([.string(prefix + "._sequence")])]
+        }
         var defaultTitles: [String]? = ["_id", "_sequence"]
         if let what = clause("WHAT") {
             guard case .array(let items) = what, !items.isEmpty else { throw Self.invalid("WHAT must be a non-empty array") }
@@ -169,15 +179,18 @@ public struct QueryCompiler {
     /// other expressions (they are numbered `$1`, `$2`… by `uniqueTitles`).
     func title(of expression: JSON) -> String? {
         guard case .array(let parts) = expression, let op = parts.first?.stringValue else { return nil }
-        if op == "." && parts.count == 1 { return sources.first?.alias ?? "_doc" }
+        if op == "." && parts.count == 1 {
+            guard let main = sources.first else { return "_doc" }
+            return fromHasSeveralItems ? main.alias : main.shortName ?? main.alias
+        }
         if op.lowercased() == "array_count()", parts.count == 2 { return title(of: parts[1]) }
         if op.hasPrefix(".") {
             guard let path = try? Self.path(op, Array(parts.dropFirst())) else { return nil }
-            if path.components.count == 1, case .key(let key) = path.components[0], sources.contains(where: { $0.alias == key }) {
+            if path.components.count == 1, case .key(let key) = path.components[0], namedSource(key) != nil {
                 return key
             }
             if path.components.count == 2, case .key(let alias) = path.components[0], case .key(let key) = path.components[1],
-               sources.contains(where: { $0.alias == alias }), let meta = Self.metaNames[key] {
+               namedSource(alias) != nil, let meta = Self.metaNames[key] {
                 return meta
             }
             if path.components.count == 1, case .key(let key) = path.components[0], let meta = Self.metaNames[key] {
@@ -269,13 +282,18 @@ public struct QueryCompiler {
             }
             guard schema.hasCollection(collection) else { throw Self.invalid("no such collection '\(collection)'") }
             // An alias's dots may come escaped (N1QL's AS `foo.bar` gives "foo\\.bar"): the alias is the name.
-            let alias = Self.unescapingDots(field("AS")?.stringValue ?? name ?? "_default")
+            // Without AS, a scoped collection's alias is its whole name (`small.nested`).
+            let written = scope.flatMap { s in s == CollectionName.defaultName ? nil : name.map { "\(s).\($0)" } } ?? name
+            let alias = Self.unescapingDots(field("AS")?.stringValue ?? written ?? "_default")
             if sources.contains(where: { $0.alias == alias }) { throw Self.invalid("duplicate alias '\(alias)' in FROM") }
             if index == 0 {
                 if field("JOIN") != nil || field("ON") != nil { throw Self.invalid("the first FROM item cannot be a JOIN") }
                 try addCollection(collection, alias: alias, item: nil)
             } else {
                 try addCollection(collection, alias: alias, item: spec)
+            }
+            if field("AS") == nil, !collection.isDefault, alias != collection.name, alias.hasSuffix("." + collection.name) {
+                sources[sources.count - 1].shortName = collection.name
             }
         }
     }
@@ -319,6 +337,14 @@ public struct QueryCompiler {
         return compiled.sql
     }
 
+    /// The FROM source a property's first key names: the one with that alias, else the one whose
+    /// bare collection name it is (`shortName`), when only one has it.
+    func namedSource(_ name: String) -> Source? {
+        if let source = sources.first(where: { $0.alias == name }) { return source }
+        let short = sources.filter { $0.shortName == name }
+        return short.count == 1 ? short[0] : nil
+    }
+
     /// `name` with its backslash-escaped dots (`foo\.bar`) unescaped.
     static func unescapingDots(_ name: String) -> String {
         name.contains("\\.") ? name.replacingOccurrences(of: "\\.", with: ".") : name
@@ -353,7 +379,7 @@ extension QueryCompiler {
         }
         guard case .array(let parts) = expression, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
         let path = try Self.path(op, Array(parts.dropFirst()))
-        guard case .key(let first)? = path.first, let parent = sources.first(where: { $0.alias == first }),
+        guard case .key(let first)? = path.first, let parent = namedSource(first),
               let (index, level) = parent.arrayIndex, level + 1 < index.segments.count,
               index.segments[level + 1] == path.droppingFirst() else { return nil }
         return (index, level + 1, parent.sqlAlias)

@@ -170,6 +170,21 @@ import Testing
                 parameters: ["m": 3])
             #expect(exists.rows == [[.string("a")], [.string("b")]])
             #expect(try await db.query(n1ql: "SELECT META().id FROM _ WHERE EXISTS (SELECT 1 FROM _ WHERE scores.math = 4)").rows == [])
+            // More of LiteCore's facts: the main source's default columns beside an UNNEST, one
+            // MATCH per index, a search term in quotes, MISSINGIF comparing a big integer exactly.
+            let unnested = try await db.query(json: ["SELECT", ["FROM": [["AS": "doc"], ["AS": "p", "UNNEST": [".doc.contact.phone"]]],
+                                                                "WHERE": ["=", [".p"], "555-3"]]])
+            #expect(unnested.columns == ["_id", "_sequence"] && unnested.rows.first?.first == .string("b"))
+            try await db.createIndex("byText", kind: .fullText(), expressions: [[".text"]])
+            #expect(try await db.query(json: ["WHAT": [["._id"]], "WHERE": ["MATCH()", "byText", "'dog'"]]).rows == [[.string("a")]])
+            do throws(SofaError) {
+                _ = try await db.query(n1ql: "SELECT META().id FROM _ WHERE MATCH(byText, 'dog') AND MATCH(byText, 'cat')")
+                Issue.record("two MATCHes of one index ran")
+            } catch {
+                #expect(error.message.contains("multiple MATCHes of the same property are not allowed"), "\(error)")
+            }
+            #expect(try await db.query(n1ql: "SELECT MISSINGIF(9223370000000000001, 9.22337e18) FROM _ LIMIT 1").rows
+                    == [[.int(9223370000000000001)]])
             let named = try await db.createCollection("semantics7")
             try await named.put(id: "n1", json: "{}")
             #expect(try await db.query(n1ql: "SELECT META().id FROM semantics7").rows == [[.string("n1")]])
