@@ -135,5 +135,80 @@ class ReplicationRulesTests(unittest.TestCase):
         self.assertTrue(admin.json()[0]["ok"], admin.text)
 
 
+class CouchRulesTests(ReplicationRulesTests):
+    """Smaller rules of CouchDB's own tests: parameters, revisions named twice, bad input."""
+
+    def test_changes_parameters(self):
+        db = self.new_db()
+        self.session.put(URL + "/" + db + "/d", json={"v": 1}, timeout=30)
+        for value, reason in (("-1", "The heartbeat value should be a positive integer (in milliseconds)."),
+                              ("abc", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")):
+            answer = self.session.get(URL + "/" + db + "/_changes", params={"feed": "continuous", "heartbeat": value}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "bad_request", "reason": reason}))
+        live = self.session.get(URL + "/" + db + "/_changes", params={"feed": "live", "timeout": "100"}, timeout=30)
+        self.assertEqual(live.status_code, 200)
+        self.assertEqual(json.loads(live.text.splitlines()[0])["id"], "d")
+
+    def test_all_docs_keys_with_limit_skip_and_descending(self):
+        db = self.new_db()
+        for doc_id in ("a", "b", "c"):
+            self.session.put(URL + "/" + db + "/" + doc_id, json={}, timeout=30)
+        def keyed(params, body):
+            answer = self.session.post(URL + "/" + db + "/_all_docs", params=params, json=body, timeout=30)
+            return [row.get("key") for row in answer.json()["rows"]]
+        self.assertEqual(keyed({}, {"keys": ["c", "a", "b"], "limit": 2}), ["c", "a"])
+        self.assertEqual(keyed({"limit": "1"}, {"keys": ["c", "a"], "limit": 2}), ["c"])
+        self.assertEqual(keyed({"skip": "1"}, {"keys": ["c", "a", "b"]}), ["a", "b"])
+        self.assertEqual(keyed({"descending": "true"}, {"keys": ["c", "a", "b"]}), ["b", "a", "c"])
+        bad = self.session.post(URL + "/" + db + "/_all_docs", json={"keys": "a"}, timeout=30)
+        self.assertEqual((bad.status_code, bad.json()["reason"]), (400, "`keys` body member must be an array."))
+
+    def test_revisions_named_twice_must_agree(self):
+        db = self.new_db()
+        rev = self.session.put(URL + "/" + db + "/d", json={"v": 1}, timeout=30).json()["rev"]
+        other = "1-" + "0" * 32
+        body = self.session.put(URL + "/" + db + "/d", params={"rev": other}, json={"_rev": rev, "v": 2}, timeout=30)
+        self.assertEqual((body.status_code, body.json()["reason"]),
+                         (400, "Document rev from request body and query string have different values"))
+        etag = self.session.put(URL + "/" + db + "/d", headers={"If-Match": '"%s"' % other}, json={"_rev": rev, "v": 2}, timeout=30)
+        self.assertEqual((etag.status_code, etag.json()["reason"]), (400, "Document rev and etag have different values"))
+        self.assertEqual(self.session.put(URL + "/" + db + "/d", headers={"If-Match": '"%s"' % rev}, json={"v": 2},
+                                          timeout=30).status_code, 201)
+        missing = self.session.delete(URL + "/" + db + "/nothing", timeout=30)
+        self.assertEqual((missing.status_code, missing.json()["error"]), (404, "not_found"))
+        without = self.session.delete(URL + "/" + db + "/d", timeout=30)
+        self.assertEqual((without.status_code, without.json()["error"]), (409, "conflict"))
+
+    def test_attachment_data_must_be_base64(self):
+        db = self.new_db()
+        bad = self.session.put(URL + "/" + db + "/bin", timeout=30, json={
+            "_attachments": {"foo.txt": {"content_type": "text/plain", "data": "notBase64Encoded="}}})
+        self.assertEqual((bad.status_code, bad.json()["error"]), (400, "bad_request"))
+        wrapped = self.session.put(URL + "/" + db + "/bin", timeout=30, json={
+            "_attachments": {"foo.txt": {"content_type": "text/plain", "data": "VGhpcyBpcyBh\nIGJhc2U2NCBlbmNvZGVkIHRleHQ="}}})
+        self.assertEqual(wrapped.status_code, 201, wrapped.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/bin/foo.txt", timeout=30).content, b"This is a base64 encoded text")
+
+    def test_user_documents_follow_couchdbs_rules(self):
+        if self.session.head(URL + "/_users", timeout=30).status_code == 404:
+            self.session.put(URL + "/_users", timeout=30)
+        name = "u" + uuid.uuid4().hex
+        cases = [
+            ({"name": name, "roles": [], "password": "p"}, "doc.type must be user"),
+            ({"type": "user", "roles": [], "password": "p"}, "doc.name is required"),
+            ({"type": "user", "name": name, "password": "p"}, "doc.roles must exist"),
+            ({"type": "user", "name": name, "roles": "x", "password": "p"}, "doc.roles must be an array"),
+            ({"type": "user", "name": name, "roles": [1], "password": "p"}, "doc.roles can only contain strings"),
+            ({"type": "user", "name": name + "x", "roles": [], "password": "p"}, "Doc ID must be of the form org.couchdb.user:name"),
+            ({"type": "user", "name": name, "roles": ["_admin"], "password": "p"}, "No system roles (starting with underscore) in users db."),
+        ]
+        for body, reason in cases:
+            answer = self.session.put(URL + "/_users/org.couchdb.user:" + name, json=body, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (403, {"error": "forbidden", "reason": reason}), body)
+        colon = self.session.put(URL + "/_users/org.couchdb.user:joe:erlang", timeout=30,
+                                 json={"type": "user", "name": "joe:erlang", "roles": [], "password": "p"})
+        self.assertEqual((colon.status_code, colon.json()["reason"]), (403, "Character `:` is not allowed in usernames."))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -47,20 +47,21 @@ public enum UsersDatabase {
         }
         if deleted { return body }
         guard var object = JSON.tryParse(body)?.objectValue else { throw SofaError(.badJSON, "a user document is a JSON object") }
-        guard object["name"]?.stringValue == name else {
-            throw SofaError(.invalidParameter, "the user document's name must be '\(name)' (its ID is \(id))")
-        }
-        guard object["type"]?.stringValue == "user" else { throw SofaError(.invalidParameter, "a user document has type \"user\"") }
-        let roles = object["roles"] ?? .array([])
-        guard let list = roles.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
-            throw SofaError(.invalidParameter, "a user document's roles are an array of strings")
-        }
+        // CouchDB's rules of `_users`, in its order and words (its refusals are 403s).
+        guard object["type"]?.stringValue == "user" else { throw SofaError.forbidden("doc.type must be user") }
+        guard let given = object["name"]?.stringValue, !given.isEmpty else { throw SofaError.forbidden("doc.name is required") }
+        guard let roles = object["roles"], roles != .null else { throw SofaError.forbidden("doc.roles must exist") }
+        guard let list = roles.arrayValue else { throw SofaError.forbidden("doc.roles must be an array") }
+        guard list.allSatisfy({ $0.stringValue != nil }) else { throw SofaError.forbidden("doc.roles can only contain strings") }
+        guard given == name else { throw SofaError.forbidden("Doc ID must be of the form org.couchdb.user:name") }
         let names = list.compactMap(\.stringValue)
-        if names.contains(where: { $0.hasPrefix("_") }) {
-            throw SofaError(.invalidParameter, "roles starting with '_' are reserved")
+        if names.contains(where: { $0.hasPrefix("_") && $0 != "_metrics" }) {
+            throw SofaError.forbidden("No system roles (starting with underscore) in users db.")
         }
+        if name.hasPrefix("_") { throw SofaError.forbidden("Username may not start with underscore.") }
+        if name.contains(":") { throw SofaError.forbidden("Character `:` is not allowed in usernames.") }
         if !principal.isServerAdmin, Set(names) != Set(storedUser?.roles ?? []) {
-            throw SofaError.forbidden("a user may not change their own roles")
+            throw SofaError.forbidden("Only _admin may edit roles")
         }
         let newPassword = object["password"]
         for field in credentialFields { _ = object.removeValue(forKey: field) }

@@ -24,7 +24,9 @@ extension CouchAPI {
             guard var attachment = value.objectValue else { continue }
             var bytes: [UInt8]?
             if let data = attachment["data"]?.stringValue {
-                guard let decoded = Data(base64Encoded: data, options: .ignoreUnknownCharacters) else {
+                // Strict base64 (line breaks and spaces aside), as CouchDB decodes it.
+                let compact = data.contains(where: \.isWhitespace) ? data.filter { !$0.isWhitespace } : data
+                guard Self.isStrictBase64(compact), let decoded = Data(base64Encoded: compact) else {
                     throw CouchError(.badRequest, "bad_request", "Invalid attachment data for \(name)")
                 }
                 bytes = Array(decoded)
@@ -62,6 +64,19 @@ extension CouchAPI {
         var result = body
         result["_attachments"] = .object(attachments)
         return result
+    }
+
+    /// Whether `text` is base64 with its padding: a multiple of 4 characters of the alphabet,
+    /// `=` only in the last two places.
+    static func isStrictBase64(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count % 4 == 0 else { return false }
+        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2 else { return false }
+        return bytes.dropLast(padding).allSatisfy { byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+        }
     }
 
     /// A stored body with its attachments' bytes inline (`data`, base64) instead of stubs.

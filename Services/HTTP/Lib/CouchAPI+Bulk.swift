@@ -92,7 +92,10 @@ extension CouchAPI {
     func allDocs(_ call: inout CouchCall, _ database: Database, idPrefix: String? = nil) async throws -> Response {
         var options = try QueryOptions(call.query)
         if call.method == .post {
-            for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) { options.values[key] = value }
+            // The query string wins over the body, as in CouchDB.
+            for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) where options.values[key] == nil {
+                options.values[key] = value
+            }
         } else {
             try Self.requireMethod(call, .get, .head)
         }
@@ -107,7 +110,10 @@ extension CouchAPI {
         var head = JSONObject([("total_rows", .int(Int64(info.documentCount))), ("offset", .int(Int64(skip)))])
         if try options.bool("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
         let prefix = Array(JSON.object(head).compactBytes().dropLast()) + Array(",\"rows\":[".utf8)
-        if let keys {
+        if var keys {
+            // `descending`, `skip` and `limit` apply to the keys as given.
+            if descending { keys.reverse() }
+            keys = Array(keys.dropFirst(skip).prefix(try options.count("limit") ?? Int.max))
             // Each key is read on its own, `bulkGetReadsInFlight` at a time.
             let found = await Self.inOrder(keys, width: Self.bulkGetReadsInFlight) { key -> Result<StoredDocument?, any Error> in
                 do {
@@ -240,7 +246,9 @@ struct QueryOptions {
 
     func strings(_ name: String) throws(CouchError) -> [String]? {
         guard let given = values[name] else { return nil }
-        guard let list = given.arrayValue else { throw CouchError(.badRequest, "bad_request", "`\(name)` must be a list") }
+        guard let list = given.arrayValue else {
+            throw CouchError(.badRequest, "bad_request", name == "keys" ? "`keys` body member must be an array." : "`\(name)` must be a list")
+        }
         return list.compactMap(\.stringValue)
     }
 }

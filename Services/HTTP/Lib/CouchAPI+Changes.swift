@@ -80,6 +80,7 @@ extension CouchAPI {
         // A filter that does not exist is answered 404 before the feed starts streaming.
         if case .javascript(let name, let request) = options.filter { _ = try await database.filter(name, documents: [], request: request) }
         options.feed = call.query["feed"] ?? "normal"
+        if options.feed == "live" { options.feed = "continuous" }  // CouchDB's other name for it
         guard ["normal", "longpoll", "continuous", "eventsource"].contains(options.feed) else {
             throw CouchError(.badRequest, "bad_request", "Supported `feed` types: normal, continuous, live, longpoll, eventsource")
         }
@@ -96,7 +97,17 @@ extension CouchAPI {
         options.query.allLeaves = call.query["style"] == "all_docs"
         options.query.includeDeleted = true
         if let heartbeat = call.query["heartbeat"] {
-            options.heartbeatMs = heartbeat == "true" ? 60_000 : try call.integer("heartbeat").map { max(100, $0) }
+            // CouchDB's rule and words: `true` (a minute) or a positive number of milliseconds.
+            if heartbeat == "true" {
+                options.heartbeatMs = 60_000
+            } else if let value = Int(heartbeat) {
+                guard value > 0 else {
+                    throw CouchError(.badRequest, "bad_request", "The heartbeat value should be a positive integer (in milliseconds).")
+                }
+                options.heartbeatMs = max(100, value)
+            } else {
+                throw CouchError(.badRequest, "bad_request", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+            }
         }
         if let timeout = try call.integer("timeout") { options.timeoutMs = max(0, timeout) }
         let options0 = options

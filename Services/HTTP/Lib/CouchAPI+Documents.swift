@@ -25,13 +25,15 @@ extension CouchAPI {
             } else {
                 object = try await call.objectBody(limit: limits.maxDocumentBytes)
             }
-            if object["_rev"] == nil, let rev = call.query["rev"] ?? Self.ifMatch(call) { object["_rev"] = .string(rev) }
+            if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
             let result = try await write(IncomingDocument(object), database, newEdits: try call.flag("new_edits", default: true),
                                          followed: followed)
             return Self.written(result, batch: call.query["batch"] == "ok")
         case .delete:
-            guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
+            guard let rev = try Self.givenRev(call, body: nil) else {
+                // CouchDB looks the document up first: one that is not there is 404.
+                _ = try await read(call, database, id: id, rev: nil, history: false)
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             let result = try await database.delete(id: id, rev: rev)
@@ -76,6 +78,20 @@ extension CouchAPI {
     static func written(_ result: DocumentRevision, batch: Bool, status: HTTPResponse.Status = .created) -> Response {
         json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : status,
              headers: [.eTag: "\"\(result.rev)\""])
+    }
+
+    /// The revision a write names: the body's `_rev`, the `rev` parameter or the `If-Match`
+    /// header, which must agree (CouchDB's rule and words).
+    static func givenRev(_ call: CouchCall, body: String?) throws(CouchError) -> String? {
+        let query = call.query["rev"]
+        if let body, let query, body != query {
+            throw CouchError(.badRequest, "bad_request", "Document rev from request body and query string have different values")
+        }
+        let explicit = body ?? query
+        if let etag = ifMatch(call), let explicit, etag != explicit {
+            throw CouchError(.badRequest, "bad_request", "Document rev and etag have different values")
+        }
+        return explicit ?? ifMatch(call)
     }
 
     static func ifMatch(_ call: CouchCall) -> String? {
