@@ -189,6 +189,22 @@ class CouchRulesTests(ReplicationRulesTests):
         self.assertEqual(wrapped.status_code, 201, wrapped.text)
         self.assertEqual(self.session.get(URL + "/" + db + "/bin/foo.txt", timeout=30).content, b"This is a base64 encoded text")
 
+    def test_server_listings_and_session(self):
+        names = sorted(self.new_db() for _ in range(3))
+        listed = self.session.get(URL + "/_all_dbs", params={"start_key": json.dumps(names[1]), "end_key": json.dumps(names[2])},
+                                  timeout=30).json()
+        # (Other databases may fall between these random names: only the bounds are asserted.)
+        self.assertEqual([n for n in listed if n in names], names[1:])
+        self.assertTrue(all(names[1] <= n <= names[2] for n in listed), listed)
+        backwards = self.session.get(URL + "/_all_dbs", timeout=30, params={
+            "startkey": json.dumps(names[2]), "endkey": json.dumps(names[1]), "descending": "true"}).json()
+        self.assertEqual([n for n in backwards if n in names], [names[2], names[1]])
+        self.assertEqual(backwards, sorted(backwards, reverse=True))
+        gone = self.session.post(URL + "/r" + uuid.uuid4().hex + "/_ensure_full_commit", json={}, timeout=30)
+        self.assertEqual(gone.status_code, 404)
+        session = self.session.get(URL + "/_session", timeout=30).json()
+        self.assertEqual(session["info"]["authentication_db"], "_users")
+
     def test_user_documents_follow_couchdbs_rules(self):
         if self.session.head(URL + "/_users", timeout=30).status_code == 404:
             self.session.put(URL + "/_users", timeout=30)

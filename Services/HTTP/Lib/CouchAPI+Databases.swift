@@ -52,8 +52,9 @@ extension CouchAPI {
             try await database.cleanupViews()
             return Self.json(Self.ok, status: .accepted)
         case "_ensure_full_commit" where segments.count == 2:
-            // Every acknowledged write is already durable.
+            // Every acknowledged write is already durable; the database must exist (404 else).
             try Self.requireMethod(call, .post)
+            _ = try await database.info()
             return Self.json(["ok": true, "instance_start_time": "0"], status: .created)
         case "_revs_limit" where segments.count == 2: return try await revsLimit(&call)
         case "_purge" where segments.count == 2: return try await purge(&call, database)

@@ -159,7 +159,15 @@ final class CouchAPI: Sendable {
     private func allDatabases(_ call: CouchCall) async throws -> Response {
         try Self.requireMethod(call, .get)
         var names = try await client(call).databases().sorted()
-        if try call.flag("descending") { names.reverse() }
+        let descending = try call.flag("descending")
+        // `start_key`/`startkey` and `end_key`/`endkey` (JSON strings, inclusive), in the order asked.
+        let start = try (call.json("start_key") ?? call.json("startkey"))?.stringValue
+        let end = try (call.json("end_key") ?? call.json("endkey"))?.stringValue
+        names = names.filter { name in
+            let low = descending ? end : start, high = descending ? start : end
+            return (low.map { name >= $0 } ?? true) && (high.map { name <= $0 } ?? true)
+        }
+        if descending { names.reverse() }
         let skip = try call.integer("skip") ?? 0
         names = Array(names.dropFirst(skip))
         if let limit = try call.integer("limit") { names = Array(names.prefix(limit)) }
@@ -172,7 +180,7 @@ final class CouchAPI: Sendable {
             var roles: [String] = []
             if call.user != nil { roles = try await client(call).session().roles }
             let context: JSON = ["name": call.user.map { .string($0.name) } ?? .null, "roles": .array(roles.map { .string($0) })]
-            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
+            var info: JSONObject = ["authentication_handlers": ["cookie", "default"], "authentication_db": "_users"]
             if let user = call.user { info["authenticated"] = .string(user.method) }
             return Self.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
