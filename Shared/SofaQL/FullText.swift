@@ -61,14 +61,13 @@ public enum FullText {
     }
 
     /// FTS5 reads a bareword of letters, digits, `_` and non-ASCII characters only, and refuses
-    /// the text of any other (`'hâkimler'`, `don't`) where LiteCore's FTS4 splits the word there.
-    /// Such a word becomes a quoted phrase, which the tokenizer splits the same way; parentheses,
-    /// `^`, `+`, a column filter and a trailing `*` stay around it, and text already in double
-    /// quotes is left as it is.
+    /// a word with other characters that are not its syntax either (`'hâkimler'`, `don't`,
+    /// `e.g.`), where LiteCore's FTS4 splits the word there. Such a word becomes a quoted phrase,
+    /// which the tokenizer splits the same way. FTS5's own syntax is left as it is: operators,
+    /// parentheses, `NEAR(…, N)`, column filters (`c0:`, `{c0 c1}:`, `-c0:`), `^`, `+`, a
+    /// trailing `*`, and text in double quotes; a query without such a word is not touched.
     static func quotingPunctuation(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { !isBareword($0) && !" \"*^:()+".unicodeScalars.contains($0) }) else {
-            return text
-        }
+        guard text.unicodeScalars.contains(where: isForeign) else { return text }
         var out: [String] = []
         var inQuote = false
         for token in text.split(separator: " ", omittingEmptySubsequences: false) {
@@ -83,17 +82,29 @@ public enum FullText {
         return out.joined(separator: " ")
     }
 
+    /// A token with its word quoted when the word has a character FTS5 refuses (`isForeign`).
     private static func quotingWord(_ token: Substring) -> String {
+        guard token.unicodeScalars.contains(where: isForeign) else { return String(token) }
         var word = token
         var head = "", tail = ""
-        while let c = word.first, "(^+".contains(c) { head.append(c); word.removeFirst() }
-        while let c = word.last, ")*".contains(c) { tail.insert(c, at: tail.startIndex); word.removeLast() }
+        func takeOpeners() {
+            if word.hasPrefix("NEAR(") { head += "NEAR("; word = word.dropFirst(5) }
+            while let c = word.first, "(^+-".contains(c) { head.append(c); word.removeFirst() }
+        }
+        takeOpeners()
+        while let c = word.last, "),*".contains(c) { tail.insert(c, at: tail.startIndex); word.removeLast() }
         if let colon = word.firstIndex(of: ":"), colon != word.startIndex, word[..<colon].unicodeScalars.allSatisfy(isBareword) {
             head += word[...colon]
             word = word[word.index(after: colon)...]
+            takeOpeners()
         }
-        guard word.unicodeScalars.contains(where: { !isBareword($0) }) else { return String(token) }
+        guard !word.isEmpty else { return String(token) }
         return head + "\"" + word + "\"" + tail
+    }
+
+    /// An ASCII character that is neither in a bareword nor FTS5's syntax.
+    private static func isForeign(_ scalar: Unicode.Scalar) -> Bool {
+        !isBareword(scalar) && !" \"*^:()+{},-\t\n\r".unicodeScalars.contains(scalar)
     }
 
     /// A character FTS5 takes in a bareword.

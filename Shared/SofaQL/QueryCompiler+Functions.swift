@@ -56,7 +56,12 @@ extension QueryCompiler {
         // may stand only while every FROM collection is that one (LiteCore's rule and message).
         var source = sources.first
         var indexName = indexRef
-        if let dot = indexRef.firstIndex(of: "."), let named = namedSource(String(indexRef[..<dot])) {
+        let ref = Self.unescapingDots(indexRef)
+        if let named = sources.filter({ ref.hasPrefix($0.alias + ".") }).max(by: { $0.alias.count < $1.alias.count }) {
+            // The longest alias it begins with (a scoped collection's holds a dot).
+            source = named
+            indexName = String(ref.dropFirst(named.alias.count + 1))
+        } else if let dot = indexRef.firstIndex(of: "."), let named = namedSource(String(indexRef[..<dot])) {
             source = named
             indexName = String(indexRef[indexRef.index(after: dot)...])
         } else if let first = source, sources.contains(where: { if case .collection = $0.kind { $0.kind != first.kind } else { false } }) {

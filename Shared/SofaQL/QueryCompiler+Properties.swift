@@ -82,8 +82,7 @@ extension QueryCompiler {
         let path = try Self.path(op, args)
         if case .index? = path.first { throw Self.invalid("a property cannot start with an array index: \(op)") }
         if case .key(let first)? = path.first {
-            if let source = namedSource(first) {
-                let rest = path.droppingFirst()
+            if let (source, rest) = leadingSource(path) {
                 // `.alias._id` and friends: the alias's metadata.
                 if rest.components.count == 1, case .key(let key) = rest.components[0], let field = Self.metaNames[key],
                    case .collection = source.kind {
@@ -99,6 +98,17 @@ extension QueryCompiler {
             return Self.asValue(try metaField([], PropertyPath([.key(field)])))
         }
         return try Self.access(source.value, path)
+    }
+
+    /// The FROM source a property begins with, and the rest of its path: its first key as an
+    /// alias (`namedSource`), or its first two as a scoped collection's (`store.customers.name`,
+    /// as N1QL writes a property of `FROM store.customers`).
+    func leadingSource(_ path: PropertyPath) -> (Source, PropertyPath)? {
+        guard case .key(let first)? = path.first else { return nil }
+        if let source = namedSource(first) { return (source, path.droppingFirst()) }
+        guard path.components.count >= 2, case .key(let second) = path.components[1],
+              let source = sources.first(where: { $0.alias == "\(first).\(second)" }) else { return nil }
+        return (source, path.droppingFirst().droppingFirst())
     }
 
     /// The source of a property that does not begin with a FROM alias: the first FROM item. When
@@ -165,9 +175,9 @@ extension QueryCompiler {
         guard case .array(let parts) = json, let op = parts.first?.stringValue, op.hasPrefix(".") else { return nil }
         var path = try Self.path(op, Array(parts.dropFirst()))
         let source: Source
-        if case .key(let first)? = path.first, let named = namedSource(first) {
+        if let (named, rest) = leadingSource(path) {
             source = named
-            path = path.droppingFirst()
+            path = rest
         } else if case .key(let first)? = path.first, whatAliases[first] != nil {
             return nil
         } else {

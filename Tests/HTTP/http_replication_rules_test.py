@@ -28,7 +28,8 @@ def rev(generation):
     return "%d-%s" % (generation, uuid.uuid4().hex)
 
 
-class ReplicationRulesTests(unittest.TestCase):
+class CouchTestCase(unittest.TestCase):
+    """An admin session, and databases and members made for one test (no tests of its own)."""
     maxDiff = None
 
     def setUp(self):
@@ -63,6 +64,8 @@ class ReplicationRulesTests(unittest.TestCase):
         answer = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [doc], "new_edits": False}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (201, []))
 
+
+class ReplicationRulesTests(CouchTestCase):
     def test_all_docs_lists_conflicts_with_the_documents(self):
         db = self.new_db()
         first, second = sorted([rev(1), rev(1)])
@@ -96,7 +99,8 @@ class ReplicationRulesTests(unittest.TestCase):
         self.insert(db, "w", high, [base], side="high")
         leaves = self.session.post(URL + "/" + db + "/_bulk_get", params={"revs": "true", "latest": "true"},
                                    json={"docs": [{"id": "w", "rev": low}, {"id": "w", "rev": base}]}, timeout=30).json()
-        self.assertEqual([r["docs"][0]["ok"]["_rev"] for r in leaves["results"]], [low, high])
+        # Each leaf descending from the revision, the winner first.
+        self.assertEqual([[d["ok"]["_rev"] for d in r["docs"]] for r in leaves["results"]], [[low], [high, low]])
         plain = self.session.post(URL + "/" + db + "/_bulk_get", params={"revs": "true"}, json=asked, timeout=30).json()
         self.assertEqual(plain["results"][0]["docs"][0]["ok"]["_rev"], one)
 
@@ -130,12 +134,20 @@ class ReplicationRulesTests(unittest.TestCase):
         self.assertEqual((results[1]["error"], results[1]["reason"]), ("unauthorized", "You are not a db or server admin."))
         self.assertEqual(self.session.get(URL + "/" + db + "/plain2", timeout=30).json()["v"], 2)
         self.assertEqual(self.session.get(URL + "/" + db + "/_design/z", timeout=30).status_code, 404)
+        # Only design documents: each refused in its place for a member; a non-member is refused whole.
+        only = requests.post(URL + "/" + db + "/_bulk_docs", auth=(name, password), timeout=30,
+                             json={"docs": [{"_id": "_design/y", "views": {}}]})
+        self.assertEqual((only.status_code, only.json()[0]["error"]), (201, "unauthorized"), only.text)
+        outsider = self.new_member(self.new_db())
+        refused = requests.post(URL + "/" + db + "/_bulk_docs", auth=outsider, timeout=30,
+                                json={"docs": [{"_id": "_design/y", "views": {}}, {"_id": "plain3"}]})
+        self.assertEqual((refused.status_code, refused.json()["error"]), (403, "forbidden"), refused.text)
         # The database's admin writes it.
         admin = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "_design/z", "views": {}}]}, timeout=30)
         self.assertTrue(admin.json()[0]["ok"], admin.text)
 
 
-class CouchRulesTests(ReplicationRulesTests):
+class CouchRulesTests(CouchTestCase):
     """Smaller rules of CouchDB's own tests: parameters, revisions named twice, bad input."""
 
     def test_changes_parameters(self):

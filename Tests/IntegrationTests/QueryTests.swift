@@ -61,7 +61,7 @@ import Testing
             // Nothing was modified, and the database next door was not reachable.
             #expect(try await db.query(n1ql: "SELECT COUNT(*) FROM _").rows == [[.int(3)]])
             let missing = cluster.client.database("nosuchdb")
-            await #expect(throws: SofaError.self) { _ = try await missing.query(n1ql: "SELECT 1") }
+            await #expect(throws: SofaError.self) { _ = try await missing.query(n1ql: "SELECT 1 FROM _") }
         }
     }
 

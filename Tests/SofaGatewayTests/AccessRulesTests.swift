@@ -89,12 +89,33 @@ import Testing
             try UsersDatabase.prepare(id: "org.couchdb.user:ann", body: promoted, deleted: false, principal: ann, stored: stored)
         }
         #expect(throws: SofaError.self) {
-            try UsersDatabase.prepare(id: "org.couchdb.user:bo", body: Array(#"{"name":"bo","type":"user","password":"x"}"#.utf8),
+            try UsersDatabase.prepare(id: "org.couchdb.user:bo", body: Array(#"{"name":"bo","type":"user","roles":[],"password":"x"}"#.utf8),
                                       deleted: false, principal: ann, stored: nil)
         }
-        #expect(throws: SofaError.self) {  // name and ID disagree
-            try UsersDatabase.prepare(id: "org.couchdb.user:ann", body: Array(#"{"name":"eve","type":"user","password":"x"}"#.utf8),
-                                      deleted: false, principal: Self.admin, stored: nil)
+        // CouchDB's rules, each with its words (a server admin writing).
+        let refused: [(String, String)] = [
+            (#"{"name":"eve","type":"user","roles":[],"password":"x"}"#, "Doc ID must be of the form org.couchdb.user:name"),
+            (#"{"name":"ann","roles":[],"password":"x"}"#, "doc.type must be user"),
+            (#"{"name":"ann","type":"user","password":"x"}"#, "doc.roles must exist"),
+            (#"{"name":"ann","type":"user","roles":["_admin"],"password":"x"}"#, "No system roles (starting with underscore) in users db."),
+        ]
+        for (body, reason) in refused {
+            do throws(SofaError) {
+                _ = try UsersDatabase.prepare(id: "org.couchdb.user:ann", body: Array(body.utf8), deleted: false,
+                                              principal: Self.admin, stored: nil)
+                Issue.record("\(body) was taken")
+            } catch {
+                #expect(error.sofaCode == .forbidden && error.message == reason, "\(error)")
+            }
+        }
+        // An update without roles keeps the stored ones (documents written before roles were required).
+        let old = Array(#"{"name":"ann","type":"user"}"#.utf8)
+        let kept = try UsersDatabase.prepare(id: "org.couchdb.user:ann", body: Array(#"{"name":"ann","type":"user","password":"pw3"}"#.utf8),
+                                             deleted: false, principal: ann, stored: old)
+        #expect(JSON.tryParse(kept)?["roles"] == .array([]))
+        #expect(throws: SofaError.self) {  // a stored document with roles: an update must give them
+            try UsersDatabase.prepare(id: "org.couchdb.user:ann", body: Array(#"{"name":"ann","type":"user","password":"pw3"}"#.utf8),
+                                      deleted: false, principal: ann, stored: stored)
         }
     }
 

@@ -42,6 +42,9 @@ struct QueryLiteCoreFactTests {
         #expect(try db.rows(both.compactString) == [#"["s1","p1"]"#, #"["s2","p1"]"#])
         #expect(try db.rows(#"{"WHAT":[[".nested.shapes[0].color"]],"FROM":[{"COLLECTION":"small.nested"}],"ORDER_BY":[["._id"]]}"#)
                 == [#"["red"]"#, #"["blue"]"#])
+        // N1QL writes a property of a scoped collection with both names.
+        let scoped = try N1QL.parse("SELECT small.nested.shapes[0].color FROM small.nested JOIN nested ON 1 = 1 ORDER BY 1 DESC")
+        #expect(try db.rows(scoped.compactString) == [#"["red"]"#, #"["blue"]"#])
     }
 
     @Test func oneMatchPerIndexAndQuotedTerms() throws {
@@ -56,8 +59,17 @@ struct QueryLiteCoreFactTests {
         }
         #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","nameFTSIndex","'hâkimler'"]}"#) == [#"["1"]"#])
         #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","nameFTSIndex","don't"]}"#) == [#"["4"]"#])
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","nameFTSIndex","NEAR(don't stop, 5)"]}"#) == [#"["4"]"#])
         #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","nameFTSIndex","(hakimler OR foo*) NOT stop"]}"#) == [#"["2"]"#, #"["3"]"#])
-        #expect(FullText.quotingPunctuation("(it's OR c0:e-mail*) AND \"a-b\"") == "(\"it's\" OR c0:\"e-mail\"*) AND \"a-b\"")
+        // Only a word FTS5 would refuse is quoted; FTS5's own syntax stays as it is.
+        let rewritten: [(String, String)] = [
+            ("(it's OR c0:e.g*) AND \"a-b\"", "(\"it's\" OR c0:\"e.g\"*) AND \"a-b\""),
+            ("c0:(it's OR c)", "c0:(\"it's\" OR c)"),
+            ("NEAR(don't stop, 5)", "NEAR(\"don't\" stop, 5)"),
+            ("NEAR(a b, 5)", "NEAR(a b, 5)"), ("{c0 c1}: dog", "{c0 c1}: dog"), ("-c0: term", "-c0: term"),
+            ("- c0 : term", "- c0 : term"), ("a NOT b*", "a NOT b*"),
+        ]
+        for (query, expected) in rewritten { #expect(FullText.quotingPunctuation(query) == expected, "\(query)") }
     }
 
     @Test func missingIfAndNullIfCompareALargeIntegerExactly() throws {

@@ -50,6 +50,10 @@ public enum UsersDatabase {
         // CouchDB's rules of `_users`, in its order and words (its refusals are 403s).
         guard object["type"]?.stringValue == "user" else { throw SofaError.forbidden("doc.type must be user") }
         guard let given = object["name"]?.stringValue, !given.isEmpty else { throw SofaError.forbidden("doc.name is required") }
+        // A user document stored before roles were required keeps its roles on an update without them.
+        if object["roles"] == nil, let storedUser, let stored, JSON.tryParse(stored)?["roles"] == nil {
+            object["roles"] = .array(storedUser.roles.map { .string($0) })
+        }
         guard let roles = object["roles"], roles != .null else { throw SofaError.forbidden("doc.roles must exist") }
         guard let list = roles.arrayValue else { throw SofaError.forbidden("doc.roles must be an array") }
         guard list.allSatisfy({ $0.stringValue != nil }) else { throw SofaError.forbidden("doc.roles can only contain strings") }

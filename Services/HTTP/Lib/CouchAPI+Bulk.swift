@@ -44,9 +44,9 @@ extension CouchAPI {
         var results: ArraySlice<BulkItemResult>
         do {
             results = try await write(items, refused: refused, database)
-        } catch let error as SofaError where error.sofaCode == .forbidden {
-            // Design documents need a database admin: CouchDB refuses each of them in its place
-            // and writes the others.
+        } catch let error as SofaError where error.sofaCode == .forbidden && error.message.contains(Self.designRefusal) {
+            // A member who is not the database's admin: CouchDB refuses each design document in
+            // its place and writes the others (any other refusal is the whole request's).
             let design = items.indices.filter { refused[$0] == nil && Self.writesDesignDocument(items[$0]) }
             guard !design.isEmpty else { throw error }
             for index in design {
@@ -86,6 +86,18 @@ extension CouchAPI {
     }
 
     static func writesDesignDocument(_ item: BulkItem) -> Bool { documentID(item).hasPrefix("_design/") }
+
+    /// How the gateway's refusal of a design document to a member who is not an admin ends
+    /// (`AccessRules.check`): "… needs one" after these words.
+    static let designRefusal = "writing a design document needs one"
+
+    /// The live and the deleted leaves of a conflicted document other than its winner (none for
+    /// one that is not conflicted, which costs no call).
+    func otherLeaves(_ document: StoredDocument, _ database: Database) async throws -> (live: [String], deleted: [String]) {
+        guard document.conflicted else { return ([], []) }
+        let leaves = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev }
+        return (leaves.filter { !$0.deleted }.map(\.rev), leaves.filter(\.deleted).map(\.rev))
+    }
 
     /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.
     /// `idPrefix`: the listing of `_design_docs` or `_local_docs` (IDs with that prefix only).
@@ -187,12 +199,11 @@ extension CouchAPI {
         return out
     }
 
-    /// `_conflicts`: the live leaves of a conflicted document other than its winner (none for
-    /// one that is not conflicted, which costs no call).
+    /// `_conflicts` of a listed document (`otherLeaves`).
     func conflictList(_ document: StoredDocument, _ database: Database) async throws -> [(String, JSON)] {
-        guard document.conflicted, !document.deleted else { return [] }
-        let live = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev && !$0.deleted }
-        return live.isEmpty ? [] : [("_conflicts", .array(live.map { .string($0.rev) }))]
+        guard !document.deleted else { return [] }
+        let live = try await otherLeaves(document, database).live
+        return live.isEmpty ? [] : [("_conflicts", .array(live.map { .string($0) }))]
     }
 
     /// `{"id": ["rev", …]}` → the revisions the database lacks (`_revs_diff`, or `_missing_revs`).

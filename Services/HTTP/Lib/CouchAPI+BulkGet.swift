@@ -35,7 +35,7 @@ extension CouchAPI {
             BulkGetItem(id: request["id"]?.stringValue ?? "", rev: request["rev"]?.stringValue,
                         attsSince: request["atts_since"]?.arrayValue?.compactMap(\.stringValue))
         }
-        let results = await read(items, call, database)
+        let results = await read(items, call, database, latest: try call.flag("latest"))
         if let kind = Self.acceptedMultipart(call) {
             return multipartBulkGet(call, database, items: items, results: results, kind: kind)
         }
@@ -44,8 +44,10 @@ extension CouchAPI {
             if index > 0 { out.append(0x2C) }
             out += Array("{\"id\":".utf8) + JSON.string(item.id).compactBytes() + Array(",\"docs\":[".utf8)
             do {
-                let document = try result.get()
-                out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database, attsSince: item.attsSince)) + [0x7D]
+                for (offset, document) in try result.get().enumerated() {
+                    if offset > 0 { out.append(0x2C) }
+                    out += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database, attsSince: item.attsSince)) + [0x7D]
+                }
             } catch {
                 out += JSON.object(["error": Self.failure(item, error)]).compactBytes()
             }
@@ -56,30 +58,32 @@ extension CouchAPI {
     }
 
     /// Every item's document (with its history), read `bulkGetReadsInFlight` at a time, in order
-    /// (from the files here where `read(_:_:id:rev:history:)` can, as a single GET is).
-    func read(_ items: [BulkGetItem], _ call: CouchCall, _ database: Database) async -> [Result<StoredDocument, any Error>] {
-        let latest = (try? call.flag("latest")) ?? false
-        return await Self.inOrder(items, width: Self.bulkGetReadsInFlight) { item in
+    /// (from the files here where `read(_:_:id:rev:history:)` can, as a single GET is); with
+    /// `latest`, an item's revision is answered by each leaf descending from it (`latest(…)`).
+    func read(_ items: [BulkGetItem], _ call: CouchCall, _ database: Database,
+              latest: Bool) async -> [Result<[StoredDocument], any Error>] {
+        await Self.inOrder(items, width: Self.bulkGetReadsInFlight) { item in
             guard !item.id.isEmpty else { return .failure(CouchError(.badRequest, "bad_request", "document id missed")) }
             do {
                 if latest, let rev = item.rev { return .success(try await self.latest(call, database, id: item.id, rev: rev)) }
-                return .success(try await self.read(call, database, id: item.id, rev: item.rev, history: true))
+                return .success([try await self.read(call, database, id: item.id, rev: item.rev, history: true)])
             } catch {
                 return .failure(error)
             }
         }
     }
 
-    /// `latest=true`: the newest leaf descending from `rev` (the winner first; `rev` itself when
-    /// it is a leaf), as CouchDB answers it whatever `rev`'s own body has become. The winner is
-    /// read first: a replicator asks for it most of the time, and then nothing more is read.
-    func latest(_ call: CouchCall, _ database: Database, id: String, rev: String) async throws -> StoredDocument {
-        if let winner = try? await read(call, database, id: id, rev: nil, history: true),
+    /// `latest=true`: each leaf descending from `rev` (the winner first; `rev` itself when it is a
+    /// leaf), as CouchDB answers it whatever `rev`'s own body has become. The winner is read
+    /// first: a replicator asks for it most of the time, and when the document has no other leaf
+    /// nothing more is read.
+    func latest(_ call: CouchCall, _ database: Database, id: String, rev: String) async throws -> [StoredDocument] {
+        if let winner = try? await read(call, database, id: id, rev: nil, history: true), !winner.conflicted,
            winner.rev == rev || winner.history.contains(rev) {
-            return winner
+            return [winner]
         }
-        if let leaf = try await Self.latestLeaves(of: rev, id: id, database).first { return leaf }
-        return try await read(call, database, id: id, rev: rev, history: true)
+        let leaves = try await Self.latestLeaves(of: rev, id: id, database)
+        return leaves.isEmpty ? [try await read(call, database, id: id, rev: rev, history: true)] : leaves
     }
 
     /// `body` of each item, `width` at a time, the answers in the items' order.
@@ -122,36 +126,38 @@ extension CouchAPI {
     /// bytes, read from sofa-blob a chunk at a time; a failure is an
     /// `application/json; error="true"` part.
     private func multipartBulkGet(_ call: CouchCall, _ database: Database, items: [BulkGetItem],
-                                  results: [Result<StoredDocument, any Error>], kind: String) -> Response {
+                                  results: [Result<[StoredDocument], any Error>], kind: String) -> Response {
         let boundary = Multipart.newBoundary()
         let body = ResponseBody { writer in
             for (item, result) in zip(items, results) {
-                let document: StoredDocument
+                let documents: [StoredDocument]
                 switch result {
-                case .success(let found): document = found
+                case .success(let found): documents = found
                 case .failure(let error):
                     try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
                                                       + Self.failure(item, error).compactBytes() + Array("\r\n".utf8)))
                     continue
                 }
-                let (json, following) = try await self.followingAttachments(document, call, database, attsSince: item.attsSince)
-                guard !following.isEmpty else {
-                    try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
-                                                      + json + Array("\r\n".utf8)))
-                    continue
+                for document in documents {
+                    let (json, following) = try await self.followingAttachments(document, call, database, attsSince: item.attsSince)
+                    guard !following.isEmpty else {
+                        try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+                                                          + json + Array("\r\n".utf8)))
+                        continue
+                    }
+                    let inner = Multipart.newBoundary()
+                    try await writer.write(ByteBuffer(bytes: Array(("--\(boundary)\r\nX-Doc-Id: \(document.id)\r\nX-Rev-Id: \(document.rev)\r\n"
+                        + "Content-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n"
+                        + "--\(inner)\r\nContent-Type: application/json\r\n\r\n").utf8) + json + Array("\r\n".utf8)))
+                    for attachment in following {
+                        let filename = Self.quoted(attachment.name), type = Self.headerValue(attachment.contentType)
+                        try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\(filename)\r\n"
+                            + "Content-Type: \(type)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
+                        try await Self.writeBlob(attachment.digest, from: 0, count: attachment.length, of: database, to: &writer)
+                        try await writer.write(ByteBuffer(bytes: Array("\r\n".utf8)))
+                    }
+                    try await writer.write(ByteBuffer(bytes: Array("--\(inner)--\r\n".utf8)))
                 }
-                let inner = Multipart.newBoundary()
-                try await writer.write(ByteBuffer(bytes: Array(("--\(boundary)\r\nX-Doc-Id: \(document.id)\r\nX-Rev-Id: \(document.rev)\r\n"
-                    + "Content-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n"
-                    + "--\(inner)\r\nContent-Type: application/json\r\n\r\n").utf8) + json + Array("\r\n".utf8)))
-                for attachment in following {
-                    let filename = Self.quoted(attachment.name), type = Self.headerValue(attachment.contentType)
-                    try await writer.write(ByteBuffer(bytes: Array(("--\(inner)\r\nContent-Disposition: attachment; filename=\(filename)\r\n"
-                        + "Content-Type: \(type)\r\nContent-Length: \(attachment.length)\r\n\r\n").utf8)))
-                    try await Self.writeBlob(attachment.digest, from: 0, count: attachment.length, of: database, to: &writer)
-                    try await writer.write(ByteBuffer(bytes: Array("\r\n".utf8)))
-                }
-                try await writer.write(ByteBuffer(bytes: Array("--\(inner)--\r\n".utf8)))
             }
             try await writer.write(ByteBuffer(bytes: Array("--\(boundary)--".utf8)))
             try await writer.finish(nil)

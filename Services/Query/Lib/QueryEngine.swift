@@ -296,7 +296,6 @@ public final class QueryEngine: Sendable {
         let key = CacheKey(database: request.database, collection: request.collection, text: spec.text, isN1QL: spec.isN1QL)
         if let cached = state.compiled[key], cached.version == version { return cached.query }
         var tree = try Self.tree(spec)
-        // The request's collection is the default FROM.
         if case .array(let items) = tree, items.count == 2, items[0] == .string("SELECT") { tree = items[1] }
         // N1QL names what it reads (LiteCore refuses it otherwise, in these words); a collection's
         // query reads that collection.
@@ -304,6 +303,7 @@ public final class QueryEngine: Sendable {
            !select.keys.contains(where: { $0.uppercased() == "FROM" }) {
             throw SofaError(.invalidQuery, "N1QL error: missing the FROM clause")
         }
+        // The request's collection is the default FROM.
         if !request.collection.isEmpty, case .object(var select) = tree, !select.keys.contains(where: { $0.uppercased() == "FROM" }) {
             let collection = try CollectionName(parsing: request.collection)
             select["FROM"] = [["SCOPE": .string(collection.scope), "COLLECTION": .string(collection.name), "AS": .string(collection.name)]]
