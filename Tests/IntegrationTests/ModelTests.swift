@@ -78,6 +78,9 @@ import Testing
             note.text = "flour, water"
             try await app.notes.save(note)
             #expect(app.notes.fields(of: note).map { $0.updatedAt >= $0.createdAt } == true)
+            // (The changes feed lists a document once, at its latest change: the update is
+            // announced before the deletion only if it is read before the deletion commits.)
+            try await received.wait("the update") { $0.contains { $0.kind == .updated && $0.id == id } }
             try await app.notes.delete(note)
             #expect(try await app.notes.load(id: id) == nil)
             // Each change once, of the right kind, in commit order (from the changes feed).
