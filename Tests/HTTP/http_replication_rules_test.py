@@ -161,6 +161,26 @@ class CouchRulesTests(CouchTestCase):
         self.assertEqual(live.status_code, 200)
         self.assertEqual(json.loads(live.text.splitlines()[0])["id"], "d")
 
+    def test_changes_with_documents_list_conflicts_and_inline_attachments(self):
+        db = self.new_db()
+        first, second = sorted([rev(1), rev(1)])
+        self.insert(db, "c", first, v="low")
+        self.insert(db, "c", second, v="high")
+        self.session.put(URL + "/" + db + "/att", timeout=30, json={
+            "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        feed = self.session.get(URL + "/" + db + "/_changes", timeout=30,
+                                params={"include_docs": "true", "conflicts": "true", "attachments": "true"}).json()
+        docs = {row["id"]: row["doc"] for row in feed["results"]}
+        self.assertEqual((docs["c"]["_rev"], docs["c"]["_conflicts"]), (second, [first]))
+        self.assertEqual([row["changes"] for row in feed["results"] if row["id"] == "c"], [[{"rev": second}]])
+        self.assertEqual(docs["att"]["_attachments"]["a.txt"]["data"], "aGVsbG8=")
+        plain = self.session.get(URL + "/" + db + "/_changes", params={"include_docs": "true"}, timeout=30).json()
+        plain_docs = {row["id"]: row["doc"] for row in plain["results"]}
+        self.assertNotIn("_conflicts", plain_docs["c"])
+        self.assertTrue(plain_docs["att"]["_attachments"]["a.txt"]["stub"])
+        leaves = self.session.get(URL + "/" + db + "/_changes", params={"style": "all_docs"}, timeout=30).json()
+        self.assertEqual(sorted(c["rev"] for row in leaves["results"] if row["id"] == "c" for c in row["changes"]), [first, second])
+
     def test_all_docs_keys_with_limit_skip_and_descending(self):
         db = self.new_db()
         for doc_id in ("a", "b", "c"):

@@ -27,6 +27,13 @@ struct ChangesOptions: Sendable {
     var heartbeatMs: Int?
     var timeoutMs = 60_000
     var designOnly = false
+    /// `style=all_docs`: every leaf in `changes` (the feed is also asked for leaves to tell
+    /// conflicts, `conflicts`).
+    var allDocsStyle = false
+    /// `conflicts=true` with the documents: each conflicted one lists its other live leaves.
+    var conflicts = false
+    /// `attachments=true` with the documents: their attachments' bytes inline.
+    var attachments = false
     /// A `_selector` (a Mango selector) or `_sofa_where` (a N1QL condition) filter: the feed runs
     /// it as a query over the documents changed since `since`, in sequence order, so an index on
     /// the fields it names serves it.
@@ -94,7 +101,10 @@ extension CouchAPI {
         options.limit = try call.integer("limit")
         options.query.descending = try call.flag("descending")
         options.query.includeBodies = try call.flag("include_docs")
-        options.query.allLeaves = call.query["style"] == "all_docs"
+        options.allDocsStyle = call.query["style"] == "all_docs"
+        options.conflicts = try options.query.includeBodies && call.flag("conflicts")
+        options.attachments = try options.query.includeBodies && call.flag("attachments")
+        options.query.allLeaves = options.allDocsStyle || options.conflicts
         options.query.includeDeleted = true
         if let heartbeat = call.query["heartbeat"] {
             // CouchDB's rule and words: `true` (a minute) or a positive number of milliseconds.
@@ -162,7 +172,9 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard let line = Self.changeLine(change, options) else { continue }
+                guard let line = Self.changeLine(change, options, document: try await changeDocument(change, options, database)) else {
+                    continue
+                }
                 if !first { chunk += Array(",\n".utf8) }
                 first = false
                 chunk += line
@@ -199,7 +211,9 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard let line = Self.changeLine(change, options) else { continue }
+                guard let line = Self.changeLine(change, options, document: try await changeDocument(change, options, database)) else {
+                    continue
+                }
                 if options.feed == "eventsource" {
                     chunk += Array("data: ".utf8) + line + Array("\nid: \(change.sequence)\n\n".utf8)
                 } else {
@@ -307,19 +321,29 @@ extension CouchAPI {
     }
 
     /// One change as CouchDB lists it; nil for one left out (a purged document, a filter).
-    static func changeLine(_ change: Change, _ options: ChangesOptions) -> [UInt8]? {
+    /// `document`: its `doc` member, when the feed includes the documents.
+    static func changeLine(_ change: Change, _ options: ChangesOptions, document: [UInt8]?) -> [UInt8]? {
         guard !change.rev.isEmpty else { return nil }
         if options.designOnly && !change.id.hasPrefix("_design/") { return nil }
-        let revs = options.query.allLeaves && !change.leaves.isEmpty ? change.leaves : [change.rev]
+        let revs = options.allDocsStyle && !change.leaves.isEmpty ? change.leaves : [change.rev]
         var out = Array("{\"seq\":\"\(change.sequence)\",\"id\":".utf8) + JSON.string(change.id).compactBytes()
         out += Array(",\"changes\":".utf8) + JSON.array(revs.map { ["rev": .string($0)] }).compactBytes()
         if change.deleted { out += Array(",\"deleted\":true".utf8) }
-        if options.query.includeBodies {
-            let document = StoredDocument(id: change.id, rev: change.rev, body: change.body.isEmpty ? Array("{}".utf8) : change.body,
-                                          deleted: change.deleted, sequence: change.sequence)
-            out += Array(",\"doc\":".utf8) + OutgoingDocument.bytes(document)
-        }
+        if let document { out += Array(",\"doc\":".utf8) + document }
         out.append(0x7D)
         return out
+    }
+
+    /// The `doc` of a change when the feed includes the documents: with `_conflicts` (a change
+    /// with several leaves costs a look at them) and the attachments inline when asked.
+    func changeDocument(_ change: Change, _ options: ChangesOptions, _ database: Database) async throws -> [UInt8]? {
+        guard options.query.includeBodies, !change.rev.isEmpty else { return nil }
+        var document = StoredDocument(id: change.id, rev: change.rev, body: change.body.isEmpty ? Array("{}".utf8) : change.body,
+                                      deleted: change.deleted, sequence: change.sequence, conflicted: change.leaves.count > 1)
+        let extras = options.conflicts ? try await conflictList(document, database) : []
+        if options.attachments, !change.deleted, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
+            document.body = try await inlineAttachments(document.body, database, since: nil)
+        }
+        return OutgoingDocument.bytes(document, extras: extras)
     }
 }
