@@ -61,13 +61,12 @@ extension DatabaseStore {
         }
     }
 
-    /// A document's expiration; 0 for none.
+    /// A document's expiration; 0 for none, and for a document that does not exist (as LiteCore
+    /// answers: c4DatabaseTest "Database Expired").
     public func expiration(id: String, in collection: CollectionName = .default) async throws(SofaError) -> Int64 {
         try check(collection)
         return try await read { (reader) throws(SofaError) -> Int64 in
-            guard let row = try DocumentRow.load(reader, collection, id), !row.isPurged else {
-                throw .notFound("document '\(id)' not found")
-            }
+            guard let row = try DocumentRow.load(reader, collection, id), !row.isPurged else { return 0 }
             return row.expiration ?? 0
         }
     }
