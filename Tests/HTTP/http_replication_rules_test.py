@@ -258,5 +258,80 @@ class CouchRulesTests(CouchTestCase):
         self.assertEqual((colon.status_code, colon.json()["reason"]), (403, "Character `:` is not allowed in usernames."))
 
 
+class ViewRulesTests(CouchTestCase):
+    """Views as CouchDB's own view tests query them."""
+
+    def view_db(self):
+        db = self.new_db()
+        docs = [{"_id": str(i), "integer": i, "link": str(i - 1)} for i in range(10, 15)]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        design = {"views": {
+            "semi": {"map": "function (doc) {\n emit(doc.integer, doc.integer);\n};\n", "reduce": "_sum\nare\nawesome"},
+            "jsreduce": {"map": "function (doc) { emit(null, doc.integer); }",
+                         "reduce": "function (keys, values) { return sum(values); };"},
+            "nulls": {"map": "function (doc) { emit(null, null); }"},
+            "linked": {"map": "function (doc) { emit(doc.integer, {_id: doc.link}); }"},
+        }}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30).status_code, 201)
+        return db
+
+    def view(self, db, name, params=None, body=None):
+        url = URL + "/" + db + "/_design/t/_view/" + name
+        if body is not None:
+            return self.session.post(url, params=params or {}, json=body, timeout=30)
+        return self.session.get(url, params=params or {}, timeout=30)
+
+    def test_functions_with_a_trailing_semicolon_and_builtin_names_with_more_after(self):
+        db = self.view_db()
+        self.assertEqual(self.view(db, "semi").json()["rows"], [{"key": None, "value": 60}])
+        self.assertEqual(self.view(db, "jsreduce").json()["rows"], [{"key": None, "value": 60}])
+        self.assertEqual(len(self.view(db, "semi", {"reduce": "false"}).json()["rows"]), 5)
+
+    def test_document_ids_in_ranges_are_taken_as_written(self):
+        db = self.view_db()
+        rows = self.view(db, "nulls", {"startkey": "null", "startkey_docid": "12", "endkey": "null", "endkey_docid": "13"}).json()
+        self.assertEqual([r["id"] for r in rows["rows"]], ["12", "13"])
+
+    def test_linked_documents_and_stale_reads(self):
+        db = self.view_db()
+        row = self.view(db, "linked", {"key": "12", "include_docs": "true"}).json()["rows"][0]
+        self.assertEqual((row["id"], row["doc"]["_id"]), ("12", "11"))
+        before = self.view(db, "nulls", {"update_seq": "true"}).json()
+        self.session.put(URL + "/" + db + "/late", json={"integer": 99}, timeout=30)
+        stale = self.view(db, "nulls", {"stale": "ok", "update_seq": "true"}).json()
+        self.assertEqual((len(stale["rows"]), stale["update_seq"]), (len(before["rows"]), before["update_seq"]))
+        after = self.view(db, "nulls", {"stale": "update_after", "update_seq": "true"}).json()
+        self.assertEqual(len(after["rows"]), len(before["rows"]))
+        self.assertEqual(len(self.view(db, "nulls").json()["rows"]), len(before["rows"]) + 1)
+
+    def test_options_couchdb_refuses(self):
+        db = self.view_db()
+        refused = [
+            ("nulls", {"group": "true"}, None, "Invalid use of grouping on a map view."),
+            ("nulls", {"reduce": "true"}, None, "Reduce is invalid for map-only views."),
+            ("semi", {"group": "true", "reduce": "false"}, None, "Invalid use of grouping on a map view."),
+            ("semi", {"startkey": "2", "endkey": "1"}, None,
+             "No rows can match your key range, reverse your start_key and end_key or set descending=true"),
+            ("semi", {"startkey": "1", "endkey": "5", "descending": "true"}, None,
+             "No rows can match your key range, reverse your start_key and end_key or set descending=false"),
+            ("semi", {"include_docs": "true"}, None, "`include_docs` is invalid for reduce"),
+            ("semi", {}, {"keys": [10, 11]}, "Multi-key fetchs for reduce views must use `group=true`"),
+            ("nulls", {"startkey": "1"}, {"keys": [10]}, "`start_key` is incompatible with `keys`"),
+            ("nulls", {"stale": "foo"}, None, "Invalid value for `stale`."),
+        ]
+        for name, params, body, reason in refused:
+            answer = self.view(db, name, params, body)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "query_parse_error", "reason": reason}),
+                             (name, params, body))
+        bad_keys = self.view(db, "nulls", None, {"keys": 1})
+        self.assertEqual((bad_keys.status_code, bad_keys.json()["reason"]), (400, "`keys` member must be an array."))
+        for url in ("/_design/t/_view/nulls?key=abc", "/_all_docs?startkey=foo"):
+            answer = self.session.get(URL + "/" + db + url, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "bad_request"), url)
+        gone = self.session.post(URL + "/" + db + "/_temp_view", json={"map": "function(doc){}"}, timeout=30)
+        self.assertEqual((gone.status_code, gone.json()),
+                         (410, {"error": "gone", "reason": "Temporary views are not supported in CouchDB"}))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

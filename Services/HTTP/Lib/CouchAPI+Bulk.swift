@@ -102,6 +102,7 @@ extension CouchAPI {
     /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.
     /// `idPrefix`: the listing of `_design_docs` or `_local_docs` (IDs with that prefix only).
     func allDocs(_ call: inout CouchCall, _ database: Database, idPrefix: String? = nil) async throws -> Response {
+        try Self.requireJSONKeys(call)
         var options = try QueryOptions(call.query)
         if call.method == .post {
             // The query string wins over the body, as in CouchDB.

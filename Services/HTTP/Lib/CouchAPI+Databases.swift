@@ -61,6 +61,8 @@ extension CouchAPI {
         case "_find" where segments.count == 2: return try await find(&call, database, explain: false)
         case "_explain" where segments.count == 2: return try await find(&call, database, explain: true)
         case "_index": return try await index(&call, database)
+        case "_temp_view" where segments.count == 2:
+            throw CouchError(.init(code: 410), "gone", "Temporary views are not supported in CouchDB")
         case "_design" where segments.count == 5 && segments[3] == "_view":
             return try await viewQuery(&call, database, design: segments[2], view: segments[4])
         case "_design" where segments.count == 4 && segments[3] == "_info":
@@ -79,18 +81,51 @@ extension CouchAPI {
     /// `GET /db/_design/ddoc/_view/name` (options in the query, each JSON) or `POST` (options,
     /// `keys` among them, in the body).
     func viewQuery(_ call: inout CouchCall, _ database: Database, design: String, view: String) async throws -> Response {
+        try Self.requireJSONKeys(call)
         var options = try QueryOptions(call.query)
         if call.method == .post {
-            for (key, value) in try await call.objectBody(limit: limits.maxRequestBytes) { options.values[key] = value }
+            let body = try await call.objectBody(limit: limits.maxRequestBytes)
+            if let keys = body["keys"], keys.arrayValue == nil {
+                throw CouchError(.badRequest, "bad_request", "`keys` member must be an array.")
+            }
+            for (key, value) in body { options.values[key] = value }
         } else {
             try Self.requireMethod(call, .get, .head)
         }
         var given = JSONObject()
         for (key, value) in options.values.sorted(by: { $0.key < $1.key }) {
-            // `update` is a word, not JSON (update=lazy); the rest are JSON values.
-            given[key] = key == "update" ? .string(value.stringValue ?? value.compactString) : value
+            // `update` and `stale` are words, and document IDs are taken as written; the rest are JSON.
+            if ["update", "stale"].contains(key) || Self.docIDParameters.contains(key) {
+                given[key] = .string(call.query[key] ?? value.stringValue ?? value.compactString)
+            } else {
+                given[key] = value
+            }
         }
-        return Self.json(try await database.view(design + "/" + view, options: given))
+        return try await Self.viewAnswer(database, design + "/" + view, options: given)
+    }
+
+    /// A view's answer; options it refuses are CouchDB's `query_parse_error`.
+    static func viewAnswer(_ database: Database, _ name: String, options: JSONObject) async throws -> Response {
+        do {
+            return json(try await database.view(name, options: options))
+        } catch {
+            if error.sofaCode == .invalidParameter { throw CouchError(.badRequest, "query_parse_error", error.message) }
+            throw error
+        }
+    }
+
+    /// The view options that name a document: their text is the ID, not JSON.
+    static let docIDParameters: Set<String> = ["startkey_docid", "start_key_docid", "start_key_doc_id",
+                                               "endkey_docid", "end_key_docid", "end_key_doc_id"]
+
+    /// The keys of a view or `_all_docs` query in its query string are JSON: text that is not is
+    /// refused (CouchDB's answer), rather than read as a string.
+    static func requireJSONKeys(_ call: CouchCall) throws {
+        for name in ["key", "keys", "startkey", "start_key", "endkey", "end_key"] {
+            if let text = call.query[name], JSON.tryParse(text) == nil {
+                throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+            }
+        }
     }
 
     func databaseInfo(_ database: Database) async throws -> JSON {

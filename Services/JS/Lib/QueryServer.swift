@@ -34,7 +34,7 @@ public enum QueryServer {
       __sofa.emitted.push([key === undefined ? null : key, value === undefined ? null : value]);
     }
     function __compile(source) {
-      var fun = eval('(' + source + ')');
+      var fun = eval('(' + String(source).replace(/[\s;]+$/, '') + ')');
       if (typeof fun !== 'function') { throw new TypeError('not a function: ' + String(source).slice(0, 80)); }
       return fun;
     }

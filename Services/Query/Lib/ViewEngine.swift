@@ -103,12 +103,12 @@ public final class ViewEngine: Sendable {
             index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature)
             state.indexes[indexKey] = (signature, index)
         }
-        let update = options["update"]?.stringValue ?? (options["update"]?.boolValue == false ? "false" : "true")
+        var query = try Self.options(options, reduces: reduceSource != nil)
+        let update = Self.updateMode(options)
         if update == "true" { try bringUpToDate(&state, index, main, map: map) }
-        var query = try Self.options(options)
         var reducer: ViewReducer?
         if let reduceSource, query.reduce {
-            if let builtin = BuiltinReduce(rawValue: reduceSource.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            if let builtin = BuiltinReduce(named: reduceSource) {
                 reducer = ViewReducer(builtin)
             } else {
                 let js = state.js
@@ -128,8 +128,9 @@ public final class ViewEngine: Sendable {
         } else {
             query.reduce = false
         }
-        let counts = reduceSource?.trimmingCharacters(in: .whitespacesAndNewlines) == BuiltinReduce.count.rawValue
+        let counts = reduceSource.flatMap(BuiltinReduce.init(named:)) == .count
         let result = try index.query(query, countsRows: counts, reduce: reducer)
+        let answeredSequence = index.lastSequence
         if update == "lazy" { try bringUpToDate(&state, index, main, map: map) }
         var answer = JSONObject()
         switch result {
@@ -140,14 +141,15 @@ public final class ViewEngine: Sendable {
             var listed: [JSON] = []
             for row in rows {
                 var item = JSONObject([("id", .string(row.id)), ("key", row.key), ("value", row.value)])
-                if includeDocs { item["doc"] = try Self.document(main, row.id) ?? .null }
+                // A value `{"_id": …}` links the row to that document instead (CouchDB's rule).
+                if includeDocs { item["doc"] = try Self.document(main, row.value["_id"]?.stringValue ?? row.id) ?? .null }
                 listed.append(.object(item))
             }
             answer["rows"] = .array(listed)
         case .reduced(let groups):
             answer["rows"] = .array(groups.map { .object(JSONObject([("key", $0.key ?? .null), ("value", $0.value)])) })
         }
-        if options["update_seq"]?.boolValue == true { answer["update_seq"] = .string("\(index.lastSequence)") }
+        if options["update_seq"]?.boolValue == true { answer["update_seq"] = .string("\(answeredSequence)") }
         return .object(answer)
     }
 
@@ -168,34 +170,5 @@ public final class ViewEngine: Sendable {
             found = .object(object)
         }
         return found
-    }
-
-    /// CouchDB's query options (JSON values, as in a view URL's query string or a POST body).
-    static func options(_ given: JSONObject) throws(SofaError) -> ViewQueryOptions {
-        func bool(_ name: String, _ value: Bool) throws(SofaError) -> Bool {
-            guard let given = given[name] else { return value }
-            guard let flag = given.boolValue else { throw SofaError(.invalidQuery, "\(name) must be true or false") }
-            return flag
-        }
-        func count(_ name: String) throws(SofaError) -> Int? {
-            guard let given = given[name] else { return nil }
-            guard let number = given.intValue, number >= 0 else { throw SofaError(.invalidQuery, "\(name) must be a non-negative integer") }
-            return Int(number)
-        }
-        var options = ViewQueryOptions()
-        options.key = given["key"]
-        options.keys = given["keys"]?.arrayValue
-        options.startKey = given["startkey"] ?? given["start_key"]
-        options.endKey = given["endkey"] ?? given["end_key"]
-        options.startKeyDocID = (given["startkey_docid"] ?? given["start_key_doc_id"])?.stringValue
-        options.endKeyDocID = (given["endkey_docid"] ?? given["end_key_doc_id"])?.stringValue
-        options.inclusiveEnd = try bool("inclusive_end", true)
-        options.descending = try bool("descending", false)
-        options.limit = try count("limit")
-        options.skip = try count("skip") ?? 0
-        options.reduce = try bool("reduce", true)
-        options.group = try bool("group", false)
-        options.groupLevel = try count("group_level")
-        return options
     }
 }

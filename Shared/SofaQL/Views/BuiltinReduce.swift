@@ -12,6 +12,14 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
     case stats = "_stats"
     case approxCountDistinct = "_approx_count_distinct"
 
+    /// The built-in a reduce function's source names: its name first (whitespace around it, and
+    /// anything after it, as CouchDB reads `_sum\nare\nawesome`); nil for JavaScript.
+    public init?(named source: String) {
+        let name = source.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard name.hasPrefix("_"), let found = Self.allCases.first(where: { name.hasPrefix($0.rawValue) }) else { return nil }
+        self = found
+    }
+
     /// The reduction of rows `(key, value)`.
     public func reduce(keys: [JSON], values: [JSON]) throws(SofaError) -> JSON {
         switch self {
