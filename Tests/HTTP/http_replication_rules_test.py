@@ -304,6 +304,19 @@ class ViewRulesTests(CouchTestCase):
         self.assertEqual(len(after["rows"]), len(before["rows"]))
         self.assertEqual(len(self.view(db, "nulls").json()["rows"]), len(before["rows"]) + 1)
 
+    def test_map_functions_and_included_documents_see_conflicts(self):
+        db = self.new_db()
+        first, second = sorted([rev(1), rev(1)])
+        self.insert(db, "c", first, v="low")
+        self.insert(db, "c", second, v="high")
+        self.session.put(URL + "/" + db + "/plain", json={"v": 0}, timeout=30)
+        design = {"views": {"conflicted": {"map": "function (doc) { if (doc._conflicts) emit(doc._id, doc._conflicts); }"},
+                            "all": {"map": "function (doc) { emit(doc._id, null); }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30).status_code, 201)
+        self.assertEqual(self.view(db, "conflicted").json()["rows"], [{"id": "c", "key": "c", "value": [first]}])
+        docs = self.view(db, "all", {"include_docs": "true", "conflicts": "true"}).json()["rows"]
+        self.assertEqual([(r["id"], r["doc"].get("_conflicts")) for r in docs], [("c", [first]), ("plain", None)])
+
     def test_options_couchdb_refuses(self):
         db = self.view_db()
         refused = [

@@ -65,25 +65,35 @@ extension ViewEngine {
     /// The next batch of documents changed after `sequence`.
     static func changed(_ main: SQLiteConnection, after sequence: UInt64) throws(SofaError) -> [Changed] {
         var documents: [Changed] = []
-        try main.run("SELECT key, sequence, flags, core_revid(version), body FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
+        try main.run("SELECT key, sequence, flags, core_revid(version), body, extra FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
                      [.integer(Int64(sequence)), .integer(Int64(batch))]) { row in
             let id = row.text(0)
             var mappable: [UInt8]?
             if row.integer(2) & 1 == 0, !id.hasPrefix("_design/") {
-                mappable = Self.document(id: id, rev: row.text(3), body: row.blob(4))
+                let conflicts = row.integer(2) & Int64(DocumentFlags.conflicted.rawValue) != 0
+                    ? Self.conflicts(extra: row.blob(5), body: row.blob(4)) : []
+                mappable = Self.document(id: id, rev: row.text(3), body: row.blob(4), conflicts: conflicts)
             }
             documents.append(Changed(id: id, sequence: UInt64(row.integer(1)), mappable: mappable))
         }
         return documents
     }
 
-    /// A stored body (compact JSON) as the map function sees it, `_id` and `_rev` first; nil
-    /// when it is not an object.
-    static func document(id: String, rev: String, body: [UInt8]) -> [UInt8]? {
+    /// A stored body (compact JSON) as the map function sees it, `_id` and `_rev` first, and
+    /// `_conflicts` (the other live leaves, as CouchDB gives a map function) when there are any;
+    /// nil when it is not an object.
+    static func document(id: String, rev: String, body: [UInt8], conflicts: [String] = []) -> [UInt8]? {
         guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else { return nil }
         var out = Array(#"{"_id":"#.utf8) + JSON.string(id).compactBytes() + Array(#","_rev":"#.utf8) + JSON.string(rev).compactBytes()
+        if !conflicts.isEmpty { out += Array(#","_conflicts":"#.utf8) + JSON.array(conflicts.map { .string($0) }).compactBytes() }
         out += body.count > 2 ? [UInt8(ascii: ",")] + body.dropFirst() : [UInt8(ascii: "}")]
         return out
+    }
+
+    /// The live leaves other than the current revision, from a conflicted row's revision tree.
+    static func conflicts(extra: [UInt8], body: [UInt8]) -> [String] {
+        guard !extra.isEmpty, let tree = try? RevTree(encoded: extra, currentBody: body), let current = tree.current else { return [] }
+        return tree.leaves.filter { $0.isActive && $0.revID != current.revID }.map(\.revID.ascii)
     }
 
     /// Sends a batch's `map_docs` command; false when the child could not take it.

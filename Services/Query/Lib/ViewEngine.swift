@@ -142,7 +142,10 @@ public final class ViewEngine: Sendable {
             for row in rows {
                 var item = JSONObject([("id", .string(row.id)), ("key", row.key), ("value", row.value)])
                 // A value `{"_id": …}` links the row to that document instead (CouchDB's rule).
-                if includeDocs { item["doc"] = try Self.document(main, row.value["_id"]?.stringValue ?? row.id) ?? .null }
+                if includeDocs {
+                    item["doc"] = try Self.document(main, row.value["_id"]?.stringValue ?? row.id,
+                                                    conflicts: options["conflicts"]?.boolValue == true) ?? .null
+                }
                 listed.append(.object(item))
             }
             answer["rows"] = .array(listed)
@@ -156,15 +159,20 @@ public final class ViewEngine: Sendable {
     /// A view's code, summed up: an index built from other code is rebuilt.
     /// (With the index's format: an index of an earlier format is rebuilt.)
     static func signature(map: String, reduce: String?) -> String {
-        (try? sha256(Array(("2\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
+        (try? sha256(Array(("3\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
     }
 
-    /// A document as CouchDB shows it (for `include_docs`); nil when it is gone.
-    static func document(_ main: SQLiteConnection, _ id: String) throws(SofaError) -> JSON? {
+    /// A document as CouchDB shows it (for `include_docs`), with its `_conflicts` when asked;
+    /// nil when it is gone.
+    static func document(_ main: SQLiteConnection, _ id: String, conflicts: Bool = false) throws(SofaError) -> JSON? {
         var found: JSON?
-        try main.run("SELECT core_revid(version), body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
+        try main.run("SELECT core_revid(version), body, flags, extra FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
             guard var object = JSON.tryParse(row.blob(1))?.objectValue else { return }
             var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
+            if conflicts, row.integer(2) & Int64(DocumentFlags.conflicted.rawValue) != 0 {
+                let others = Self.conflicts(extra: row.blob(3), body: row.blob(1))
+                if !others.isEmpty { shown["_conflicts"] = .array(others.map { .string($0) }) }
+            }
             for (key, value) in object { shown[key] = value }
             object = shown
             found = .object(object)
