@@ -317,6 +317,25 @@ class ViewRulesTests(CouchTestCase):
         docs = self.view(db, "all", {"include_docs": "true", "conflicts": "true"}).json()["rows"]
         self.assertEqual([(r["id"], r["doc"].get("_conflicts")) for r in docs], [("c", [first]), ("plain", None)])
 
+    def test_design_documents_are_checked_before_they_are_stored(self):
+        db = self.new_db()
+        refused = [
+            ({"views": "invalid"}, "`views` field must have object type"),
+            ({"views": {"v": {"reduce": "_count"}}}, "View `v` must contain map function"),
+            ({"views": {"v": {"map": {}}}}, "`views.v.map` field must have string type"),
+            ({"views": {"v": {"map": "function(doc){}", "reduce": "_foobar"}}}, "`_foobar` is not a supported reduce function."),
+            ({"options": "invalid"}, "`options` field must have object type"),
+            ({"language": 1}, "`language` field must have string type"),
+        ]
+        for body, reason in refused:
+            answer = self.session.put(URL + "/" + db + "/_design/bad", json=body, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "invalid_design_doc", "reason": reason}), body)
+        bulk = self.session.post(URL + "/" + db + "/_bulk_docs", timeout=30,
+                                 json={"docs": [{"_id": "_design/bad", "views": "invalid"}, {"_id": "fine"}]}).json()
+        self.assertEqual([r.get("error") for r in bulk], ["invalid_design_doc", None])
+        good = {"views": {"v": {"map": "function(doc){ emit(doc._id, null); }", "reduce": "_count"}, "lib": {"x": "1"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/good", json=good, timeout=30).status_code, 201)
+
     def test_options_couchdb_refuses(self):
         db = self.view_db()
         refused = [

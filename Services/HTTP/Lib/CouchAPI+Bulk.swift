@@ -27,6 +27,7 @@ extension CouchAPI {
                 guard let object = value.objectValue else { throw CouchError(.badRequest, "bad_request", "Document must be a JSON object") }
                 var document = try IncomingDocument(object)
                 if document.id == nil { document.id = try randomBytes(16).hexString }
+                if document.id!.hasPrefix("_design/"), !document.deleted { try DesignDocumentRules.check(document.body) }
                 let stored = try await storeInlineAttachments(document.body, database, id: document.id!,
                                                               revpos: Self.nextGeneration(document, newEdits: newEdits))
                 let bytes = JSON.object(stored).compactBytes()
