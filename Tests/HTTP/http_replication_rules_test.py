@@ -336,6 +336,20 @@ class ViewRulesTests(CouchTestCase):
         good = {"views": {"v": {"map": "function(doc){ emit(doc._id, null); }", "reduce": "_count"}, "lib": {"x": "1"}}}
         self.assertEqual(self.session.put(URL + "/" + db + "/_design/good", json=good, timeout=30).status_code, 201)
 
+    def test_several_queries_at_once_and_inline_attachments(self):
+        db = self.view_db()
+        answer = self.session.post(URL + "/" + db + "/_design/t/_view/semi/queries", timeout=30,
+                                   json={"queries": [{}, {"reduce": False, "limit": 2}, {"keys": [10, 12], "group": True}]})
+        self.assertEqual(answer.status_code, 200, answer.text)
+        results = answer.json()["results"]
+        self.assertEqual(results[0]["rows"], [{"key": None, "value": 60}])
+        self.assertEqual([r["key"] for r in results[1]["rows"]], [10, 11])
+        self.assertEqual(results[2]["rows"], [{"key": 10, "value": 10}, {"key": 12, "value": 12}])
+        self.session.put(URL + "/" + db + "/att", timeout=30, json={
+            "integer": 50, "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        rows = self.view(db, "semi", {"reduce": "false", "key": "50", "include_docs": "true", "attachments": "true"}).json()["rows"]
+        self.assertEqual([r["doc"]["_attachments"]["a.txt"]["data"] for r in rows], ["aGVsbG8="])
+
     def test_options_couchdb_refuses(self):
         db = self.view_db()
         refused = [

@@ -65,6 +65,8 @@ extension CouchAPI {
             throw CouchError(.init(code: 410), "gone", "Temporary views are not supported in CouchDB")
         case "_design" where segments.count == 5 && segments[3] == "_view":
             return try await viewQuery(&call, database, design: segments[2], view: segments[4])
+        case "_design" where segments.count == 6 && segments[3] == "_view" && segments[5] == "queries":
+            return try await viewQueries(&call, database, design: segments[2], view: segments[4])
         case "_design" where segments.count == 4 && segments[3] == "_info":
             try Self.requireMethod(call, .get, .head)
             return Self.json(try await database.designInfo(segments[2]))
@@ -101,17 +103,43 @@ extension CouchAPI {
                 given[key] = value
             }
         }
-        return try await Self.viewAnswer(database, design + "/" + view, options: given)
+        return Self.json(try await viewAnswer(database, design + "/" + view, options: given))
     }
 
-    /// A view's answer; options it refuses are CouchDB's `query_parse_error`.
-    static func viewAnswer(_ database: Database, _ name: String, options: JSONObject) async throws -> Response {
+    /// `POST …/_view/name/queries` with `{"queries": [options, …]}`: `{"results": [answer, …]}`.
+    func viewQueries(_ call: inout CouchCall, _ database: Database, design: String, view: String) async throws -> Response {
+        try Self.requireMethod(call, .post)
+        guard let queries = try await call.objectBody(limit: limits.maxRequestBytes)["queries"]?.arrayValue else {
+            throw CouchError(.badRequest, "bad_request", "`queries` member must be an array.")
+        }
+        var results: [JSON] = []
+        for query in queries {
+            guard let options = query.objectValue else { throw CouchError(.badRequest, "bad_request", "each query must be an object") }
+            results.append(try await viewAnswer(database, design + "/" + view, options: options))
+        }
+        return Self.json(["results": .array(results)])
+    }
+
+    /// A view's answer; options it refuses are CouchDB's `query_parse_error`. With `include_docs`
+    /// and `attachments=true`, the documents' attachments are inline.
+    func viewAnswer(_ database: Database, _ name: String, options: JSONObject) async throws -> JSON {
+        var answer: JSON
         do {
-            return json(try await database.view(name, options: options))
+            answer = try await database.view(name, options: options)
         } catch {
             if error.sofaCode == .invalidParameter { throw CouchError(.badRequest, "query_parse_error", error.message) }
             throw error
         }
+        guard options["include_docs"]?.boolValue == true, options["attachments"]?.boolValue == true,
+              case .object(var object) = answer, case .array(var rows)? = object["rows"] else { return answer }
+        for (index, row) in rows.enumerated() {
+            guard case .object(var item) = row, let doc = item["doc"], doc["_attachments"] != nil else { continue }
+            item["doc"] = JSON.tryParse(try await inlineAttachments(doc.compactBytes(), database)) ?? doc
+            rows[index] = .object(item)
+        }
+        object["rows"] = .array(rows)
+        answer = .object(object)
+        return answer
     }
 
     /// The view options that name a document: their text is the ID, not JSON.
