@@ -10,12 +10,13 @@ import Testing
 /// script is a unittest program in Tests/HTTP; its output is shown when it fails.
 @Suite("HTTP API (sofa-http)", .serialized)
 struct HTTPAPITests {
-    @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, Mango, security, CORS; and what a replicator relies on holds")
+    @Test("a CouchDB client library drives every endpoint group: server, auth, databases, documents, bulk, changes, attachments, Mango, security, CORS; what a replicator relies on and CouchDB's own test suite's rules hold")
     func couchClientLibrary() async throws {
         let origin = "http://app.example"
         try await Cluster.with(queryWorkers: 2, http: true, settings: [Setting.corsOrigins.variable: origin]) { cluster in
             try await Self.python("couch_client_test.py", cluster, ["SOFA_TEST_CORS_ORIGIN": origin])
             try await Self.python("http_replication_rules_test.py", cluster, [:])
+            try await Self.python("http_couch_rules_test.py", cluster, [:])
         }
     }
 

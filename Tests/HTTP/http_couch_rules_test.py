@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""CouchDB's rules that its own test suite checks, beyond replication: changes and listing
+parameters, revisions named twice, bad attachment data, `_users` documents, server listings,
+and views (functions, ranges, CouchDB's query_parse_error checks, linked and conflicted
+documents, stale reads, design document checks, several queries at once).
+
+Environment: SOFA_HTTP_URL, SOFA_ADMIN_NAME, SOFA_ADMIN_PASSWORD (as couch_client_test.py).
+"""
+
+import json
+import unittest
+import uuid
+
+from http_support import URL, CouchTestCase, rev
+
+
+class CouchRulesTests(CouchTestCase):
+    """Smaller rules of CouchDB's own tests: parameters, revisions named twice, bad input."""
+
+    def test_changes_parameters(self):
+        db = self.new_db()
+        self.session.put(URL + "/" + db + "/d", json={"v": 1}, timeout=30)
+        for value, reason in (("-1", "The heartbeat value should be a positive integer (in milliseconds)."),
+                              ("abc", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")):
+            answer = self.session.get(URL + "/" + db + "/_changes", params={"feed": "continuous", "heartbeat": value}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "bad_request", "reason": reason}))
+        live = self.session.get(URL + "/" + db + "/_changes", params={"feed": "live", "timeout": "100"}, timeout=30)
+        self.assertEqual(live.status_code, 200)
+        self.assertEqual(json.loads(live.text.splitlines()[0])["id"], "d")
+
+    def test_changes_with_documents_list_conflicts_and_inline_attachments(self):
+        db = self.new_db()
+        first, second = sorted([rev(1), rev(1)])
+        self.insert(db, "c", first, v="low")
+        self.insert(db, "c", second, v="high")
+        self.session.put(URL + "/" + db + "/att", timeout=30, json={
+            "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        feed = self.session.get(URL + "/" + db + "/_changes", timeout=30,
+                                params={"include_docs": "true", "conflicts": "true", "attachments": "true"}).json()
+        docs = {row["id"]: row["doc"] for row in feed["results"]}
+        self.assertEqual((docs["c"]["_rev"], docs["c"]["_conflicts"]), (second, [first]))
+        self.assertEqual([row["changes"] for row in feed["results"] if row["id"] == "c"], [[{"rev": second}]])
+        self.assertEqual(docs["att"]["_attachments"]["a.txt"]["data"], "aGVsbG8=")
+        plain = self.session.get(URL + "/" + db + "/_changes", params={"include_docs": "true"}, timeout=30).json()
+        plain_docs = {row["id"]: row["doc"] for row in plain["results"]}
+        self.assertNotIn("_conflicts", plain_docs["c"])
+        self.assertTrue(plain_docs["att"]["_attachments"]["a.txt"]["stub"])
+        leaves = self.session.get(URL + "/" + db + "/_changes", params={"style": "all_docs"}, timeout=30).json()
+        self.assertEqual(sorted(c["rev"] for row in leaves["results"] if row["id"] == "c" for c in row["changes"]), [first, second])
+
+    def test_all_docs_keys_with_limit_skip_and_descending(self):
+        db = self.new_db()
+        for doc_id in ("a", "b", "c"):
+            self.session.put(URL + "/" + db + "/" + doc_id, json={}, timeout=30)
+        def keyed(params, body):
+            answer = self.session.post(URL + "/" + db + "/_all_docs", params=params, json=body, timeout=30)
+            return [row.get("key") for row in answer.json()["rows"]]
+        self.assertEqual(keyed({}, {"keys": ["c", "a", "b"], "limit": 2}), ["c", "a"])
+        self.assertEqual(keyed({"limit": "1"}, {"keys": ["c", "a"], "limit": 2}), ["c"])
+        self.assertEqual(keyed({"skip": "1"}, {"keys": ["c", "a", "b"]}), ["a", "b"])
+        self.assertEqual(keyed({"descending": "true"}, {"keys": ["c", "a", "b"]}), ["b", "a", "c"])
+        bad = self.session.post(URL + "/" + db + "/_all_docs", json={"keys": "a"}, timeout=30)
+        self.assertEqual((bad.status_code, bad.json()["reason"]), (400, "`keys` body member must be an array."))
+
+    def test_revisions_named_twice_must_agree(self):
+        db = self.new_db()
+        rev = self.session.put(URL + "/" + db + "/d", json={"v": 1}, timeout=30).json()["rev"]
+        other = "1-" + "0" * 32
+        body = self.session.put(URL + "/" + db + "/d", params={"rev": other}, json={"_rev": rev, "v": 2}, timeout=30)
+        self.assertEqual((body.status_code, body.json()["reason"]),
+                         (400, "Document rev from request body and query string have different values"))
+        etag = self.session.put(URL + "/" + db + "/d", headers={"If-Match": '"%s"' % other}, json={"_rev": rev, "v": 2}, timeout=30)
+        self.assertEqual((etag.status_code, etag.json()["reason"]), (400, "Document rev and etag have different values"))
+        self.assertEqual(self.session.put(URL + "/" + db + "/d", headers={"If-Match": '"%s"' % rev}, json={"v": 2},
+                                          timeout=30).status_code, 201)
+        missing = self.session.delete(URL + "/" + db + "/nothing", timeout=30)
+        self.assertEqual((missing.status_code, missing.json()["error"]), (404, "not_found"))
+        without = self.session.delete(URL + "/" + db + "/d", timeout=30)
+        self.assertEqual((without.status_code, without.json()["error"]), (409, "conflict"))
+
+    def test_attachment_data_must_be_base64(self):
+        db = self.new_db()
+        bad = self.session.put(URL + "/" + db + "/bin", timeout=30, json={
+            "_attachments": {"foo.txt": {"content_type": "text/plain", "data": "notBase64Encoded="}}})
+        self.assertEqual((bad.status_code, bad.json()["error"]), (400, "bad_request"))
+        wrapped = self.session.put(URL + "/" + db + "/bin", timeout=30, json={
+            "_attachments": {"foo.txt": {"content_type": "text/plain", "data": "VGhpcyBpcyBh\nIGJhc2U2NCBlbmNvZGVkIHRleHQ="}}})
+        self.assertEqual(wrapped.status_code, 201, wrapped.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/bin/foo.txt", timeout=30).content, b"This is a base64 encoded text")
+
+    def test_server_listings_and_session(self):
+        names = sorted(self.new_db() for _ in range(3))
+        listed = self.session.get(URL + "/_all_dbs", params={"start_key": json.dumps(names[1]), "end_key": json.dumps(names[2])},
+                                  timeout=30).json()
+        # (Other databases may fall between these random names: only the bounds are asserted.)
+        self.assertEqual([n for n in listed if n in names], names[1:])
+        self.assertTrue(all(names[1] <= n <= names[2] for n in listed), listed)
+        backwards = self.session.get(URL + "/_all_dbs", timeout=30, params={
+            "startkey": json.dumps(names[2]), "endkey": json.dumps(names[1]), "descending": "true"}).json()
+        self.assertEqual([n for n in backwards if n in names], [names[2], names[1]])
+        self.assertEqual(backwards, sorted(backwards, reverse=True))
+        gone = self.session.post(URL + "/r" + uuid.uuid4().hex + "/_ensure_full_commit", json={}, timeout=30)
+        self.assertEqual(gone.status_code, 404)
+        session = self.session.get(URL + "/_session", timeout=30).json()
+        self.assertEqual(session["info"]["authentication_db"], "_users")
+
+    def test_user_documents_follow_couchdbs_rules(self):
+        if self.session.head(URL + "/_users", timeout=30).status_code == 404:
+            self.session.put(URL + "/_users", timeout=30)
+        name = "u" + uuid.uuid4().hex
+        cases = [
+            ({"name": name, "roles": [], "password": "p"}, "doc.type must be user"),
+            ({"type": "user", "roles": [], "password": "p"}, "doc.name is required"),
+            ({"type": "user", "name": name, "password": "p"}, "doc.roles must exist"),
+            ({"type": "user", "name": name, "roles": "x", "password": "p"}, "doc.roles must be an array"),
+            ({"type": "user", "name": name, "roles": [1], "password": "p"}, "doc.roles can only contain strings"),
+            ({"type": "user", "name": name + "x", "roles": [], "password": "p"}, "Doc ID must be of the form org.couchdb.user:name"),
+            ({"type": "user", "name": name, "roles": ["_admin"], "password": "p"}, "No system roles (starting with underscore) in users db."),
+        ]
+        for body, reason in cases:
+            answer = self.session.put(URL + "/_users/org.couchdb.user:" + name, json=body, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (403, {"error": "forbidden", "reason": reason}), body)
+        colon = self.session.put(URL + "/_users/org.couchdb.user:joe:erlang", timeout=30,
+                                 json={"type": "user", "name": "joe:erlang", "roles": [], "password": "p"})
+        self.assertEqual((colon.status_code, colon.json()["reason"]), (403, "Character `:` is not allowed in usernames."))
+
+
+class ViewRulesTests(CouchTestCase):
+    """Views as CouchDB's own view tests query them."""
+
+    def view_db(self):
+        db = self.new_db()
+        docs = [{"_id": str(i), "integer": i, "link": str(i - 1)} for i in range(10, 15)]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        design = {"views": {
+            "semi": {"map": "function (doc) {\n emit(doc.integer, doc.integer);\n};\n", "reduce": "_sum\nare\nawesome"},
+            "jsreduce": {"map": "function (doc) { emit(null, doc.integer); }",
+                         "reduce": "function (keys, values) { return sum(values); };"},
+            "nulls": {"map": "function (doc) { emit(null, null); }"},
+            "linked": {"map": "function (doc) { emit(doc.integer, {_id: doc.link}); }"},
+        }}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30).status_code, 201)
+        return db
+
+    def view(self, db, name, params=None, body=None):
+        url = URL + "/" + db + "/_design/t/_view/" + name
+        if body is not None:
+            return self.session.post(url, params=params or {}, json=body, timeout=30)
+        return self.session.get(url, params=params or {}, timeout=30)
+
+    def test_functions_with_a_trailing_semicolon_and_builtin_names_with_more_after(self):
+        db = self.view_db()
+        self.assertEqual(self.view(db, "semi").json()["rows"], [{"key": None, "value": 60}])
+        self.assertEqual(self.view(db, "jsreduce").json()["rows"], [{"key": None, "value": 60}])
+        self.assertEqual(len(self.view(db, "semi", {"reduce": "false"}).json()["rows"]), 5)
+
+    def test_document_ids_in_ranges_are_taken_as_written(self):
+        db = self.view_db()
+        rows = self.view(db, "nulls", {"startkey": "null", "startkey_docid": "12", "endkey": "null", "endkey_docid": "13"}).json()
+        self.assertEqual([r["id"] for r in rows["rows"]], ["12", "13"])
+
+    def test_linked_documents_and_stale_reads(self):
+        db = self.view_db()
+        row = self.view(db, "linked", {"key": "12", "include_docs": "true"}).json()["rows"][0]
+        self.assertEqual((row["id"], row["doc"]["_id"]), ("12", "11"))
+        before = self.view(db, "nulls", {"update_seq": "true"}).json()
+        self.session.put(URL + "/" + db + "/late", json={"integer": 99}, timeout=30)
+        stale = self.view(db, "nulls", {"stale": "ok", "update_seq": "true"}).json()
+        self.assertEqual((len(stale["rows"]), stale["update_seq"]), (len(before["rows"]), before["update_seq"]))
+        after = self.view(db, "nulls", {"stale": "update_after", "update_seq": "true"}).json()
+        self.assertEqual(len(after["rows"]), len(before["rows"]))
+        self.assertEqual(len(self.view(db, "nulls").json()["rows"]), len(before["rows"]) + 1)
+
+    def test_map_functions_and_included_documents_see_conflicts(self):
+        db = self.new_db()
+        first, second = sorted([rev(1), rev(1)])
+        self.insert(db, "c", first, v="low")
+        self.insert(db, "c", second, v="high")
+        self.session.put(URL + "/" + db + "/plain", json={"v": 0}, timeout=30)
+        design = {"views": {"conflicted": {"map": "function (doc) { if (doc._conflicts) emit(doc._id, doc._conflicts); }"},
+                            "all": {"map": "function (doc) { emit(doc._id, null); }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30).status_code, 201)
+        self.assertEqual(self.view(db, "conflicted").json()["rows"], [{"id": "c", "key": "c", "value": [first]}])
+        docs = self.view(db, "all", {"include_docs": "true", "conflicts": "true"}).json()["rows"]
+        self.assertEqual([(r["id"], r["doc"].get("_conflicts")) for r in docs], [("c", [first]), ("plain", None)])
+
+    def test_design_documents_are_checked_before_they_are_stored(self):
+        db = self.new_db()
+        refused = [
+            ({"views": "invalid"}, "`views` field must have object type"),
+            ({"views": {"v": {"reduce": "_count"}}}, "View `v` must contain map function"),
+            ({"views": {"v": {"map": {}}}}, "`views.v.map` field must have string type"),
+            ({"views": {"v": {"map": "function(doc){}", "reduce": "_foobar"}}}, "`_foobar` is not a supported reduce function."),
+            ({"options": "invalid"}, "`options` field must have object type"),
+            ({"language": 1}, "`language` field must have string type"),
+        ]
+        for body, reason in refused:
+            answer = self.session.put(URL + "/" + db + "/_design/bad", json=body, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "invalid_design_doc", "reason": reason}), body)
+        bulk = self.session.post(URL + "/" + db + "/_bulk_docs", timeout=30,
+                                 json={"docs": [{"_id": "_design/bad", "views": "invalid"}, {"_id": "fine"}]}).json()
+        self.assertEqual([r.get("error") for r in bulk], ["invalid_design_doc", None])
+        good = {"views": {"v": {"map": "function(doc){ emit(doc._id, null); }", "reduce": "_count"}, "lib": {"x": "1"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/good", json=good, timeout=30).status_code, 201)
+
+    def test_several_queries_at_once_and_inline_attachments(self):
+        db = self.view_db()
+        answer = self.session.post(URL + "/" + db + "/_design/t/_view/semi/queries", timeout=30,
+                                   json={"queries": [{}, {"reduce": False, "limit": 2}, {"keys": [10, 12], "group": True}]})
+        self.assertEqual(answer.status_code, 200, answer.text)
+        results = answer.json()["results"]
+        self.assertEqual(results[0]["rows"], [{"key": None, "value": 60}])
+        self.assertEqual([r["key"] for r in results[1]["rows"]], [10, 11])
+        self.assertEqual(results[2]["rows"], [{"key": 10, "value": 10}, {"key": 12, "value": 12}])
+        self.session.put(URL + "/" + db + "/att", timeout=30, json={
+            "integer": 50, "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        rows = self.view(db, "semi", {"reduce": "false", "key": "50", "include_docs": "true", "attachments": "true"}).json()["rows"]
+        self.assertEqual([r["doc"]["_attachments"]["a.txt"]["data"] for r in rows], ["aGVsbG8="])
+
+    def test_options_couchdb_refuses(self):
+        db = self.view_db()
+        refused = [
+            ("nulls", {"group": "true"}, None, "Invalid use of grouping on a map view."),
+            ("nulls", {"reduce": "true"}, None, "Reduce is invalid for map-only views."),
+            ("semi", {"group": "true", "reduce": "false"}, None, "Invalid use of grouping on a map view."),
+            ("semi", {"startkey": "2", "endkey": "1"}, None,
+             "No rows can match your key range, reverse your start_key and end_key or set descending=true"),
+            ("semi", {"startkey": "1", "endkey": "5", "descending": "true"}, None,
+             "No rows can match your key range, reverse your start_key and end_key or set descending=false"),
+            ("semi", {"include_docs": "true"}, None, "`include_docs` is invalid for reduce"),
+            ("semi", {}, {"keys": [10, 11]}, "Multi-key fetchs for reduce views must use `group=true`"),
+            ("nulls", {"startkey": "1"}, {"keys": [10]}, "`start_key` is incompatible with `keys`"),
+            ("nulls", {"stale": "foo"}, None, "Invalid value for `stale`."),
+        ]
+        for name, params, body, reason in refused:
+            answer = self.view(db, name, params, body)
+            self.assertEqual((answer.status_code, answer.json()), (400, {"error": "query_parse_error", "reason": reason}),
+                             (name, params, body))
+        bad_keys = self.view(db, "nulls", None, {"keys": 1})
+        self.assertEqual((bad_keys.status_code, bad_keys.json()["reason"]), (400, "`keys` member must be an array."))
+        for url in ("/_design/t/_view/nulls?key=abc", "/_all_docs?startkey=foo"):
+            answer = self.session.get(URL + "/" + db + url, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "bad_request"), url)
+        gone = self.session.post(URL + "/" + db + "/_temp_view", json={"map": "function(doc){}"}, timeout=30)
+        self.assertEqual((gone.status_code, gone.json()),
+                         (410, {"error": "gone", "reason": "Temporary views are not supported in CouchDB"}))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
