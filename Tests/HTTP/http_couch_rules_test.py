@@ -11,7 +11,7 @@ import json
 import unittest
 import uuid
 
-from http_support import URL, CouchTestCase, rev
+from http_support import URL, CouchTestCase
 
 
 class CouchRulesTests(CouchTestCase):
@@ -30,9 +30,7 @@ class CouchRulesTests(CouchTestCase):
 
     def test_changes_with_documents_list_conflicts_and_inline_attachments(self):
         db = self.new_db()
-        first, second = sorted([rev(1), rev(1)])
-        self.insert(db, "c", first, v="low")
-        self.insert(db, "c", second, v="high")
+        first, second = self.conflicted(db, "c")
         self.session.put(URL + "/" + db + "/att", timeout=30, json={
             "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
         feed = self.session.get(URL + "/" + db + "/_changes", timeout=30,
@@ -173,9 +171,7 @@ class ViewRulesTests(CouchTestCase):
 
     def test_map_functions_and_included_documents_see_conflicts(self):
         db = self.new_db()
-        first, second = sorted([rev(1), rev(1)])
-        self.insert(db, "c", first, v="low")
-        self.insert(db, "c", second, v="high")
+        first, second = self.conflicted(db, "c")
         self.session.put(URL + "/" + db + "/plain", json={"v": 0}, timeout=30)
         design = {"views": {"conflicted": {"map": "function (doc) { if (doc._conflicts) emit(doc._id, doc._conflicts); }"},
                             "all": {"map": "function (doc) { emit(doc._id, null); }"}}}

@@ -24,9 +24,7 @@ from http_support import URL, CouchTestCase, rev
 class ReplicationRulesTests(CouchTestCase):
     def test_all_docs_lists_conflicts_with_the_documents(self):
         db = self.new_db()
-        first, second = sorted([rev(1), rev(1)])
-        self.insert(db, "c", first, v="low")
-        self.insert(db, "c", second, v="high")
+        first, second = self.conflicted(db, "c")
         self.session.put(URL + "/" + db + "/plain", json={"v": 1}, timeout=30)
         keyed = self.session.post(URL + "/" + db + "/_all_docs", params={"include_docs": "true", "conflicts": "true"},
                                   json={"keys": ["c", "plain"]}, timeout=30).json()

@@ -56,6 +56,13 @@ class CouchTestCase(unittest.TestCase):
         self.assertEqual(self.session.put(URL + "/" + db + "/_security", json=security, timeout=30).status_code, 200)
         return name, password
 
+    def conflicted(self, db, doc_id):
+        """Makes `doc_id` a document with two leaves of generation 1: (the loser, the winner)."""
+        loser, winner = sorted([rev(1), rev(1)])
+        self.insert(db, doc_id, loser, v="low")
+        self.insert(db, doc_id, winner, v="high")
+        return loser, winner
+
     def insert(self, db, doc_id, revision, ancestors=(), **body):
         """Writes `revision` (with `ancestors`, newest first) as a replicator does."""
         ids = [r.split("-", 1)[1] for r in (revision,) + tuple(ancestors)]
