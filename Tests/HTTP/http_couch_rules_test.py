@@ -213,6 +213,19 @@ class ViewRulesTests(CouchTestCase):
         rows = self.view(db, "semi", {"reduce": "false", "key": "50", "include_docs": "true", "attachments": "true"}).json()["rows"]
         self.assertEqual([r["doc"]["_attachments"]["a.txt"]["data"] for r in rows], ["aGVsbG8="])
 
+    def test_design_options_include_design_documents_and_local_sequences(self):
+        db = self.new_db()
+        self.session.put(URL + "/" + db + "/a", json={}, timeout=30)
+        design = {"options": {"include_design": True, "local_seq": True},
+                  "views": {"v": {"map": "function (doc) { emit(doc._id, doc._local_seq); }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30).status_code, 201)
+        rows = self.view(db, "v").json()["rows"]
+        self.assertEqual([r["id"] for r in rows], ["_design/t", "a"])
+        self.assertTrue(all(isinstance(r["value"], int) and r["value"] > 0 for r in rows), rows)
+        info = self.session.post(URL + "/" + db + "/_view_cleanup", json={}, timeout=30)
+        self.assertEqual(info.status_code, 202)
+        self.assertEqual(len(self.view(db, "v", {"update": "false"}).json()["rows"]), 2)  # cleanup kept the index
+
     def test_options_couchdb_refuses(self):
         db = self.view_db()
         refused = [

@@ -20,7 +20,23 @@ extension ViewEngine {
     /// Documents applied per transaction once the index has rows (a first build is one transaction).
     static let perTransaction = 5000
 
-    func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String) throws(SofaError) {
+    /// What the design document's `options` give its map functions: design documents too
+    /// (`include_design`), and each document's sequence as `_local_seq` (`local_seq`).
+    struct MapInput: Sendable, Equatable {
+        var includeDesign = false
+        var localSeq = false
+
+        init(designOptions: JSON?) {
+            includeDesign = designOptions?["include_design"]?.boolValue == true
+            localSeq = designOptions?["local_seq"]?.boolValue == true
+        }
+
+        /// What the input adds to a view's signature (nothing for the default).
+        var signature: String { (includeDesign ? "d" : "") + (localSeq ? "l" : "") }
+    }
+
+    func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String,
+                       input: MapInput) throws(SofaError) {
         if state.loaded != map {
             try state.js.reset()
             state.loaded = nil
@@ -28,14 +44,15 @@ extension ViewEngine {
             state.loaded = map
         }
         // Each transaction holds the views file's write lock (see `whileUpdating`).
-        while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatches(&state, index, main) }) {}
+        while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatches(&state, index, main, input) }) {}
     }
 
     /// Maps and applies batches of changed documents, pipelined; true when there may be more.
-    private func updateBatches(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection) throws(SofaError) -> Bool {
+    private func updateBatches(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection,
+                               _ input: MapInput) throws(SofaError) -> Bool {
         // A first build: no document has rows yet, so none need removing first.
         let fresh = index.lastSequence == 0
-        var current = try Self.changed(main, after: index.lastSequence)
+        var current = try Self.changed(main, after: index.lastSequence, input)
         guard !current.isEmpty else { return false }
         var sent = send(&state, current)
         var applied = 0
@@ -53,7 +70,7 @@ extension ViewEngine {
             applied += current.count
             let full = current.count == Self.batch
             let goOn = full && (fresh || applied < Self.perTransaction)
-            let next = goOn ? try Self.changed(main, after: current.last!.sequence) : []
+            let next = goOn ? try Self.changed(main, after: current.last!.sequence, input) : []
             if !next.isEmpty { sent = send(&state, next) }
             try index.apply(zip(current, rows!).map { (id: $0.id, rows: $1) }, through: current.last!.sequence, fresh: fresh)
             // Stopped at this transaction's share: the next one goes on.
@@ -63,29 +80,31 @@ extension ViewEngine {
     }
 
     /// The next batch of documents changed after `sequence`.
-    static func changed(_ main: SQLiteConnection, after sequence: UInt64) throws(SofaError) -> [Changed] {
+    static func changed(_ main: SQLiteConnection, after sequence: UInt64, _ input: MapInput) throws(SofaError) -> [Changed] {
         var documents: [Changed] = []
         try main.run("SELECT key, sequence, flags, core_revid(version), body, extra FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
                      [.integer(Int64(sequence)), .integer(Int64(batch))]) { row in
             let id = row.text(0)
             var mappable: [UInt8]?
-            if row.integer(2) & 1 == 0, !id.hasPrefix("_design/") {
+            if row.integer(2) & 1 == 0, input.includeDesign || !id.hasPrefix("_design/") {
                 let conflicts = row.integer(2) & Int64(DocumentFlags.conflicted.rawValue) != 0
                     ? Self.conflicts(extra: row.blob(5), body: row.blob(4)) : []
-                mappable = Self.document(id: id, rev: row.text(3), body: row.blob(4), conflicts: conflicts)
+                mappable = Self.document(id: id, rev: row.text(3), body: row.blob(4), conflicts: conflicts,
+                                         localSeq: input.localSeq ? UInt64(row.integer(1)) : nil)
             }
             documents.append(Changed(id: id, sequence: UInt64(row.integer(1)), mappable: mappable))
         }
         return documents
     }
 
-    /// A stored body (compact JSON) as the map function sees it, `_id` and `_rev` first, and
-    /// `_conflicts` (the other live leaves, as CouchDB gives a map function) when there are any;
-    /// nil when it is not an object.
-    static func document(id: String, rev: String, body: [UInt8], conflicts: [String] = []) -> [UInt8]? {
+    /// A stored body (compact JSON) as the map function sees it, `_id` and `_rev` first, then
+    /// `_conflicts` (the other live leaves, as CouchDB gives a map function) when there are any
+    /// and `_local_seq` when asked; nil when it is not an object.
+    static func document(id: String, rev: String, body: [UInt8], conflicts: [String] = [], localSeq: UInt64? = nil) -> [UInt8]? {
         guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else { return nil }
         var out = Array(#"{"_id":"#.utf8) + JSON.string(id).compactBytes() + Array(#","_rev":"#.utf8) + JSON.string(rev).compactBytes()
         if !conflicts.isEmpty { out += Array(#","_conflicts":"#.utf8) + JSON.array(conflicts.map { .string($0) }).compactBytes() }
+        if let localSeq { out += Array(#","_local_seq":\#(localSeq)"#.utf8) }
         out += body.count > 2 ? [UInt8(ascii: ",")] + body.dropFirst() : [UInt8(ascii: "}")]
         return out
     }

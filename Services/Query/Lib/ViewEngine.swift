@@ -90,11 +90,13 @@ public final class ViewEngine: Sendable {
         try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + design)]) {
             designBody = $0.blob(0)
         }
-        guard let designBody, let code = JSON.tryParse(designBody)?["views"]?[view], let map = code["map"]?.stringValue else {
+        let designDocument = designBody.flatMap { JSON.tryParse($0) }
+        guard let code = designDocument?["views"]?[view], let map = code["map"]?.stringValue else {
             throw SofaError(.notFound, "no view '\(view)' in design document '_design/\(design)'")
         }
         let reduceSource = code["reduce"]?.stringValue
-        let signature = Self.signature(map: map, reduce: reduceSource)
+        let input = MapInput(designOptions: designDocument?["options"])
+        let signature = Self.signature(map: map, reduce: reduceSource) + input.signature
         let indexKey = database + "\u{0}" + design + "/" + view
         let index: ViewIndex
         if let open = state.indexes[indexKey], open.signature == signature {
@@ -105,7 +107,7 @@ public final class ViewEngine: Sendable {
         }
         var query = try Self.options(options, reduces: reduceSource != nil)
         let update = Self.updateMode(options)
-        if update == "true" { try bringUpToDate(&state, index, main, map: map) }
+        if update == "true" { try bringUpToDate(&state, index, main, map: map, input: input) }
         var reducer: ViewReducer?
         if let reduceSource, query.reduce {
             if let builtin = BuiltinReduce(named: reduceSource) {
@@ -131,7 +133,7 @@ public final class ViewEngine: Sendable {
         let counts = reduceSource.flatMap(BuiltinReduce.init(named:)) == .count
         let result = try index.query(query, countsRows: counts, reduce: reducer)
         let answeredSequence = index.lastSequence
-        if update == "lazy" { try bringUpToDate(&state, index, main, map: map) }
+        if update == "lazy" { try bringUpToDate(&state, index, main, map: map, input: input) }
         var answer = JSONObject()
         switch result {
         case .rows(let total, let offset, let rows):
