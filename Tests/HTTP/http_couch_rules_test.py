@@ -226,6 +226,14 @@ class ViewRulesTests(CouchTestCase):
         self.assertEqual(info.status_code, 202)
         self.assertEqual(len(self.view(db, "v", {"update": "false"}).json()["rows"]), 2)  # cleanup kept the index
 
+    def test_sum_adds_objects_member_by_member(self):
+        db = self.new_db()
+        docs = [{"_id": "a", "v": {"x": 1, "y": {"z": 2}}}, {"_id": "b", "v": {"x": 2.5, "w": [1, 2]}}]
+        self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30)
+        design = {"views": {"s": {"map": "function (doc) { emit(doc._id, doc.v); }", "reduce": "_sum"}}}
+        self.session.put(URL + "/" + db + "/_design/t", json=design, timeout=30)
+        self.assertEqual(self.view(db, "s").json()["rows"], [{"key": None, "value": {"x": 3.5, "y": {"z": 2}, "w": [1, 2]}}])
+
     def test_options_couchdb_refuses(self):
         db = self.view_db()
         refused = [

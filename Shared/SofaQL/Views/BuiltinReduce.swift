@@ -71,33 +71,77 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
 
     /// Numbers summed; arrays of numbers summed element by element (the shorter padded with 0).
     static func sum(_ values: [JSON]) throws(SofaError) -> JSON {
-        var total: Double = 0, integral = true, vector: [Double]?
-        for value in values {
-            switch value {
-            case .int(let n): total += Double(n)
-            case .double(let d):
-                total += d
-                integral = false
-            case .array(let items):
-                var sums = vector ?? []
-                for (index, item) in items.enumerated() {
-                    guard let number = ViewCollation.number(item) else {
-                        throw SofaError(.invalidQuery, "_sum adds numbers or arrays of numbers, not \(value.compactString)")
-                    }
-                    if case .double = item { integral = false }
-                    if index < sums.count { sums[index] += number } else { sums.append(number) }
+        guard var total = values.first else { return .int(0) }
+        try checkSummable(total)
+        for value in values.dropFirst() { total = try add(total, value) }
+        return total
+    }
+
+    /// `a + b` as CouchDB's `_sum` adds values: numbers (integers stay integers), arrays element
+    /// by element (a number is a one-element array; the longer array's tail is kept), objects
+    /// member by member (a member of one only is kept).
+    static func add(_ a: JSON, _ b: JSON) throws(SofaError) -> JSON {
+        switch (a, b) {
+        case (.int(let x), .int(let y)):
+            let (sum, overflow) = x.addingReportingOverflow(y)
+            return overflow ? .double(Double(x) + Double(y)) : .int(sum)
+        case (.array(let xs), .array(let ys)):
+            var sums: [JSON] = []
+            for index in 0..<max(xs.count, ys.count) {
+                let x: JSON? = index < xs.count ? xs[index] : Optional.none
+                let y: JSON? = index < ys.count ? ys[index] : Optional.none
+                switch (x, y) {
+                case (let x?, let y?): sums.append(try add(x, y))
+                case (let x?, nil):
+                    try checkSummable(x)
+                    sums.append(x)
+                case (nil, let y?):
+                    try checkSummable(y)
+                    sums.append(y)
+                case (nil, nil): break
                 }
-                vector = sums
-            default:
-                throw SofaError(.invalidQuery, "_sum adds numbers or arrays of numbers, not \(value.compactString)")
             }
+            return .array(sums)
+        case (.array, _) where number(b) != nil: return try add(a, .array([b]))
+        case (_, .array) where number(a) != nil: return try add(.array([a]), b)
+        case (.object(let xs), .object(let ys)):
+            var sums = xs
+            for (key, y) in ys {
+                if let x = xs[key] {
+                    sums[key] = try add(x, y)
+                } else {
+                    try checkSummable(y)
+                    sums[key] = y
+                }
+            }
+            return .object(sums)
+        default:
+            guard let x = number(a), let y = number(b) else { throw notSummable(number(a) == nil ? a : b) }
+            return .double(x + y)
         }
-        func number(_ value: Double) -> JSON {
-            integral && value.rounded() == value && abs(value) < 9e15 ? .int(Int64(value)) : .double(value)
+    }
+
+    /// An integer or a double (not a boolean, string or container).
+    private static func number(_ value: JSON) -> Double? {
+        switch value {
+        case .int(let n): Double(n)
+        case .double(let d): d
+        default: nil
         }
-        guard var sums = vector else { return number(total) }
-        if total != 0 { sums = sums.isEmpty ? [total] : [sums[0] + total] + sums.dropFirst() }
-        return .array(sums.map(number))
+    }
+
+    /// Refuses a value `_sum` cannot add (anything but numbers, and arrays and objects of them).
+    private static func checkSummable(_ value: JSON) throws(SofaError) {
+        switch value {
+        case .int, .double: return
+        case .array(let items): for item in items { try checkSummable(item) }
+        case .object(let members): for (_, member) in members { try checkSummable(member) }
+        default: throw notSummable(value)
+        }
+    }
+
+    private static func notSummable(_ value: JSON) -> SofaError {
+        SofaError(.invalidQuery, "_sum adds numbers, and arrays or objects of numbers, not \(value.compactString)")
     }
 
     struct Stats {
