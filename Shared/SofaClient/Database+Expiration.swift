@@ -17,7 +17,8 @@ extension DocumentStore {
         try await setExpiration(id: id, at: 0)
     }
 
-    /// When the document expires, in ms since the epoch; nil when it has no expiration.
+    /// When the document expires, in ms since the epoch; nil when it has no expiration (or does
+    /// not exist, as LiteCore answers).
     public func expirationMs(id: String) async throws(SofaError) -> Int64? {
         guard case .expiration(let ms) = try await call(.getExpiration(id: id)) else { throw unexpected("expiration") }
         return ms == 0 ? nil : ms

@@ -6,9 +6,11 @@ extension Database {
     /// The view `"ddoc/view"` (its design document `_design/ddoc`), queried with CouchDB's options
     /// (`key`, `keys`, `startkey`, `endkey`, `startkey_docid`, `endkey_docid`, `inclusive_end`,
     /// `descending`, `limit`, `skip`, `reduce`, `group`, `group_level`, `include_docs`,
-    /// `update_seq`, and `update`: true (default: bring the index up to date first), false or
-    /// lazy). The answer is CouchDB's: `{"total_rows", "offset", "rows": [{"id", "key", "value"}]}`,
-    /// or `{"rows": [{"key", "value"}]}` reduced.
+    /// `conflicts`, `attachments`, `update_seq`, `stale`: ok or update_after, and `update`: true
+    /// (default: bring the index up to date first), false or lazy). The answer is CouchDB's:
+    /// `{"total_rows", "offset", "rows": [{"id", "key", "value"}]}`, or `{"rows": [{"key", "value"}]}`
+    /// reduced. Options CouchDB refuses (grouping a map-only view, a reversed range, `keys` beside
+    /// a range or on a reduce without `group`, …) are `.invalidParameter`, in CouchDB's words.
     public func view(_ name: String, options: JSONObject = [:]) async throws(SofaError) -> JSON {
         let (design, view) = try Self.designAndName(name, of: "view")
         guard case .json(let answer) = try await client.call(.viewQuery(design: design, view: view, options: .object(options)),

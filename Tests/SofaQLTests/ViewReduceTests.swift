@@ -50,3 +50,31 @@ import Testing
         #expect(reduce.present(small) == 3)
     }
 }
+
+extension ViewReduceTests {
+    /// A built-in is named by its name first (CouchDB reads `_sum\nare\nawesome` as `_sum`).
+    @Test func builtinsAreNamedByTheirPrefix() {
+        #expect(BuiltinReduce(named: " _sum\nare\nawesome") == .sum)
+        #expect(BuiltinReduce(named: "_sumorama") == .sum)
+        #expect(BuiltinReduce(named: "_count\n") == .count)
+        #expect(BuiltinReduce(named: "_approx_count_distinct") == .approxCountDistinct)
+        #expect(BuiltinReduce(named: "_foobar") == nil)
+        #expect(BuiltinReduce(named: "function (k, v) { return sum(v); }") == nil)
+    }
+
+    /// `_sum` adds numbers (integers stay integers), arrays element by element (a number is a
+    /// one-element array) and objects member by member; anything else is refused.
+    @Test func sumAddsNumbersArraysAndObjects() throws {
+        func sum(_ values: String) throws -> String {
+            try BuiltinReduce.sum(try #require(JSON.tryParse(values)?.arrayValue)).compactString
+        }
+        #expect(try sum("[1,2,3]") == "6")
+        #expect(try sum("[1,2.5]") == "3.5")
+        #expect(try sum("[]") == "0")
+        #expect(try sum("[[1,2],[3],4]") == "[8,2]")
+        #expect(try sum(#"[{"a":1,"b":{"c":2}},{"a":2.5,"d":[1,2]},{"b":{"c":1}}]"#) == #"{"a":3.5,"b":{"c":3},"d":[1,2]}"#)
+        for bad in [#"["x"]"#, #"[1,{"a":1}]"#, #"[{"a":"x"}]"#, "[true]", "[[1,null]]"] {
+            #expect(throws: SofaError.self, "\(bad)") { _ = try sum(bad) }
+        }
+    }
+}

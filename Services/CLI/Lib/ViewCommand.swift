@@ -14,7 +14,7 @@ struct ViewCommand: AsyncParsableCommand {
     @Option(name: .customLong("end-key"), help: "To this key (JSON).") var endKey: String?
     @Option(name: .customLong("group-level"), help: "Group the reduction by the first N elements of array keys.") var groupLevel: Int?
     @Flag(help: "Group the reduction by whole key.") var group = false
-    @Option(help: "false: list the rows of a view with a reduce function.") var reduce: Bool?
+    @Option(help: "false: list the rows of a view with a reduce function (true on a view without one is refused).") var reduce: Bool?
     @Flag(name: .customLong("include-docs"), help: "Add each row's document.") var includeDocs = false
     @Flag(help: "Newest keys first.") var descending = false
     @Option(help: "At most this many rows.") var limit: Int?

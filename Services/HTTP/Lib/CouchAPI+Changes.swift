@@ -172,7 +172,8 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard let line = Self.changeLine(change, options, document: try await changeDocument(change, options, database)) else {
+                guard Self.isListed(change, options),
+                      let line = Self.changeLine(change, options, document: await changeDocument(change, options, database)) else {
                     continue
                 }
                 if !first { chunk += Array(",\n".utf8) }
@@ -211,7 +212,8 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard let line = Self.changeLine(change, options, document: try await changeDocument(change, options, database)) else {
+                guard Self.isListed(change, options),
+                      let line = Self.changeLine(change, options, document: await changeDocument(change, options, database)) else {
                     continue
                 }
                 if options.feed == "eventsource" {
@@ -323,8 +325,7 @@ extension CouchAPI {
     /// One change as CouchDB lists it; nil for one left out (a purged document, a filter).
     /// `document`: its `doc` member, when the feed includes the documents.
     static func changeLine(_ change: Change, _ options: ChangesOptions, document: [UInt8]?) -> [UInt8]? {
-        guard !change.rev.isEmpty else { return nil }
-        if options.designOnly && !change.id.hasPrefix("_design/") { return nil }
+        guard isListed(change, options) else { return nil }
         let revs = options.allDocsStyle && !change.leaves.isEmpty ? change.leaves : [change.rev]
         var out = Array("{\"seq\":\"\(change.sequence)\",\"id\":".utf8) + JSON.string(change.id).compactBytes()
         out += Array(",\"changes\":".utf8) + JSON.array(revs.map { ["rev": .string($0)] }).compactBytes()
@@ -334,15 +335,30 @@ extension CouchAPI {
         return out
     }
 
+    /// Whether a change is listed: not a purged document's, and a design document's with the
+    /// `_design` filter.
+    static func isListed(_ change: Change, _ options: ChangesOptions) -> Bool {
+        !change.rev.isEmpty && (!options.designOnly || change.id.hasPrefix("_design/"))
+    }
+
     /// The `doc` of a change when the feed includes the documents: with `_conflicts` (a change
-    /// with several leaves costs a look at them) and the attachments inline when asked.
-    func changeDocument(_ change: Change, _ options: ChangesOptions, _ database: Database) async throws -> [UInt8]? {
+    /// with several leaves costs a look at them) and the attachments inline when asked. The
+    /// answer is already under way: a look that fails (the document purged meanwhile, a blob
+    /// gone) leaves the document as the page has it, and a document changed since lists no
+    /// conflicts here (its later change does).
+    func changeDocument(_ change: Change, _ options: ChangesOptions, _ database: Database) async -> [UInt8]? {
         guard options.query.includeBodies, !change.rev.isEmpty else { return nil }
         var document = StoredDocument(id: change.id, rev: change.rev, body: change.body.isEmpty ? Array("{}".utf8) : change.body,
-                                      deleted: change.deleted, sequence: change.sequence, conflicted: change.leaves.count > 1)
-        let extras = options.conflicts ? try await conflictList(document, database) : []
-        if options.attachments, !change.deleted, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
-            document.body = try await inlineAttachments(document.body, database, since: nil)
+                                      deleted: change.deleted, sequence: change.sequence)
+        var extras: [(String, JSON)] = []
+        if options.conflicts, change.leaves.count > 1, !change.deleted,
+           let leaves = try? await database.openLeaves(id: change.id), leaves.first?.rev == change.rev {
+            let live = leaves.dropFirst().filter { !$0.deleted }.map { JSON.string($0.rev) }
+            if !live.isEmpty { extras.append(("_conflicts", .array(live))) }
+        }
+        if options.attachments, !change.deleted, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true,
+           let inline = try? await inlineAttachments(document.body, database, since: nil) {
+            document.body = inline
         }
         return OutgoingDocument.bytes(document, extras: extras)
     }

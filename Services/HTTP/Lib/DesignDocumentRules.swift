@@ -1,5 +1,6 @@
 internal import SofaCore
 internal import SofaQL
+internal import Foundation
 
 /// What CouchDB checks in a design document before it stores it (`couch_mrview`'s rules, in its
 /// words, answered 400 `invalid_design_doc`): the type of each field it reads, a map function in
@@ -33,7 +34,8 @@ enum DesignDocumentRules {
             guard view["map"] != nil else {
                 throw CouchError(.badRequest, "invalid_design_doc", "View `\(name)` must contain map function")
             }
-            if let reduce = view["reduce"]?.stringValue, reduce.hasPrefix("_"), BuiltinReduce(named: reduce) == nil {
+            let reduce = view["reduce"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            if reduce.hasPrefix("_"), BuiltinReduce(named: reduce) == nil {
                 throw CouchError(.badRequest, "invalid_design_doc", "`\(reduce)` is not a supported reduce function.")
             }
         }

@@ -34,7 +34,10 @@ public enum QueryServer {
       __sofa.emitted.push([key === undefined ? null : key, value === undefined ? null : value]);
     }
     function __compile(source) {
-      var fun = eval('(' + String(source).replace(/[\s;]+$/, '') + ')');
+      // A function written with a trailing ';' (as CouchDB takes it), or ending in a // comment.
+      var text = String(source), end = text.length;
+      while (end > 0 && ';\t\n\r '.indexOf(text.charAt(end - 1)) >= 0) { end--; }
+      var fun = eval('(' + text.slice(0, end) + '\n)');
       if (typeof fun !== 'function') { throw new TypeError('not a function: ' + String(source).slice(0, 80)); }
       return fun;
     }

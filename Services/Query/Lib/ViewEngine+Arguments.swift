@@ -55,8 +55,11 @@ extension ViewEngine {
         }
         if reduced, try bool("include_docs", false) { throw refuse("`include_docs` is invalid for reduce") }
         if reduced, given["conflicts"] != nil { throw refuse("`conflicts` is invalid for reduce views.") }
-        if let stale = given["stale"], !["ok", "update_after", "false"].contains(stale.stringValue ?? stale.compactString) {
+        if let stale = given["stale"], !["ok", "update_after"].contains(stale.stringValue ?? stale.compactString) {
             throw refuse("Invalid value for `stale`.")
+        }
+        if let update = given["update"], !["true", "false", "lazy"].contains(update.stringValue ?? update.compactString) {
+            throw refuse("Invalid value for `update`.")
         }
         try checkRange(options)
         return options
@@ -65,12 +68,12 @@ extension ViewEngine {
     /// A range whose start comes after its end (before it, descending) matches nothing: CouchDB
     /// refuses it rather than answering no rows.
     static func checkRange(_ options: ViewQueryOptions) throws(SofaError) {
-        guard let start = options.startKey, let end = options.endKey, start != end || options.startKeyDocID != nil else { return }
+        // Equal keys never refuse, whatever the document IDs (CouchDB's rule).
+        guard let start = options.startKey, let end = options.endKey, start != end else { return }
         var order = ViewCollation.compare(start, end)
-        if order == 0 {
-            let startID = options.startKeyDocID ?? (options.descending ? "\u{10FFFF}" : "")
-            let endID = options.endKeyDocID ?? (options.descending ? "" : "\u{10FFFF}")
-            order = startID < endID ? -1 : startID == endID ? 0 : 1
+        if order == 0, let startID = options.startKeyDocID, let endID = options.endKeyDocID {
+            // Keys that collate equal (1 and 1.0): the IDs decide, by their bytes, as the index orders them.
+            order = startID.utf8.lexicographicallyPrecedes(endID.utf8) ? -1 : startID == endID ? 0 : 1
         }
         if !options.descending, order > 0 {
             throw SofaError(.invalidParameter, "No rows can match your key range, reverse your start_key and end_key or set descending=true")

@@ -82,7 +82,9 @@ extension ViewEngine {
     /// The next batch of documents changed after `sequence`.
     static func changed(_ main: SQLiteConnection, after sequence: UInt64, _ input: MapInput) throws(SofaError) -> [Changed] {
         var documents: [Changed] = []
-        try main.run("SELECT key, sequence, flags, core_revid(version), body, extra FROM kv_default WHERE sequence > ? ORDER BY sequence LIMIT ?",
+        // (A conflicted document's revision tree only: the rest are not read.)
+        try main.run("SELECT key, sequence, flags, core_revid(version), body, CASE WHEN flags & 2 THEN extra END FROM kv_default "
+                     + "WHERE sequence > ? ORDER BY sequence LIMIT ?",
                      [.integer(Int64(sequence)), .integer(Int64(batch))]) { row in
             let id = row.text(0)
             var mappable: [UInt8]?
@@ -109,7 +111,9 @@ extension ViewEngine {
         return out
     }
 
-    /// The live leaves other than the current revision, from a conflicted row's revision tree.
+    /// The live leaves other than the current revision, from a conflicted row's revision tree
+    /// (none for a version-vector document: its `extra` holds the remote versions, which a map
+    /// function is not shown).
     static func conflicts(extra: [UInt8], body: [UInt8]) -> [String] {
         guard !extra.isEmpty, let tree = try? RevTree(encoded: extra, currentBody: body), let current = tree.current else { return [] }
         return tree.leaves.filter { $0.isActive && $0.revID != current.revID }.map(\.revID.ascii)

@@ -133,7 +133,19 @@ public final class ViewEngine: Sendable {
         let counts = reduceSource.flatMap(BuiltinReduce.init(named:)) == .count
         let result = try index.query(query, countsRows: counts, reduce: reducer)
         let answeredSequence = index.lastSequence
-        if update == "lazy" { try bringUpToDate(&state, index, main, map: map, input: input) }
+        if update == "lazy" {
+            // After the answer: the next job on this queue, before any later query of the view.
+            // The index and connections are this queue's: found again there, as they may have changed.
+            self.state.async { state in
+                do throws(SofaError) {
+                    let (main, _) = try self.connections(&state, database)
+                    guard let open = state.indexes[indexKey], open.signature == signature else { return }
+                    try self.bringUpToDate(&state, open.index, main, map: map, input: input)
+                } catch {
+                    self.logger.warning("view not brought up to date after a stale read", metadata: ["view": "\(indexKey)", "error": "\(error)"])
+                }
+            }
+        }
         var answer = JSONObject()
         switch result {
         case .rows(let total, let offset, let rows):
@@ -168,7 +180,8 @@ public final class ViewEngine: Sendable {
     /// nil when it is gone.
     static func document(_ main: SQLiteConnection, _ id: String, conflicts: Bool = false) throws(SofaError) -> JSON? {
         var found: JSON?
-        try main.run("SELECT core_revid(version), body, flags, extra FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
+        try main.run("SELECT core_revid(version), body, flags, CASE WHEN flags & 2 THEN extra END FROM kv_default "
+                     + "WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
             guard var object = JSON.tryParse(row.blob(1))?.objectValue else { return }
             var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
             if conflicts, row.integer(2) & Int64(DocumentFlags.conflicted.rawValue) != 0 {
