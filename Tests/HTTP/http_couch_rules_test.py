@@ -265,5 +265,77 @@ class ViewRulesTests(CouchTestCase):
                          (410, {"error": "gone", "reason": "Temporary views are not supported in CouchDB"}))
 
 
+class MangoRulesTests(CouchTestCase):
+    """Mango as CouchDB's own Mango tests (src/mango/test) use it."""
+
+    def mango_db(self):
+        db = self.new_db()
+        docs = [
+            {"_id": "u0", "name": "Ann", "age": 22, "favorites": ["C", "Ruby", "Python", "C"], "prefs": {"x": 1}, "empty": {},
+             "dot.key": "dotted"},
+            {"_id": "u1", "name": "Bo", "age": 30, "favorites": ["Erlang"], "prefs": {"y": 2}, "empty": {"a": 1}},
+            {"_id": "u2", "name": "Cy", "age": 22, "favorites": "Python"},
+            {"_id": "_design/d", "views": {}},
+        ]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        return db
+
+    def find(self, db, body):
+        return self.session.post(URL + "/" + db + "/_find", json=body, timeout=30)
+
+    def ids(self, db, selector, **more):
+        answer = self.find(db, dict(selector=selector, **more))
+        self.assertEqual(answer.status_code, 200, answer.text)
+        return sorted(doc["_id"] for doc in answer.json()["docs"])
+
+    def test_selectors(self):
+        db = self.mango_db()
+        self.assertEqual(self.ids(db, {}), ["u0", "u1", "u2"])  # design documents are not found
+        self.assertEqual(self.ids(db, {"favorites": {"$in": ["Ruby", "Erlang"]}}), ["u0", "u1"])
+        self.assertEqual(self.ids(db, {"favorites": {"$nin": ["Ruby", "Erlang"]}}), ["u2"])
+        self.assertEqual(self.ids(db, {"favorites.3": "C"}), ["u0"])
+        self.assertEqual(self.ids(db, {"empty": {}}), ["u0"])
+        self.assertEqual(self.ids(db, {"age": 22, "$or": []}), ["u0", "u2"])
+        self.assertEqual(self.ids(db, {"$or": []}), [])
+        self.assertEqual(self.ids(db, {"name": {"$beginsWith": "A"}}), ["u0"])
+        self.assertEqual(self.ids(db, {"prefs": {"$keyMapMatch": {"$eq": "y"}}}), ["u1"])
+        self.assertEqual(self.ids(db, {"age": {"$size": 0}}), [])
+        fields = self.find(db, {"selector": {"_id": "u0"}, "fields": ["dot\\.key", "prefs.x"]}).json()["docs"]
+        self.assertEqual(fields, [{"dot.key": "dotted", "prefs": {"x": 1}}])
+
+    def test_find_options(self):
+        db = self.mango_db()
+        stats = self.find(db, {"selector": {"age": 22}, "execution_stats": True}).json()
+        self.assertEqual((stats["execution_stats"]["results_returned"], stats["execution_stats"]["total_keys_examined"]), (2, 0))
+        self.assertGreater(stats["execution_stats"]["execution_time_ms"], 0)
+        bad = self.find(db, {"selector": {}, "bookmark": "bad-bookmark"})
+        self.assertEqual((bad.status_code, bad.json()), (400, {"error": "invalid_bookmark", "reason": 'Invalid bookmark value: "bad-bookmark"'}))
+        for body in ({"selector": {}, "r": [1]}, {"selector": {}, "conflicts": [True]}):
+            self.assertEqual(self.find(db, body).status_code, 400, body)
+
+    def test_index_listing_and_creation(self):
+        db = self.mango_db()
+        url = URL + "/" + db + "/_index"
+        for ddoc in ("aaa", "bbb"):
+            made = self.session.post(url, json={"index": {"fields": ["name"]}, "ddoc": ddoc, "name": "byname"}, timeout=30).json()
+            self.assertEqual((made["result"], made["id"], made["name"]), ("created", "_design/" + ddoc, "byname"))
+        again = self.session.post(url, json={"index": {"fields": ["name"]}, "ddoc": "aaa", "name": "byname"}, timeout=30).json()
+        self.assertEqual(again["result"], "exists")
+        listed = self.session.get(url, timeout=30).json()
+        self.assertEqual([(i["ddoc"], i["name"], i["build_status"]) for i in listed["indexes"]],
+                         [(None, "_all_docs", "ready"), ("_design/aaa", "byname", "ready"), ("_design/bbb", "byname", "ready")])
+        self.assertEqual(len(self.session.get(url, params={"skip": "1", "limit": "1"}, timeout=30).json()["indexes"]), 1)
+        for params in ({"skip": "-1"}, {"limit": "0"}):
+            self.assertEqual(self.session.get(url, params=params, timeout=30).status_code, 400, params)
+        self.assertEqual(self.session.get(url + "/foo", timeout=30).status_code, 405)
+        for body in ({"index": {"fields": [{"foo": 2}]}}, {"index": {"fields": [{"foo": "asc"}, {"bar": "desc"}]}},
+                     {"index": {"fields": [""]}}, {"index": {"fields": ["a"]}, "type": True}, {"index": {"fields": ["a"]}, "name": 1},
+                     {"index": {"fields": ["a"]}, "ddoc": ""}, {"index": {"fields": ["a"], "selector": {}}}):
+            self.assertEqual(self.session.post(url, json=body, timeout=30).status_code, 400, body)
+        self.assertEqual(self.session.delete(url + "/_design/aaa/not_a_real_type/byname", timeout=30).status_code, 404)
+        self.assertEqual(self.session.delete(url + "/_design/aaa/json/byname", timeout=30).status_code, 200)
+        self.assertEqual([i["ddoc"] for i in self.session.get(url, timeout=30).json()["indexes"]], [None, "_design/bbb"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

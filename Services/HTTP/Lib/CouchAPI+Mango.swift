@@ -11,7 +11,10 @@ extension CouchAPI {
     func find(_ call: inout CouchCall, _ database: Database, explain: Bool) async throws -> Response {
         try Self.requireMethod(call, .post)
         let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        try Self.checkFindOptions(body)
         let find = try Mango.find(body)
+        let started = ContinuousClock.now
+        let executionStats = body["execution_stats"]?.boolValue == true
         let query = try Mango.query(find)
         if explain {
             let plan = try await database.explain(json: query)
@@ -51,7 +54,17 @@ extension CouchAPI {
                 page = try await pages.next()
             }
             let bookmark = JSON.string(Mango.bookmark(after: skip + sent)).compactBytes()
-            try await writer.write(ByteBuffer(bytes: Array("],\"bookmark\":".utf8) + bookmark + Array("}\n".utf8)))
+            var tail = Array("],\"bookmark\":".utf8) + bookmark
+            if executionStats {
+                // What Sofa can tell: the documents it read are the ones it returned.
+                let elapsed = ContinuousClock.now - started
+                let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                tail += Array(",\"execution_stats\":".utf8) + JSON.object([
+                    "total_keys_examined": 0, "total_docs_examined": .int(Int64(sent)), "total_quorum_docs_examined": 0,
+                    "results_returned": .int(Int64(sent)), "execution_time_ms": .double(max(ms, 0.001)),
+                ]).compactBytes()
+            }
+            try await writer.write(ByteBuffer(bytes: tail + Array("}\n".utf8)))
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "application/json"], body: streamed)
@@ -59,6 +72,22 @@ extension CouchAPI {
 
     /// Rows of a `_find` read from the query workers at once.
     static let findPageRows = 500
+
+    /// The options of a find CouchDB checks before Sofa reads it: `r` an integer, `conflicts` a
+    /// boolean, and a bookmark of Sofa's making (CouchDB's words for one that is not).
+    static func checkFindOptions(_ body: JSONObject) throws {
+        if let r = body["r"], (r.intValue ?? 0) < 1 { throw CouchError(.badRequest, "bad_request", "`r` must be a positive integer") }
+        if let conflicts = body["conflicts"], conflicts.boolValue == nil {
+            throw CouchError(.badRequest, "bad_request", "`conflicts` must be a boolean")
+        }
+        if let bookmark = body["bookmark"] {
+            let text = bookmark.stringValue ?? ""
+            let readable = text.isEmpty || text == "nil" || (text.hasPrefix("o-") && Int(text.dropFirst(2)).map { $0 >= 0 } == true)
+            guard bookmark.stringValue != nil, readable else {
+                throw CouchError(.badRequest, "invalid_bookmark", "Invalid bookmark value: \(bookmark.compactString)")
+            }
+        }
+    }
 
     /// One row of a `_find` query (`_id`, `_rev`, then the fields or the whole document) as the
     /// document it answers.
@@ -70,7 +99,7 @@ extension CouchAPI {
                 switch field {
                 case "_id": doc["_id"] = .string(id)
                 case "_rev": doc["_rev"] = .string(rev)
-                default: if index + 2 < row.count, let value = row[index + 2] { set(&doc, path: field.split(separator: ".").map(String.init), value) }
+                default: if index + 2 < row.count, let value = row[index + 2] { set(&doc, path: Self.steps(of: field), value) }
                 }
             }
             return .object(doc)
@@ -78,6 +107,26 @@ extension CouchAPI {
         var doc = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
         for (key, value) in row.count > 2 ? row[2]?.objectValue ?? [:] : [:] { doc[key] = value }
         return .object(doc)
+    }
+
+    /// A Mango field name's steps: split at its dots, but not at escaped ones (`dot\.key`).
+    static func steps(of field: String) -> [String] {
+        var steps: [String] = [], step = ""
+        var escaped = false
+        for character in field {
+            if escaped {
+                step.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "." {
+                steps.append(step)
+                step = ""
+            } else {
+                step.append(character)
+            }
+        }
+        return steps + [step]
     }
 
     /// `value` at `path` inside `object`, making the objects on the way.
@@ -100,43 +149,101 @@ extension CouchAPI {
         return selector.arrayValue?.contains { mentions($0, field) } ?? false
     }
 
-    static let allDocsIndex: JSON = ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]]
+    static let allDocsIndex: JSON = ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]],
+                                     "build_status": "ready"]
 
     func index(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         switch call.method {
         case .get:
+            guard call.segments.count == 2 else {
+                throw CouchError(.methodNotAllowed, "method_not_allowed", "Only DELETE allowed")
+            }
+            let skip = try Self.listingCount(call, "skip") ?? 0
+            let limit = try Self.listingCount(call, "limit", positive: true)
             let indexes = [Self.allDocsIndex] + (try await mangoIndexes(database))
-            return Self.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(indexes)])
+            let listed = Array(indexes.dropFirst(skip).prefix(limit ?? Int.max))
+            return Self.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(listed)])
         case .post:
+            guard call.segments.count == 2 else {
+                throw CouchError(.methodNotAllowed, "method_not_allowed", "Only DELETE allowed")
+            }
             let body = try await call.objectBody(limit: 1 << 20)
-            guard let fields = body["index"]?["fields"]?.arrayValue, !fields.isEmpty else {
-                throw CouchError(.badRequest, "bad_request", "index.fields must be a non-empty list")
-            }
-            var names: [String] = []
-            for field in fields {
-                if let name = field.stringValue { names.append(name) } else if let name = field.objectValue?.keys.first { names.append(name) }
-            }
-            guard names.count == fields.count else { throw CouchError(.badRequest, "bad_request", "invalid index field") }
-            if let type = body["type"]?.stringValue, type != "json" {
-                throw CouchError(.badRequest, "bad_request", "Sofa's Mango indexes are of type json")
-            }
-            let digest = (try? sha256(Array(names.joined(separator: ",").utf8)).hexString) ?? "index"
-            let name = body["name"]?.stringValue ?? String(digest.prefix(40))
-            let existing = try await database.indexes().contains { $0.name == name }
+            let spec = try Self.mangoIndexSpec(body)
+            let existing = try await database.indexes().contains { $0.name == spec.sofaName }
             if !existing {
-                try await database.createIndex(name, kind: .value, expressions: names.map { .array([.string("." + $0)]) })
+                try await database.createIndex(spec.sofaName, kind: .value, expressions: spec.fields.map { .array([.string("." + $0)]) })
             }
-            let ddoc = body["ddoc"]?.stringValue.map { $0.hasPrefix("_design/") ? $0 : "_design/" + $0 } ?? "_design/" + name
-            return Self.json(["result": existing ? "exists" : "created", "id": .string(ddoc), "name": .string(name)])
+            return Self.json(["result": existing ? "exists" : "created", "id": .string("_design/" + spec.ddoc), "name": .string(spec.name)])
         case .delete:
-            guard call.segments.count >= 4, let name = call.segments.last else {
-                throw CouchError(.notFound, "not_found", "Index not found")
-            }
+            // /db/_index/{ddoc}/{type}/{name}, the ddoc with or without its `_design/`.
+            var segments = Array(call.segments.dropFirst(2))
+            if segments.first == "_design" { segments.removeFirst() }
+            guard segments.count == 3, segments[1] == "json" else { throw CouchError(.notFound, "not_found", "Index not found") }
+            let wanted = Self.sofaIndexName(ddoc: segments[0], name: segments[2])
+            let names = try await database.indexes().map(\.name)
+            // (An index made before its design document was part of its name answers to its name alone.)
+            guard let name = [wanted, segments[2]].first(where: { names.contains($0) && ($0 == wanted || segments[0] == segments[2]) })
+            else { throw CouchError(.notFound, "not_found", "Index not found") }
             try await database.deleteIndex(name)
             return Self.json(Self.ok)
         default:
             throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,POST,DELETE allowed")
         }
+    }
+
+    /// A Mango index asked for: its fields, name and design document (without `_design/`), and
+    /// the name of the Sofa index that serves it.
+    struct MangoIndexSpec {
+        var fields: [String]
+        var name: String
+        var ddoc: String
+        var sofaName: String { CouchAPI.sofaIndexName(ddoc: ddoc, name: name) }
+    }
+
+    /// The Sofa index of design document `ddoc`'s index `name`: the name alone when the design
+    /// document is named after it (Mango's default), else both, joined by `%`.
+    static func sofaIndexName(ddoc: String, name: String) -> String { ddoc == name ? name : ddoc + "%" + name }
+
+    /// A `POST _index` body read and checked as CouchDB checks it (400 for anything else).
+    static func mangoIndexSpec(_ body: JSONObject) throws -> MangoIndexSpec {
+        func refuse(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
+        guard let fields = body["index"]?["fields"]?.arrayValue, !fields.isEmpty else { throw refuse("index.fields must be a non-empty list") }
+        if body["index"]?["selector"] != nil { throw refuse("`selector` is not a valid field of an index; use `partial_filter_selector`") }
+        var names: [String] = [], directions: Set<String> = []
+        for field in fields {
+            if let name = field.stringValue, !name.isEmpty {
+                names.append(name)
+                directions.insert("asc")
+            } else if let object = field.objectValue, object.count == 1, let direction = object.values[0].stringValue,
+                      ["asc", "desc"].contains(direction), !object.keys[0].isEmpty {
+                names.append(object.keys[0])
+                directions.insert(direction)
+            } else {
+                throw refuse("Invalid sort field: \(field.compactString)")
+            }
+        }
+        guard directions.count == 1 else { throw refuse("Sorts currently only support a single direction for all fields.") }
+        if let type = body["type"] {
+            guard type.stringValue == "json" else { throw refuse("Invalid index type: \(type.compactString); Sofa's Mango indexes are of type json") }
+        }
+        if let name = body["name"], name.stringValue?.isEmpty ?? true { throw refuse("Invalid index name: \(name.compactString)") }
+        if let ddoc = body["ddoc"], ddoc.stringValue.map({ $0.isEmpty || $0 == "_design/" }) ?? true {
+            throw refuse("Invalid design document id: \(ddoc.compactString)")
+        }
+        let digest = (try? sha256(Array(names.joined(separator: ",").utf8)).hexString) ?? "index"
+        let name = body["name"]?.stringValue ?? String(digest.prefix(40))
+        var ddoc = body["ddoc"]?.stringValue ?? name
+        if ddoc.hasPrefix("_design/") { ddoc.removeFirst("_design/".count) }
+        return MangoIndexSpec(fields: names, name: name, ddoc: ddoc)
+    }
+
+    /// `skip` or `limit` of the index listing: a non-negative (positive, for `limit`) integer.
+    static func listingCount(_ call: CouchCall, _ name: String, positive: Bool = false) throws -> Int? {
+        guard let text = call.query[name] else { return nil }
+        guard let value = Int(text), value >= (positive ? 1 : 0) else {
+            throw CouchError(.badRequest, "query_parse_error", "Invalid value for \(positive ? "positive " : "")integer: \"\(text)\"")
+        }
+        return value
     }
 
     /// The database's value indexes in Mango's listing shape.
@@ -146,8 +253,10 @@ extension CouchAPI {
                 let path = expression.arrayValue?.first?.stringValue ?? ""
                 return .object(JSONObject([(String(path.drop { $0 == "." }), "asc")]))
             }
-            return ["ddoc": .string("_design/" + index.name), "name": .string(index.name), "type": "json",
-                    "def": ["fields": .array(fields)]]
+            let parts = index.name.split(separator: "%", maxSplits: 1).map(String.init)
+            let (ddoc, name) = parts.count == 2 ? (parts[0], parts[1]) : (index.name, index.name)
+            return ["ddoc": .string("_design/" + ddoc), "name": .string(name), "type": "json",
+                    "def": ["fields": .array(fields)], "build_status": "ready"]
         }
     }
 }

@@ -76,7 +76,9 @@ public enum Mango {
         } else {
             what.append(["."])
         }
-        var query = JSONObject([("WHAT", .array(what)), ("WHERE", try condition(find.selector, at: nil))])
+        // Design documents are not found (CouchDB's rule): their IDs begin with `_design/`.
+        let notDesign: JSON = ["NOT", ["REGEXP_LIKE()", ["._id"], "^_design/"]]
+        var query = JSONObject([("WHAT", .array(what)), ("WHERE", ["AND", notDesign, try condition(find.selector, at: nil)])])
         if !find.sort.isEmpty {
             query["ORDER_BY"] = .array(find.sort.map { field, descending in
                 descending ? ["DESC", .array([.string("." + field)])] : .array([.string("." + field)])
@@ -94,8 +96,12 @@ public enum Mango {
             guard let path else { throw SofaError(.invalidQuery, "a selector must be an object") }
             return ["=", path, literal(selector)]
         }
+        // A field compared with `{}` asks for an empty object (an empty selector, for everything).
+        if object.isEmpty, let path { return ["=", path, .object([:])] }
         var terms: [JSON] = []
         for (key, value) in object {
+            // An empty `$or` beside other conditions adds nothing to them (alone, it matches nothing).
+            if key == "$or", value.arrayValue?.isEmpty == true, object.count > 1 { continue }
             if key.hasPrefix("$") {
                 terms.append(try operation(key, value, at: path, depth: depth))
             } else {
@@ -106,10 +112,27 @@ public enum Mango {
         return terms.count == 1 ? terms[0] : .array(["AND"] + terms)
     }
 
-    /// `path` with `field` below it (a Mango field name, dots as steps).
+    /// `path` with `field` below it (a Mango field name, dots as steps; a step of digits below
+    /// another is an array index, as Mango reads `favorites.3`).
     static func child(_ path: JSON?, _ field: String) -> JSON {
-        guard let path, let head = path.arrayValue?.first?.stringValue else { return .array([.string("." + field)]) }
-        return .array([.string(head + "." + field)])
+        var steps = ""
+        var previous: Character?
+        var step = ""
+        func flush() {
+            if !steps.isEmpty || path != nil, !step.isEmpty, step.allSatisfy(\.isASCII), step.allSatisfy(\.isNumber) {
+                steps += "[" + step + "]"
+            } else {
+                steps += "." + step
+            }
+            step = ""
+        }
+        for character in field {
+            if character == ".", previous != "\\" { flush() } else { step.append(character) }
+            previous = character
+        }
+        flush()
+        guard let path, let head = path.arrayValue?.first?.stringValue else { return .array([.string(steps)]) }
+        return .array([.string(head + steps)])
     }
 
     /// A value compared with: arrays and objects as literals, not as expressions.
@@ -152,11 +175,24 @@ public enum Mango {
                 throw SofaError(.invalidQuery, "$type needs one of null, boolean, number, string, array, object")
             }
             return ["=", ["TYPENAME()", try field()], .string(type)]
-        case "$in": return ["IN", try field(), .array(["[]"] + (try list()).map(literal))]
-        case "$nin": return ["AND", ["IS NOT MISSING", try field()], ["NOT IN", try field(), .array(["[]"] + (try list()).map(literal))]]
+        case "$in", "$nin":
+            // The value is one of the list, or (an array) has an element that is.
+            let path = try field(), values: JSON = .array(["[]"] + (try list()).map(literal))
+            let variable = "i\(depth)"
+            let found: JSON = ["OR", ["IN", path, values], ["ANY", .string(variable), path, ["IN", [.string("?" + variable)], values]]]
+            return name == "$in" ? found : ["AND", ["IS NOT MISSING", path], ["NOT", found]]
+        case "$beginsWith":
+            guard let prefix = value.stringValue else { throw SofaError(.invalidQuery, "$beginsWith needs a string") }
+            let escaped = prefix.map { "\\^$.|?*+()[]{}".contains($0) ? "\\\($0)" : String($0) }.joined()
+            return ["AND", ["=", ["TYPENAME()", try field()], "string"], ["REGEXP_LIKE()", try field(), .string("^" + escaped)]]
+        case "$keyMapMatch":
+            // A key of the object satisfies the condition.
+            let variable = "k\(depth)"
+            let key = try condition(value, at: [.string("?" + variable)], depth: depth + 1)
+            return ["AND", ["ISOBJECT()", try field()], ["ANY", .string(variable), ["OBJECT_NAMES()", try field()], key]]
         case "$size":
             guard let size = value.intValue else { throw SofaError(.invalidQuery, "$size needs an integer") }
-            return ["=", ["ARRAY_LENGTH()", try field()], .int(size)]
+            return ["AND", ["ISARRAY()", try field()], ["=", ["ARRAY_LENGTH()", try field()], .int(size)]]
         case "$mod":
             let operands = try list()
             guard operands.count == 2, let divisor = operands[0].intValue, divisor != 0, let remainder = operands[1].intValue else {
