@@ -303,6 +303,20 @@ class MangoRulesTests(CouchTestCase):
         fields = self.find(db, {"selector": {"_id": "u0"}, "fields": ["dot\\.key", "prefs.x"]}).json()["docs"]
         self.assertEqual(fields, [{"dot.key": "dotted", "prefs": {"x": 1}}])
 
+    def test_ranges_follow_couchdbs_collation(self):
+        db = self.new_db()
+        values = {"n": None, "f": False, "t": True, "z": 0, "o": 1, "A": "A", "a": "a", "b": "b", "l": [1], "d": {"x": 1}}
+        docs = [{"_id": key, "v": value} for key, value in values.items()] + [{"_id": "missing"}]
+        self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30)
+        cases = [
+            ({"$gt": None}, "ftzoAabld"), ({"$gte": None}, "nftzoAabld"), ({"$lt": None}, ""), ({"$lte": None}, "n"),
+            ({"$gt": False}, "tzoAabld"), ({"$gte": False}, "ftzoAabld"), ({"$lt": True}, "nf"), ({"$lte": True}, "nft"),
+            ({"$lt": 1}, "nftz"), ({"$lte": 1}, "nftzo"), ({"$gt": 0}, "oAabld"), ({"$gte": 1}, "oAabld"),
+            ({"$lt": "b"}, "nftzoAa"), ({"$gt": "a"}, "bld"), ({"$gt": [0]}, "ld"), ({"$lt": {"x": 2}}, "nftzoAabld"),
+        ]
+        for condition, expected in cases:
+            self.assertEqual(self.ids(db, {"v": condition}), sorted(expected), condition)
+
     def test_find_options(self):
         db = self.mango_db()
         stats = self.find(db, {"selector": {"age": 22}, "execution_stats": True}).json()

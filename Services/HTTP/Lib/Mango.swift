@@ -144,6 +144,53 @@ public enum Mango {
         }
     }
 
+    /// The kinds of values in CouchDB's collation order.
+    static let kinds = ["null", "boolean", "number", "string", "array", "object"]
+
+    /// `path op value` in CouchDB's collation: null < false < true < numbers < strings < arrays <
+    /// objects, a field that is missing never matching. Sofa compares values of one kind; the
+    /// kinds that sort before or after the value's are added by their type. (A range over
+    /// numbers or strings stays a range an index serves, the other kinds filtered from it.)
+    static func comparison(_ op: String, _ path: JSON, _ value: JSON) -> JSON {
+        let kind: String
+        switch value {
+        case .null: kind = "null"
+        case .bool: kind = "boolean"
+        case .int, .double: kind = "number"
+        case .string: kind = "string"
+        case .array: kind = "array"
+        case .object: kind = "object"
+        }
+        let rank = kinds.firstIndex(of: kind)!
+        let above = Array(kinds[(rank + 1)...]), below = Array(kinds[..<rank])
+        let greater = op.hasPrefix(">"), orEqual = op.hasSuffix("=")
+        func typeIn(_ names: [String]) -> JSON {
+            names.isEmpty ? false : ["IN", ["TYPENAME()", path], .array(["[]"] + names.map { .string($0) })]
+        }
+        func or(_ same: JSON, _ others: [String]) -> JSON { others.isEmpty ? same : ["OR", same, typeIn(others)] }
+        switch value {
+        case .null:
+            return or(orEqual ? ["IS NULL", path] : false, greater ? above : [])
+        case .bool(let b):
+            // false < true: the booleans on the asked side of `b` (with `b` itself for >= and <=).
+            let wanted = [false, true].filter { greater ? ($0 && !b) || (orEqual && $0 == b) : (!$0 && b) || (orEqual && $0 == b) }
+            let same: JSON = wanted.isEmpty ? false : wanted.count == 2 ? typeIn(["boolean"]) : ["=", path, .bool(wanted[0])]
+            return or(same, greater ? above : below)
+        default:
+            let same: JSON = [.string(op), path, literal(value)]
+            // Numbers sort below strings, and strings below arrays and objects, in Sofa too: a
+            // range up from a number or a string needs only null and booleans (which Sofa sorts
+            // above strings) left out, and stays a range an index serves.
+            if kind == "number" || kind == "string" {
+                if greater { return ["AND", same, ["NOT", typeIn(["null", "boolean"])]] }
+                // Down from one: Sofa's range holds the numbers (and strings) below it; null and
+                // the booleans are three values an index finds as well.
+                return ["OR", same, ["IS NULL", path], ["=", path, true], ["=", path, false]]
+            }
+            return or(["AND", same, typeIn([kind])], greater ? above : below)
+        }
+    }
+
     private static func operation(_ name: String, _ value: JSON, at path: JSON?, depth: Int) throws(SofaError) -> JSON {
         func field() throws(SofaError) -> JSON {
             guard let path else { throw SofaError(.invalidQuery, "\(name) needs a field") }
@@ -162,10 +209,10 @@ public enum Mango {
         case "$not": return ["NOT", try condition(value, at: path, depth: depth + 1)]
         case "$eq": return ["=", try field(), literal(value)]
         case "$ne": return ["!=", try field(), literal(value)]
-        case "$gt": return [">", try field(), literal(value)]
-        case "$gte": return [">=", try field(), literal(value)]
-        case "$lt": return ["<", try field(), literal(value)]
-        case "$lte": return ["<=", try field(), literal(value)]
+        case "$gt": return comparison(">", try field(), value)
+        case "$gte": return comparison(">=", try field(), value)
+        case "$lt": return comparison("<", try field(), value)
+        case "$lte": return comparison("<=", try field(), value)
         case "$exists":
             guard let exists = value.boolValue else { throw SofaError(.invalidQuery, "$exists needs true or false") }
             return [exists ? "IS NOT MISSING" : "IS MISSING", try field()]
