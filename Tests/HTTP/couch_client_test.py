@@ -1418,6 +1418,10 @@ class MangoTests(SofaTestCase):
 
     def test_fields_sort_limit_skip_bookmark(self):
         db = self._people()
+        # A sort needs an index whose fields begin with the sort's (CouchDB's rule).
+        self.assert_api_error(lambda: self.admin.post_find(db=db, selector={"age": {"$gt": 0}}, sort=[{"age": "desc"}]),
+                              400, "no_usable_index")
+        self.admin.post_index(db=db, index={"fields": ["age"]})
         result = self.admin.post_find(db=db, selector={"age": {"$gt": 0}}, fields=["_id", "pet.kind"],
                                       sort=[{"age": "desc"}], limit=2).get_result()
         self.assertEqual(result["docs"], [{"_id": "cid", "pet": {"kind": "cat"}}, {"_id": "ann", "pet": {"kind": "cat"}}])

@@ -327,6 +327,30 @@ class MangoRulesTests(CouchTestCase):
         for body in ({"selector": {}, "r": [1]}, {"selector": {}, "conflicts": [True]}):
             self.assertEqual(self.find(db, body).status_code, 400, body)
 
+    def test_index_choice_warnings_and_sorts(self):
+        db = self.mango_db()
+        url = URL + "/" + db + "/_index"
+        scan = self.find(db, {"selector": {"age": 22}}).json()
+        self.assertEqual(scan["warning"], "No matching index found, create an index to optimize query time.")
+        for ddoc in ("zzz", "aaa"):
+            self.session.post(url, json={"index": {"fields": ["age"]}, "ddoc": ddoc, "name": "byage"}, timeout=30)
+        self.session.post(url, json={"index": {"fields": ["age", "name"]}, "ddoc": "both", "name": "both"}, timeout=30)
+        def explained(body):
+            return self.session.post(URL + "/" + db + "/_explain", json=body, timeout=30).json()["index"]
+        self.assertEqual(explained({"selector": {"age": 22}})["ddoc"], "_design/aaa")  # the first by name
+        self.assertEqual(explained({"selector": {"age": 22, "name": "Ann"}})["ddoc"], "_design/both")  # the most fields
+        self.assertEqual(explained({"selector": {"age": 22, "name": "Ann"}, "use_index": "zzz"})["ddoc"], "_design/zzz")
+        self.assertEqual(explained({"selector": {"name": "Ann"}})["name"], "_all_docs")
+        self.assertNotIn("warning", self.find(db, {"selector": {"age": 22}}).json())
+        unusable = self.find(db, {"selector": {"name": "Ann"}, "use_index": "_design/aaa"}).json()
+        self.assertIn("_design/aaa was not used because it does not contain a valid index for this query.", unusable["warning"])
+        sorted_ids = [d["_id"] for d in self.find(db, {"selector": {"age": {"$gt": 0}}, "sort": [{"age": "desc"}]}).json()["docs"]]
+        self.assertEqual(sorted_ids[0], "u1")
+        for sort in ([{"name": "asc"}], ["name", "age"]):
+            refused = self.find(db, {"selector": {"age": {"$gt": 0}}, "sort": sort})
+            self.assertEqual((refused.status_code, refused.json()["error"]), (400, "no_usable_index"), sort)
+        self.assertEqual(self.find(db, {"selector": {"name": "Ann"}, "sort": ["_id"]}).status_code, 200)
+
     def test_index_listing_and_creation(self):
         db = self.mango_db()
         url = URL + "/" + db + "/_index"

@@ -16,19 +16,21 @@ extension CouchAPI {
         let started = ContinuousClock.now
         let executionStats = body["execution_stats"]?.boolValue == true
         let query = try Mango.query(find)
+        let choice = try MangoIndexChoice.choose(find, useIndex: body["use_index"], indexes: try await mangoIndexes(database))
         if explain {
             let plan = try await database.explain(json: query)
-            let index = try await mangoIndexes(database).first { index in
-                guard let fields = index["def"]?["fields"]?.arrayValue?.first?.objectValue?.keys.first else { return false }
-                return Self.mentions(find.selector, fields)
-            } ?? Self.allDocsIndex
+            let descending = find.sort.first?.descending ?? false
+            let fields: JSON = find.fields.map { .array($0.map { .string($0) }) } ?? "all_fields"
             return Self.json([
-                "dbname": .string(database.name), "index": index, "selector": find.selector,
-                "opts": ["use_index": [], "bookmark": "nil", "limit": .int(Int64(find.limit)), "skip": .int(Int64(find.skip)),
-                         "sort": [:], "fields": find.fields.map { .array($0.map { .string($0) }) } ?? "all_fields", "r": [49],
+                "dbname": .string(database.name), "index": choice.index ?? Self.allDocsIndex, "selector": find.selector,
+                "opts": ["use_index": body["use_index"].map { $0.arrayValue != nil ? $0 : [$0] } ?? [], "bookmark": "nil",
+                         "limit": .int(Int64(find.limit)), "skip": .int(Int64(find.skip)), "sort": [:], "fields": fields, "r": [49],
                          "conflicts": false],
-                "limit": .int(Int64(find.limit)), "skip": .int(Int64(find.skip)),
-                "fields": find.fields.map { .array($0.map { .string($0) }) } ?? "all_fields",
+                "limit": .int(Int64(find.limit)), "skip": .int(Int64(find.skip)), "fields": fields,
+                "mrargs": ["include_docs": true, "view_type": "map", "reduce": false, "partition": .null, "start_key": [],
+                           "end_key": ["<MAX>"], "direction": descending ? "rev" : "fwd", "stable": false, "update": true,
+                           "conflicts": "undefined", "skip": .int(Int64(find.skip)), "limit": .int(Int64(find.limit)), "sorted": true],
+                "covering": false,
                 "sofa_query": query, "sofa_plan": .string(plan),
             ])
         }
@@ -36,7 +38,7 @@ extension CouchAPI {
         // The first page is read before the answer starts, so a query that fails is a clear error.
         var pages = database.queryPages(json: query, pageRows: Self.findPageRows).makeAsyncIterator()
         let first = try await pages.next()
-        let fields = find.fields, skip = find.skip
+        let fields = find.fields, skip = find.skip, warnings = choice.warnings
         let streamed = ResponseBody { [pages] writer in
             var pages = pages
             var sent = 0
@@ -55,6 +57,7 @@ extension CouchAPI {
             }
             let bookmark = JSON.string(Mango.bookmark(after: skip + sent)).compactBytes()
             var tail = Array("],\"bookmark\":".utf8) + bookmark
+            if !warnings.isEmpty { tail += Array(",\"warning\":".utf8) + JSON.string(warnings.joined(separator: "\n")).compactBytes() }
             if executionStats {
                 // What Sofa can tell: the documents it read are the ones it returned.
                 let elapsed = ContinuousClock.now - started
@@ -139,14 +142,6 @@ extension CouchAPI {
         var inner = object[first]?.objectValue ?? [:]
         set(&inner, path: Array(path.dropFirst()), value)
         object[first] = .object(inner)
-    }
-
-    /// Whether a selector names `field` (at its top level or in a combination).
-    static func mentions(_ selector: JSON, _ field: String) -> Bool {
-        if let object = selector.objectValue {
-            return object.contains { $0.key == field || mentions($0.value, field) }
-        }
-        return selector.arrayValue?.contains { mentions($0, field) } ?? false
     }
 
     static let allDocsIndex: JSON = ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]],
