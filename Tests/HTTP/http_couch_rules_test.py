@@ -300,6 +300,9 @@ class MangoRulesTests(CouchTestCase):
         self.assertEqual(self.ids(db, {"name": {"$beginsWith": "A"}}), ["u0"])
         self.assertEqual(self.ids(db, {"prefs": {"$keyMapMatch": {"$eq": "y"}}}), ["u1"])
         self.assertEqual(self.ids(db, {"age": {"$size": 0}}), [])
+        for bad in ({"name": {"$regex": "("}}, {"favorites": {"$elemMatch": 1}}):
+            self.assertEqual(self.find(db, {"selector": bad}).status_code, 400, bad)
+        self.assertEqual(self.find(db, {"selector": {"_id": "u2"}, "fields": []}).json()["docs"][0]["favorites"], "Python")
         fields = self.find(db, {"selector": {"_id": "u0"}, "fields": ["dot\\.key", "prefs.x"]}).json()["docs"]
         self.assertEqual(fields, [{"dot.key": "dotted", "prefs": {"x": 1}}])
 
@@ -370,9 +373,11 @@ class MangoRulesTests(CouchTestCase):
                      {"index": {"fields": [""]}}, {"index": {"fields": ["a"]}, "type": True}, {"index": {"fields": ["a"]}, "name": 1},
                      {"index": {"fields": ["a"]}, "ddoc": ""}, {"index": {"fields": ["a"], "selector": {}}}):
             self.assertEqual(self.session.post(url, json=body, timeout=30).status_code, 400, body)
+        deleted = self.session.post(url + "/_bulk_delete", json={"docids": ["_design/bbb", "_design/nothing"]}, timeout=30).json()
+        self.assertEqual(deleted, {"success": [{"id": "_design/bbb", "ok": True}], "fail": [{"id": "_design/nothing", "error": "not_found"}]})
         self.assertEqual(self.session.delete(url + "/_design/aaa/not_a_real_type/byname", timeout=30).status_code, 404)
         self.assertEqual(self.session.delete(url + "/_design/aaa/json/byname", timeout=30).status_code, 200)
-        self.assertEqual([i["ddoc"] for i in self.session.get(url, timeout=30).json()["indexes"]], [None, "_design/bbb"])
+        self.assertEqual([i["ddoc"] for i in self.session.get(url, timeout=30).json()["indexes"]], [None])
 
 
 if __name__ == "__main__":

@@ -158,6 +158,8 @@ extension CouchAPI {
             let indexes = [Self.allDocsIndex] + (try await mangoIndexes(database))
             let listed = Array(indexes.dropFirst(skip).prefix(limit ?? Int.max))
             return Self.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(listed)])
+        case .post where call.segments.count == 3 && call.segments[2] == "_bulk_delete":
+            return try await bulkDeleteIndexes(&call, database)
         case .post:
             guard call.segments.count == 2 else {
                 throw CouchError(.methodNotAllowed, "method_not_allowed", "Only DELETE allowed")
@@ -184,6 +186,27 @@ extension CouchAPI {
         default:
             throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,POST,DELETE allowed")
         }
+    }
+
+    /// `POST _index/_bulk_delete` with `{"docids": [design document IDs]}`: every index of each
+    /// design document deleted; `{"success": [{"id", "ok"}], "fail": [{"id", "error"}]}`.
+    func bulkDeleteIndexes(_ call: inout CouchCall, _ database: Database) async throws -> Response {
+        guard let ids = try await call.objectBody(limit: 1 << 20)["docids"]?.arrayValue?.compactMap(\.stringValue) else {
+            throw CouchError(.badRequest, "bad_request", "`docids` must be a list of design document IDs")
+        }
+        let listed = try await mangoIndexes(database)
+        var success: [JSON] = [], fail: [JSON] = []
+        for id in ids {
+            let ddoc = id.hasPrefix("_design/") ? id : "_design/" + id
+            let names = listed.filter { $0["ddoc"]?.stringValue == ddoc }.compactMap { $0["name"]?.stringValue }
+            guard !names.isEmpty else {
+                fail.append(["id": .string(id), "error": "not_found"])
+                continue
+            }
+            for name in names { try await database.deleteIndex(Self.sofaIndexName(ddoc: String(ddoc.dropFirst(8)), name: name)) }
+            success.append(["id": .string(id), "ok": true])
+        }
+        return Self.json(["success": .array(success), "fail": .array(fail)])
     }
 
     /// A Mango index asked for: its fields, name and design document (without `_design/`), and

@@ -1,4 +1,5 @@
 public import SofaCore
+internal import Foundation
 
 /// CouchDB's Mango queries (`_find`) as Sofa's JSON queries: a selector becomes a `WHERE`
 /// expression, `fields` the `WHAT` list, `sort` the `ORDER_BY`, `limit`/`skip` (or a bookmark)
@@ -35,7 +36,8 @@ public enum Mango {
             guard let list = given.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
                 throw SofaError(.invalidQuery, "fields must be a list of field names")
             }
-            fields = list.compactMap(\.stringValue)
+            // No fields named: the whole documents (CouchDB's reading of `[]`).
+            fields = list.isEmpty ? nil : list.compactMap(\.stringValue)
         }
         var sort: [(String, Bool)] = []
         for item in body["sort"]?.arrayValue ?? [] {
@@ -250,6 +252,9 @@ public enum Mango {
                     ["=", ["%", path, .int(divisor)], .int(remainder)]]
         case "$regex":
             guard let pattern = value.stringValue else { throw SofaError(.invalidQuery, "$regex needs a string") }
+            guard (try? NSRegularExpression(pattern: pattern)) != nil else {
+                throw SofaError(.invalidQuery, "$regex needs a valid regular expression, not \(JSON.string(pattern).compactString)")
+            }
             return ["AND", ["=", ["TYPENAME()", try field()], "string"], ["REGEXP_LIKE()", try field(), .string(pattern)]]
         case "$all":
             let path = try field()
@@ -259,6 +264,7 @@ public enum Mango {
                 ["ANY", .string("m\(depth)_\(index)"), path, ["=", [.string("?m\(depth)_\(index)")], literal(item)]]
             })
         case "$elemMatch", "$allMatch":
+            guard value.objectValue != nil else { throw SofaError(.invalidQuery, "\(name) needs a selector object") }
             let variable = "e\(depth)"
             let element = try condition(value, at: [.string("?" + variable)], depth: depth + 1)
             return [name == "$elemMatch" ? "ANY" : "ANY AND EVERY", .string(variable), try field(), element]
