@@ -1,4 +1,4 @@
-public import SofaCore
+internal import SofaCore
 import SofaQL
 
 // A view query's options, read and checked as CouchDB reads them (`couch_mrview_util`'s rules,
