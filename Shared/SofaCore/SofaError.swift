@@ -80,6 +80,9 @@ extension SofaError {
         case unauthorized = 109
         /// The user is known but may not do this (a database's security object, an admin's task).
         case forbidden = 110
+        /// A design document CouchDB would not store (a field of the wrong type, a view without a
+        /// map function, a reduce function that is not one).
+        case invalidDesignDoc = 111
 
         /// The case's name in snake_case, as CouchDB names its errors: `not_found`, `bad_json`
         /// (an acronym is one word: `badRevisionID` is `bad_revision_id`).

@@ -125,6 +125,25 @@ import Testing
             let ids = Self.ids(after)
             #expect(!ids.contains("d00") && !ids.contains("d01"))
             #expect(after["rows"]?.arrayValue?.last(where: { $0["key"]?.stringValue != nil })?["id"]?.stringValue == "d10")
+
+            // A design document CouchDB would not store is refused through the SDK too, in CouchDB's words.
+            for (body, reason) in [(#"{"views":{"v":{"reduce":"_count"}}}"#, "View `v` must contain map function"),
+                                   (#"{"views":{"v":{"map":"function (doc) {}","reduce":"_foobar"}}}"#,
+                                    "`_foobar` is not a supported reduce function.")] {
+                do throws(SofaError) {
+                    try await db.put(id: "_design/bad", json: body)
+                    Issue.record("\(body) was stored")
+                } catch {
+                    #expect(error.sofaCode == .invalidDesignDoc && error.message == reason, "\(error)")
+                }
+            }
+            // A view query's options CouchDB refuses are refused in its words.
+            do throws(SofaError) {
+                _ = try await db.view("m/by_v", options: ["group": true])
+                Issue.record("grouping a map-only view was answered")
+            } catch {
+                #expect(error.sofaCode == .invalidParameter && error.message == "Invalid use of grouping on a map view.", "\(error)")
+            }
         }
     }
 

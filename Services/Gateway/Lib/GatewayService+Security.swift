@@ -1,4 +1,5 @@
 internal import SofaBus
+internal import SofaQL
 public import SofaServer
 internal import SofaCore
 public import SofaWire
@@ -63,7 +64,36 @@ extension GatewayService {
             audit(principal, peer, kind.name, database: request.database, refused: refusal)
             return .failure(refusal)
         }
+        // A design document is checked as CouchDB checks it, once its writer may write it.
+        if designWrite, let refusal = Self.invalidDesignDocument(request.operation) { return .failure(refusal) }
         return .success(principal)
+    }
+
+    /// Why a design document the operation writes would not be stored (`DesignDocumentRules`);
+    /// nil when each is fine (a deletion always is).
+    static func invalidDesignDocument(_ operation: Op) -> SofaError? {
+        var written: [(id: String, body: [UInt8], deleted: Bool)] = []
+        switch operation {
+        case .putDocument(let id, _, let body, let deleted): written = [(id, body, deleted)]
+        case .insertRevision(let insert): written = [(insert.id, insert.body, insert.deleted)]
+        case .bulkWrite(let items):
+            written = items.map { item in
+                switch item {
+                case .put(let id, _, let body, let deleted): (id, body, deleted)
+                case .insert(let insert): (insert.id, insert.body, insert.deleted)
+                }
+            }
+        default: return nil
+        }
+        for document in written where document.id.hasPrefix("_design/") && !document.deleted {
+            guard let body = JSON.tryParse(document.body)?.objectValue else { continue }
+            do throws(SofaError) {
+                try DesignDocumentRules.check(body)
+            } catch {
+                return error
+            }
+        }
+        return nil
     }
 
     /// A user's record from `_users` (nil: no such user).

@@ -57,7 +57,6 @@ extension CouchAPI {
     func write(_ document: IncomingDocument, _ database: Database, newEdits: Bool,
                followed: [String: [UInt8]] = [:]) async throws -> DocumentRevision {
         guard let id = document.id else { throw CouchError(.badRequest, "bad_request", "Document must have an _id") }
-        if id.hasPrefix("_design/"), !document.deleted { try DesignDocumentRules.check(document.body) }
         let body = try await storeInlineAttachments(document.body, database, id: id,
                                                     revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
         if newEdits {

@@ -1,16 +1,17 @@
-internal import SofaCore
-internal import SofaQL
+public import SofaCore
 internal import Foundation
 
 /// What CouchDB checks in a design document before it stores it (`couch_mrview`'s rules, in its
-/// words, answered 400 `invalid_design_doc`): the type of each field it reads, a map function in
-/// every view, and only the built-in reduce functions it has. Whether the functions compile is
-/// found when a view is first queried.
-enum DesignDocumentRules {
+/// words; `.invalidDesignDoc`, which the HTTP API answers 400 `invalid_design_doc`): the type of
+/// each field it reads, a map function in every view, and only the built-in reduce functions it
+/// has. The gateway checks every design document written (after who may write it), sofa-http
+/// each of a bulk's in its place. Whether the functions compile is found when a view is first
+/// queried.
+public enum DesignDocumentRules {
     /// A step of a field's path: a member by name, or every member (`nil`).
     private typealias Step = (key: String?, types: [String])
 
-    static func check(_ body: JSONObject) throws(CouchError) {
+    public static func check(_ body: JSONObject) throws(SofaError) {
         let map = body["language"]?.stringValue == "query" ? "object" : "string"
         let paths: [[Step]] = [
             [("filters", ["object"]), (nil, ["object", "string"])],
@@ -32,21 +33,21 @@ enum DesignDocumentRules {
         guard case .object(let views)? = body["views"] else { return }
         for (name, view) in views where name != "lib" {
             guard view["map"] != nil else {
-                throw CouchError(.badRequest, "invalid_design_doc", "View `\(name)` must contain map function")
+                throw SofaError(.invalidDesignDoc, "View `\(name)` must contain map function")
             }
             let reduce = view["reduce"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             if reduce.hasPrefix("_"), BuiltinReduce(named: reduce) == nil {
-                throw CouchError(.badRequest, "invalid_design_doc", "`\(reduce)` is not a supported reduce function.")
+                throw SofaError(.invalidDesignDoc, "`\(reduce)` is not a supported reduce function.")
             }
         }
     }
 
-    private static func check(_ value: JSON, _ steps: ArraySlice<Step>, at path: [String]) throws(CouchError) {
+    private static func check(_ value: JSON, _ steps: ArraySlice<Step>, at path: [String]) throws(SofaError) {
         guard let step = steps.first, case .object(let members) = value else { return }
         let named: [(String, JSON)] = step.key.map { key in members[key].map { [(key, $0)] } ?? [] } ?? Array(members)
         for (key, member) in named {
             guard step.types.contains(where: { matches(member, $0) }) else {
-                throw CouchError(.badRequest, "invalid_design_doc",
+                throw SofaError(.invalidDesignDoc,
                                  "`\((path + [key]).joined(separator: "."))` field must have \(step.types.joined(separator: " or ")) type")
             }
             try check(member, steps.dropFirst(), at: path + [key])
