@@ -354,6 +354,24 @@ class MangoRulesTests(CouchTestCase):
             self.assertEqual((refused.status_code, refused.json()["error"]), (400, "no_usable_index"), sort)
         self.assertEqual(self.find(db, {"selector": {"name": "Ann"}, "sort": ["_id"]}).status_code, 200)
 
+    def test_partial_indexes(self):
+        db = self.mango_db()
+        url = URL + "/" + db + "/_index"
+        made = self.session.post(url, timeout=30, json={"index": {"fields": ["age"], "partial_filter_selector": {"name": {"$ne": "Bo"}}},
+                                                        "ddoc": "Selected", "name": "Selected"})
+        self.assertEqual(made.json()["result"], "created", made.text)
+        listed = [i for i in self.session.get(url, timeout=30).json()["indexes"] if i["name"] == "Selected"]
+        self.assertEqual(listed[0]["def"]["partial_filter_selector"], {"name": {"$ne": "Bo"}})
+        everyone = {"age": {"$gt": 0}}
+        self.assertEqual(self.ids(db, everyone), ["u0", "u1", "u2"])  # not named: not the partial index
+        self.assertEqual(self.ids(db, everyone, use_index="Selected"), ["u0", "u2"])
+        explained = self.session.post(URL + "/" + db + "/_explain", json={"selector": everyone}, timeout=30).json()
+        self.assertEqual(explained["index"]["name"], "_all_docs")
+        self.assertEqual(self.session.post(url, json={"index": {"fields": ["a"], "partial_filter_selector": 1}}, timeout=30).status_code, 400)
+        self.assertEqual(self.session.delete(url + "/_design/Selected/json/Selected", timeout=30).status_code, 200)
+        local = self.session.get(URL + "/" + db + "/_local_docs", timeout=30).json()["rows"]
+        self.assertEqual([r["id"] for r in local if "partial" in r["id"]], [])
+
     def test_index_listing_and_creation(self):
         db = self.mango_db()
         url = URL + "/" + db + "/_index"

@@ -15,8 +15,9 @@ extension CouchAPI {
         let find = try Mango.find(body)
         let started = ContinuousClock.now
         let executionStats = body["execution_stats"]?.boolValue == true
-        let query = try Mango.query(find)
         let choice = try MangoIndexChoice.choose(find, useIndex: body["use_index"], indexes: try await mangoIndexes(database))
+        // A partial index answers for the documents its selector takes: so does the find it serves.
+        let query = try Mango.query(find, alsoMatching: choice.index?["def"]?["partial_filter_selector"])
         if explain {
             let plan = try await database.explain(json: query)
             let descending = find.sort.first?.descending ?? false
@@ -168,6 +169,10 @@ extension CouchAPI {
             let spec = try Self.mangoIndexSpec(body)
             let existing = try await database.indexes().contains { $0.name == spec.sofaName }
             if !existing {
+                if let partial = spec.partialSelector {
+                    _ = try Mango.condition(partial, at: nil)  // refused before anything is made
+                    try await Self.savePartialSelector(partial, of: spec.sofaName, in: database)
+                }
                 try await database.createIndex(spec.sofaName, kind: .value, expressions: spec.fields.map { .array([.string("." + $0)]) })
             }
             return Self.json(["result": existing ? "exists" : "created", "id": .string("_design/" + spec.ddoc), "name": .string(spec.name)])
@@ -182,6 +187,7 @@ extension CouchAPI {
             guard let name = [wanted, segments[2]].first(where: { names.contains($0) && ($0 == wanted || segments[0] == segments[2]) })
             else { throw CouchError(.notFound, "not_found", "Index not found") }
             try await database.deleteIndex(name)
+            try await Self.savePartialSelector(nil, of: name, in: database)
             return Self.json(Self.ok)
         default:
             throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,POST,DELETE allowed")
@@ -203,7 +209,11 @@ extension CouchAPI {
                 fail.append(["id": .string(id), "error": "not_found"])
                 continue
             }
-            for name in names { try await database.deleteIndex(Self.sofaIndexName(ddoc: String(ddoc.dropFirst(8)), name: name)) }
+            for name in names {
+                let sofaName = Self.sofaIndexName(ddoc: String(ddoc.dropFirst(8)), name: name)
+                try await database.deleteIndex(sofaName)
+                try await Self.savePartialSelector(nil, of: sofaName, in: database)
+            }
             success.append(["id": .string(id), "ok": true])
         }
         return Self.json(["success": .array(success), "fail": .array(fail)])
@@ -215,6 +225,8 @@ extension CouchAPI {
         var fields: [String]
         var name: String
         var ddoc: String
+        /// `partial_filter_selector`: the documents the index is for.
+        var partialSelector: JSON?
         var sofaName: String { CouchAPI.sofaIndexName(ddoc: ddoc, name: name) }
     }
 
@@ -252,7 +264,9 @@ extension CouchAPI {
         let name = body["name"]?.stringValue ?? String(digest.prefix(40))
         var ddoc = body["ddoc"]?.stringValue ?? name
         if ddoc.hasPrefix("_design/") { ddoc.removeFirst("_design/".count) }
-        return MangoIndexSpec(fields: names, name: name, ddoc: ddoc)
+        let partial = body["index"]?["partial_filter_selector"]
+        if let partial, partial.objectValue == nil { throw refuse("`partial_filter_selector` must be a selector object") }
+        return MangoIndexSpec(fields: names, name: name, ddoc: ddoc, partialSelector: partial)
     }
 
     /// `skip` or `limit` of the index listing: a non-negative (positive, for `limit`) integer.
@@ -264,17 +278,40 @@ extension CouchAPI {
         return value
     }
 
+    /// Where the partial selector of Sofa index `name` is kept: a local document (not replicated,
+    /// as an index is not).
+    static func partialSelectorID(_ name: String) -> String { "_local/sofa-mango-partial:" + name }
+
+    /// Keeps (or, nil, forgets) the partial selector of Sofa index `name`.
+    static func savePartialSelector(_ selector: JSON?, of name: String, in database: Database) async throws {
+        let id = partialSelectorID(name)
+        let current = try? await database.getLocal(id: id)
+        if let selector {
+            _ = try await database.putLocal(id: id, json: JSON.object(["partial_filter_selector": selector]).compactString, rev: current?.rev)
+        } else if let current {
+            _ = try await database.deleteLocal(id: id, rev: current.rev)
+        }
+    }
+
     /// The database's value indexes in Mango's listing shape.
     func mangoIndexes(_ database: Database) async throws -> [JSON] {
-        try await database.indexes().filter { $0.kind == 0 }.map { index -> JSON in
+        // The partial selectors, all in one read of their local documents.
+        let prefix = Self.partialSelectorID("")
+        var partials: [String: JSON] = [:]
+        for document in try await database.allDocs(AllDocsQuery(includeBodies: true, startKey: prefix, endKey: prefix + "\u{FFFF}")) {
+            partials[String(document.id.dropFirst(prefix.count))] = (try? document.json())?["partial_filter_selector"]
+        }
+        return try await database.indexes().filter { $0.kind == 0 }.map { index -> JSON in
             let fields = (index.descriptor["expressions"]?.arrayValue ?? []).map { expression -> JSON in
                 let path = expression.arrayValue?.first?.stringValue ?? ""
                 return .object(JSONObject([(String(path.drop { $0 == "." }), "asc")]))
             }
             let parts = index.name.split(separator: "%", maxSplits: 1).map(String.init)
             let (ddoc, name) = parts.count == 2 ? (parts[0], parts[1]) : (index.name, index.name)
-            return ["ddoc": .string("_design/" + ddoc), "name": .string(name), "type": "json",
-                    "def": ["fields": .array(fields)], "build_status": "ready"]
+            var def: JSONObject = ["fields": .array(fields)]
+            if let partial = partials[index.name] { def["partial_filter_selector"] = partial }
+            return ["ddoc": .string("_design/" + ddoc), "name": .string(name), "type": "json", "def": .object(def),
+                    "build_status": "ready"]
         }
     }
 }

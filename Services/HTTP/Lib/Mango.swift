@@ -70,8 +70,9 @@ public enum Mango {
     /// The bookmark of an answer that returned rows up to `offset`.
     public static func bookmark(after offset: Int) -> String { "o-\(offset)" }
 
-    /// The JSON query of a find: document ID, revision and the document (or the asked fields).
-    public static func query(_ find: Find) throws(SofaError) -> JSON {
+    /// The JSON query of a find: document ID, revision and the document (or the asked fields);
+    /// `partial`, a partial index's selector, joins the find's.
+    public static func query(_ find: Find, alsoMatching partial: JSON? = nil) throws(SofaError) -> JSON {
         var what: [JSON] = [["._id"], ["._revisionID"]]
         if let fields = find.fields {
             what += fields.map { .array([.string("." + $0)]) }
@@ -80,7 +81,9 @@ public enum Mango {
         }
         // Design documents are not found (CouchDB's rule): their IDs begin with `_design/`.
         let notDesign: JSON = ["NOT", ["REGEXP_LIKE()", ["._id"], "^_design/"]]
-        var query = JSONObject([("WHAT", .array(what)), ("WHERE", ["AND", notDesign, try condition(find.selector, at: nil)])])
+        var terms: [JSON] = ["AND", notDesign, try condition(find.selector, at: nil)]
+        if let partial { terms.append(try condition(partial, at: nil)) }
+        var query = JSONObject([("WHAT", .array(what)), ("WHERE", .array(terms))])
         if !find.sort.isEmpty {
             query["ORDER_BY"] = .array(find.sort.map { field, descending in
                 descending ? ["DESC", .array([.string("." + field)])] : .array([.string("." + field)])

@@ -4,7 +4,8 @@ internal import SofaCore
 /// index whose every field the selector constrains (outside `$or`/`$not`/`$nor`, and not only by
 /// `$ne`, `$nin` or `$exists: false`), and whose leading fields the sort names in order; the one
 /// with the most fields, then the first by design document and name; `_all_docs` when none is,
-/// which cannot sort by anything but `_id`. `use_index` names the one to take when it is usable.
+/// which cannot sort by anything but `_id`. `use_index` names the one to take when it is usable
+/// (a partial index is taken only so).
 /// Sofa's SQLite picks its own plan; the choice is what `_explain`, the warnings and the sort
 /// refusal say, as CouchDB's would.
 struct MangoIndexChoice {
@@ -41,7 +42,8 @@ struct MangoIndexChoice {
                 ? "\(written) is not a valid index for this query."
                 : "\(written) was not used because it does not contain a valid index for this query.")
         }
-        let candidates = indexes.filter(usable).sorted { a, b in
+        // A partial index serves only a find that names it (CouchDB's rule).
+        let candidates = indexes.filter { usable($0) && $0["def"]?["partial_filter_selector"] == nil }.sorted { a, b in
             let (fa, fb) = (fields(a).count, fields(b).count)
             return fa != fb ? fa > fb : identity(a) < identity(b)
         }
