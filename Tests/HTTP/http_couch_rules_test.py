@@ -273,7 +273,7 @@ class MangoRulesTests(CouchTestCase):
         docs = [
             {"_id": "u0", "name": "Ann", "age": 22, "favorites": ["C", "Ruby", "Python", "C"], "prefs": {"x": 1}, "empty": {},
              "dot.key": "dotted"},
-            {"_id": "u1", "name": "Bo", "age": 30, "favorites": ["Erlang"], "prefs": {"y": 2}, "empty": {"a": 1}},
+            {"_id": "u1", "name": "Bo", "age": 30, "favorites": ["Erlang"], "prefs": {"y": 2}, "empty": {"a": 1}, "scores": {"2020": 9}},
             {"_id": "u2", "name": "Cy", "age": 22, "favorites": "Python"},
             {"_id": "_design/d", "views": {}},
         ]
@@ -294,6 +294,8 @@ class MangoRulesTests(CouchTestCase):
         self.assertEqual(self.ids(db, {"favorites": {"$in": ["Ruby", "Erlang"]}}), ["u0", "u1"])
         self.assertEqual(self.ids(db, {"favorites": {"$nin": ["Ruby", "Erlang"]}}), ["u2"])
         self.assertEqual(self.ids(db, {"favorites.3": "C"}), ["u0"])
+        self.assertEqual(self.ids(db, {"scores.2020": {"$gt": 5}}), ["u1"])  # a member named with digits
+        self.assertEqual(self.ids(db, {"prefs": {"$in": [1]}}), [])  # $in looks inside arrays, not objects
         self.assertEqual(self.ids(db, {"empty": {}}), ["u0"])
         self.assertEqual(self.ids(db, {"age": 22, "$or": []}), ["u0", "u2"])
         self.assertEqual(self.ids(db, {"$or": []}), [])
@@ -353,6 +355,11 @@ class MangoRulesTests(CouchTestCase):
             refused = self.find(db, {"selector": {"age": {"$gt": 0}}, "sort": sort})
             self.assertEqual((refused.status_code, refused.json()["error"]), (400, "no_usable_index"), sort)
         self.assertEqual(self.find(db, {"selector": {"name": "Ann"}, "sort": ["_id"]}).status_code, 200)
+        # The sort's fields need no constraint; fields before them pinned to one value may lead.
+        self.session.post(url, json={"index": {"fields": ["name"]}, "ddoc": "byname", "name": "byname"}, timeout=30)
+        by_name = self.find(db, {"selector": {"age": 22}, "sort": ["name"]})
+        self.assertEqual([d["_id"] for d in by_name.json()["docs"]], ["u0", "u2"], by_name.text)
+        self.assertEqual(explained({"selector": {"age": 22}, "sort": ["name"]})["name"], "both")
 
     def test_partial_indexes(self):
         db = self.mango_db()
@@ -389,7 +396,8 @@ class MangoRulesTests(CouchTestCase):
         self.assertEqual(self.session.get(url + "/foo", timeout=30).status_code, 405)
         for body in ({"index": {"fields": [{"foo": 2}]}}, {"index": {"fields": [{"foo": "asc"}, {"bar": "desc"}]}},
                      {"index": {"fields": [""]}}, {"index": {"fields": ["a"]}, "type": True}, {"index": {"fields": ["a"]}, "name": 1},
-                     {"index": {"fields": ["a"]}, "ddoc": ""}, {"index": {"fields": ["a"], "selector": {}}}):
+                     {"index": {"fields": ["a"]}, "ddoc": ""}, {"index": {"fields": ["a"], "selector": {}}},
+                     {"index": {"fields": ["a"]}, "name": "a%b"}, {"index": {"fields": ["a"]}, "ddoc": "a%b"}):
             self.assertEqual(self.session.post(url, json=body, timeout=30).status_code, 400, body)
         deleted = self.session.post(url + "/_bulk_delete", json={"docids": ["_design/bbb", "_design/nothing"]}, timeout=30).json()
         self.assertEqual(deleted, {"success": [{"id": "_design/bbb", "ok": True}], "fail": [{"id": "_design/nothing", "error": "not_found"}]})

@@ -64,8 +64,10 @@ extension GatewayService {
             audit(principal, peer, kind.name, database: request.database, refused: refusal)
             return .failure(refusal)
         }
-        // A design document is checked as CouchDB checks it, once its writer may write it.
-        if designWrite, let refusal = Self.invalidDesignDocument(request.operation) { return .failure(refusal) }
+        // A design document is checked as CouchDB checks it, once its writer may write it. (Not
+        // the cluster's own writes: a replication copies what its source holds, and one such
+        // document refused would hold back its whole batch for good.)
+        if designWrite, principal != .cluster, let refusal = Self.invalidDesignDocument(request.operation) { return .failure(refusal) }
         return .success(principal)
     }
 
@@ -77,11 +79,9 @@ extension GatewayService {
         case .putDocument(let id, _, let body, let deleted): written = [(id, body, deleted)]
         case .insertRevision(let insert): written = [(insert.id, insert.body, insert.deleted)]
         case .bulkWrite(let items):
-            written = items.map { item in
-                switch item {
-                case .put(let id, _, let body, let deleted): (id, body, deleted)
-                case .insert(let insert): (insert.id, insert.body, insert.deleted)
-                }
+            // New edits only: a bulk of revisions with their history is a replication's.
+            written = items.compactMap { item in
+                if case .put(let id, _, let body, let deleted) = item { (id, body, deleted) } else { nil }
             }
         default: return nil
         }

@@ -180,11 +180,10 @@ extension CouchAPI {
             var segments = Array(call.segments.dropFirst(2))
             if segments.first == "_design" { segments.removeFirst() }
             guard segments.count == 3, segments[1] == "json" else { throw CouchError(.notFound, "not_found", "Index not found") }
-            let wanted = Self.sofaIndexName(ddoc: segments[0], name: segments[2])
-            let names = try await database.indexes().map(\.name)
-            // (An index made before its design document was part of its name answers to its name alone.)
-            guard let name = [wanted, segments[2]].first(where: { names.contains($0) && ($0 == wanted || segments[0] == segments[2]) })
-            else { throw CouchError(.notFound, "not_found", "Index not found") }
+            let ddoc = "_design/" + segments[0]
+            guard let name = try await mangoIndexEntries(database).first(where: {
+                $0.entry["ddoc"]?.stringValue == ddoc && $0.entry["name"]?.stringValue == segments[2]
+            })?.sofaName else { throw CouchError(.notFound, "not_found", "Index not found") }
             try await database.deleteIndex(name)
             try await Self.savePartialSelector(nil, of: name, in: database)
             return Self.json(Self.ok)
@@ -199,17 +198,16 @@ extension CouchAPI {
         guard let ids = try await call.objectBody(limit: 1 << 20)["docids"]?.arrayValue?.compactMap(\.stringValue) else {
             throw CouchError(.badRequest, "bad_request", "`docids` must be a list of design document IDs")
         }
-        let listed = try await mangoIndexes(database)
+        let listed = try await mangoIndexEntries(database)
         var success: [JSON] = [], fail: [JSON] = []
         for id in ids {
             let ddoc = id.hasPrefix("_design/") ? id : "_design/" + id
-            let names = listed.filter { $0["ddoc"]?.stringValue == ddoc }.compactMap { $0["name"]?.stringValue }
-            guard !names.isEmpty else {
+            let sofaNames = listed.filter { $0.entry["ddoc"]?.stringValue == ddoc }.map(\.sofaName)
+            guard !sofaNames.isEmpty else {
                 fail.append(["id": .string(id), "error": "not_found"])
                 continue
             }
-            for name in names {
-                let sofaName = Self.sofaIndexName(ddoc: String(ddoc.dropFirst(8)), name: name)
+            for sofaName in sofaNames {
                 try await database.deleteIndex(sofaName)
                 try await Self.savePartialSelector(nil, of: sofaName, in: database)
             }
@@ -263,6 +261,9 @@ extension CouchAPI {
         let name = body["name"]?.stringValue ?? String(digest.prefix(40))
         var ddoc = body["ddoc"]?.stringValue ?? name
         if ddoc.hasPrefix("_design/") { ddoc.removeFirst("_design/".count) }
+        // `%` joins the two in Sofa's index name: it cannot be part of either.
+        if name.contains("%") { throw refuse("Invalid index name: \(JSON.string(name).compactString): `%` is not allowed") }
+        if ddoc.contains("%") { throw refuse("Invalid design document id: \(JSON.string(ddoc).compactString): `%` is not allowed") }
         let partial = body["index"]?["partial_filter_selector"]
         if let partial, partial.objectValue == nil { throw refuse("`partial_filter_selector` must be a selector object") }
         return MangoIndexSpec(fields: names, name: name, ddoc: ddoc, partialSelector: partial)
@@ -294,13 +295,18 @@ extension CouchAPI {
 
     /// The database's value indexes in Mango's listing shape.
     func mangoIndexes(_ database: Database) async throws -> [JSON] {
+        try await mangoIndexEntries(database).map(\.entry)
+    }
+
+    /// The same, each with the name of the Sofa index it is.
+    func mangoIndexEntries(_ database: Database) async throws -> [(sofaName: String, entry: JSON)] {
         // The partial selectors, all in one read of their local documents.
         let prefix = Self.partialSelectorID("")
         var partials: [String: JSON] = [:]
-        for document in try await database.allDocs(AllDocsQuery(includeBodies: true, startKey: prefix, endKey: prefix + "\u{FFFF}")) {
+        for document in try await database.allDocs(AllDocsQuery(includeBodies: true, startKey: prefix, endKey: prefix + "\u{10FFFF}")) {
             partials[String(document.id.dropFirst(prefix.count))] = (try? document.json())?["partial_filter_selector"]
         }
-        return try await database.indexes().filter { $0.kind == 0 }.map { index -> JSON in
+        return try await database.indexes().filter { $0.kind == 0 }.map { index -> (sofaName: String, entry: JSON) in
             let fields = (index.descriptor["expressions"]?.arrayValue ?? []).map { expression -> JSON in
                 let path = expression.arrayValue?.first?.stringValue ?? ""
                 return .object(JSONObject([(String(path.drop { $0 == "." }), "asc")]))
@@ -309,8 +315,9 @@ extension CouchAPI {
             let (ddoc, name) = parts.count == 2 ? (parts[0], parts[1]) : (index.name, index.name)
             var def: JSONObject = ["fields": .array(fields)]
             if let partial = partials[index.name] { def["partial_filter_selector"] = partial }
-            return ["ddoc": .string("_design/" + ddoc), "name": .string(name), "type": "json", "def": .object(def),
-                    "build_status": "ready"]
+            let entry: JSON = ["ddoc": .string("_design/" + ddoc), "name": .string(name), "type": "json", "def": .object(def),
+                               "build_status": "ready"]
+            return (index.name, entry)
         }
     }
 }

@@ -110,21 +110,25 @@ public enum Mango {
             if key.hasPrefix("$") {
                 terms.append(try operation(key, value, at: path, depth: depth))
             } else {
-                terms.append(try condition(value, at: child(path, key), depth: depth + 1))
+                // A step of digits reads a member of that name or, in an array, that element
+                // (as Mango reads `favorites.3`): a match either way.
+                let asKey = child(path, key, digitsIndex: false), asIndex = child(path, key, digitsIndex: true)
+                let byKey = try condition(value, at: asKey, depth: depth + 1)
+                terms.append(asKey == asIndex ? byKey : ["OR", byKey, try condition(value, at: asIndex, depth: depth + 1)])
             }
         }
         if terms.isEmpty { return true }
         return terms.count == 1 ? terms[0] : .array(["AND"] + terms)
     }
 
-    /// `path` with `field` below it (a Mango field name, dots as steps; a step of digits below
-    /// another is an array index, as Mango reads `favorites.3`).
-    static func child(_ path: JSON?, _ field: String) -> JSON {
+    /// `path` with `field` below it (a Mango field name, dots as steps; with `digitsIndex`, a
+    /// step of digits below another is an array index).
+    static func child(_ path: JSON?, _ field: String, digitsIndex: Bool = false) -> JSON {
         var steps = ""
         var previous: Character?
         var step = ""
         func flush() {
-            if !steps.isEmpty || path != nil, !step.isEmpty, step.allSatisfy(\.isASCII), step.allSatisfy(\.isNumber) {
+            if digitsIndex, !steps.isEmpty || path != nil, (1...9).contains(step.count), step.allSatisfy({ $0.isASCII && $0.isNumber }) {
                 steps += "[" + step + "]"
             } else {
                 steps += "." + step
@@ -231,7 +235,8 @@ public enum Mango {
             // The value is one of the list, or (an array) has an element that is.
             let path = try field(), values: JSON = .array(["[]"] + (try list()).map(literal))
             let variable = "i\(depth)"
-            let found: JSON = ["OR", ["IN", path, values], ["ANY", .string(variable), path, ["IN", [.string("?" + variable)], values]]]
+            let found: JSON = ["OR", ["IN", path, values],
+                               ["AND", ["ISARRAY()", path], ["ANY", .string(variable), path, ["IN", [.string("?" + variable)], values]]]]
             return name == "$in" ? found : ["AND", ["IS NOT MISSING", path], ["NOT", found]]
         case "$beginsWith":
             guard let prefix = value.stringValue else { throw SofaError(.invalidQuery, "$beginsWith needs a string") }

@@ -20,14 +20,21 @@ struct MangoIndexChoice {
     /// refusal of a sort no index can serve.
     static func choose(_ find: Mango.Find, useIndex: JSON?, indexes: [JSON]) throws -> MangoIndexChoice {
         let constrained = Self.constrainedFields(find.selector)
+        let pinned = Self.constrainedFields(find.selector, equalityOnly: true)
         let sortFields = find.sort.map(\.field)
         func fields(_ index: JSON) -> [String] {
             (index["def"]?["fields"]?.arrayValue ?? []).compactMap { $0.objectValue?.keys.first ?? $0.stringValue }
         }
         func usable(_ index: JSON) -> Bool {
             let columns = fields(index)
-            guard !columns.isEmpty, columns.allSatisfy(constrained.contains) else { return false }
-            return sortFields.isEmpty || Array(columns.prefix(sortFields.count)) == sortFields
+            // Every field but those the sort names (and `_id`, `_rev`) is constrained…
+            let required = columns.filter { !sortFields.contains($0) && $0 != "_id" && $0 != "_rev" }
+            guard !columns.isEmpty, required.allSatisfy(constrained.contains) else { return false }
+            guard !sortFields.isEmpty else { return true }
+            // …and the sort's fields follow one another in the index, after fields the selector
+            // pins to one value (CouchDB's `can_use_sort`).
+            guard let start = columns.firstIndex(of: sortFields[0]), columns[..<start].allSatisfy(pinned.contains) else { return false }
+            return Array(columns.dropFirst(start).prefix(sortFields.count)) == sortFields
         }
         func identity(_ index: JSON) -> String { (index["ddoc"]?.stringValue ?? "") + "/" + (index["name"]?.stringValue ?? "") }
         var choice = MangoIndexChoice()
@@ -68,22 +75,24 @@ struct MangoIndexChoice {
     }
 
     /// The fields a selector constrains in a way an index range serves: at its top, or under
-    /// `$and`, by a value or by operators other than `$ne`, `$nin`, `$exists: false` alone.
-    static func constrainedFields(_ selector: JSON, prefix: String = "") -> Set<String> {
+    /// `$and`, by a value or by operators other than `$ne`, `$nin`, `$exists: false` alone (with
+    /// `equalityOnly`, the fields it pins to one value: a value, or `$eq`).
+    static func constrainedFields(_ selector: JSON, prefix: String = "", equalityOnly: Bool = false) -> Set<String> {
         guard let object = selector.objectValue else { return [] }
         var found: Set<String> = []
         for (key, value) in object {
             if key == "$and" {
-                for part in value.arrayValue ?? [] { found.formUnion(constrainedFields(part, prefix: prefix)) }
+                for part in value.arrayValue ?? [] { found.formUnion(constrainedFields(part, prefix: prefix, equalityOnly: equalityOnly)) }
             } else if !key.hasPrefix("$") {
                 let field = prefix.isEmpty ? key : prefix + "." + key
                 if let operators = value.objectValue, operators.keys.contains(where: { $0.hasPrefix("$") }) {
                     let ranged = operators.contains { op, operand in
-                        !["$ne", "$nin", "$or", "$nor", "$not"].contains(op) && !(op == "$exists" && operand.boolValue == false)
+                        equalityOnly ? op == "$eq"
+                            : !["$ne", "$nin", "$or", "$nor", "$not"].contains(op) && !(op == "$exists" && operand.boolValue == false)
                     }
                     if ranged { found.insert(field) }
                 } else if let inner = value.objectValue, !inner.isEmpty {
-                    found.formUnion(constrainedFields(value, prefix: field))
+                    found.formUnion(constrainedFields(value, prefix: field, equalityOnly: equalityOnly))
                 } else {
                     found.insert(field)
                 }
