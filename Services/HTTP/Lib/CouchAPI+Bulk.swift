@@ -96,14 +96,6 @@ extension CouchAPI {
     /// (`AccessRules.check`): "… needs one" after these words.
     static let designRefusal = "writing a design document needs one"
 
-    /// The live and the deleted leaves of a conflicted document other than its winner (none for
-    /// one that is not conflicted, which costs no call).
-    func otherLeaves(_ document: StoredDocument, _ database: Database) async throws -> (live: [String], deleted: [String]) {
-        guard document.conflicted else { return ([], []) }
-        let leaves = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev }
-        return (leaves.filter { !$0.deleted }.map(\.rev), leaves.filter(\.deleted).map(\.rev))
-    }
-
     /// `GET` (or `POST`, its options in the body) `_all_docs`: rows by ID, streamed page by page.
     /// `idPrefix`: the listing of `_design_docs` or `_local_docs` (IDs with that prefix only).
     func allDocs(_ call: inout CouchCall, _ database: Database, idPrefix: String? = nil) async throws -> Response {
@@ -205,10 +197,11 @@ extension CouchAPI {
         return out
     }
 
-    /// `_conflicts` of a listed document (`otherLeaves`).
+    /// `_conflicts` of a listed (current) document: storage's list of the live leaves other
+    /// than the winner; no call for one that is not conflicted.
     func conflictList(_ document: StoredDocument, _ database: Database) async throws -> [(String, JSON)] {
-        guard !document.deleted else { return [] }
-        let live = try await otherLeaves(document, database).live
+        guard document.conflicted, !document.deleted else { return [] }
+        let live = try await database.conflicts(id: document.id)
         return live.isEmpty ? [] : [("_conflicts", .array(live.map { .string($0) }))]
     }
 

@@ -172,10 +172,8 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard Self.isListed(change, options),
-                      let line = Self.changeLine(change, options, document: await changeDocument(change, options, database)) else {
-                    continue
-                }
+                guard Self.isListed(change, options) else { continue }
+                let line = Self.changeLine(change, options, document: await changeDocument(change, options, database))
                 if !first { chunk += Array(",\n".utf8) }
                 first = false
                 chunk += line
@@ -212,10 +210,8 @@ extension CouchAPI {
             prefetched = nil
             var chunk: [UInt8] = []
             for change in batch.changes {
-                guard Self.isListed(change, options),
-                      let line = Self.changeLine(change, options, document: await changeDocument(change, options, database)) else {
-                    continue
-                }
+                guard Self.isListed(change, options) else { continue }
+                let line = Self.changeLine(change, options, document: await changeDocument(change, options, database))
                 if options.feed == "eventsource" {
                     chunk += Array("data: ".utf8) + line + Array("\nid: \(change.sequence)\n\n".utf8)
                 } else {
@@ -322,10 +318,9 @@ extension CouchAPI {
         return max(since, batch.changes.last?.sequence ?? 0, batch.lastSequence)
     }
 
-    /// One change as CouchDB lists it; nil for one left out (a purged document, a filter).
-    /// `document`: its `doc` member, when the feed includes the documents.
-    static func changeLine(_ change: Change, _ options: ChangesOptions, document: [UInt8]?) -> [UInt8]? {
-        guard isListed(change, options) else { return nil }
+    /// One listed change (`isListed`) as CouchDB lists it; `document`: its `doc` member, when the
+    /// feed includes the documents.
+    static func changeLine(_ change: Change, _ options: ChangesOptions, document: [UInt8]?) -> [UInt8] {
         let revs = options.allDocsStyle && !change.leaves.isEmpty ? change.leaves : [change.rev]
         var out = Array("{\"seq\":\"\(change.sequence)\",\"id\":".utf8) + JSON.string(change.id).compactBytes()
         out += Array(",\"changes\":".utf8) + JSON.array(revs.map { ["rev": .string($0)] }).compactBytes()
@@ -342,19 +337,18 @@ extension CouchAPI {
     }
 
     /// The `doc` of a change when the feed includes the documents: with `_conflicts` (a change
-    /// with several leaves costs a look at them) and the attachments inline when asked. The
-    /// answer is already under way: a look that fails (the document purged meanwhile, a blob
-    /// gone) leaves the document as the page has it, and a document changed since lists no
-    /// conflicts here (its later change does).
+    /// with several leaves costs a look at storage's list of them) and the attachments inline
+    /// when asked. The answer is already under way: a look that fails (the document purged
+    /// meanwhile, a blob gone) leaves the document as the page has it; a document changed since
+    /// lists its conflicts as they are now, never its own revision.
     func changeDocument(_ change: Change, _ options: ChangesOptions, _ database: Database) async -> [UInt8]? {
         guard options.query.includeBodies, !change.rev.isEmpty else { return nil }
         var document = StoredDocument(id: change.id, rev: change.rev, body: change.body.isEmpty ? Array("{}".utf8) : change.body,
                                       deleted: change.deleted, sequence: change.sequence)
         var extras: [(String, JSON)] = []
         if options.conflicts, change.leaves.count > 1, !change.deleted,
-           let leaves = try? await database.openLeaves(id: change.id), leaves.first?.rev == change.rev {
-            let live = leaves.dropFirst().filter { !$0.deleted }.map { JSON.string($0.rev) }
-            if !live.isEmpty { extras.append(("_conflicts", .array(live))) }
+           let live = try? await database.conflicts(id: change.id).filter({ $0 != change.rev }), !live.isEmpty {
+            extras.append(("_conflicts", .array(live.map { .string($0) })))
         }
         if options.attachments, !change.deleted, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true,
            let inline = try? await inlineAttachments(document.body, database, since: nil) {

@@ -203,12 +203,12 @@ extension CouchAPI {
                 ["rev": .string(rev), "status": index == 0 ? "available" : "missing"]
             })))
         }
-        if try call.flag("conflicts") || call.flag("deleted_conflicts") {
-            let (live, deleted) = try await otherLeaves(document, database)
-            if try call.flag("conflicts"), !live.isEmpty { extras.append(("_conflicts", .array(live.map { .string($0) }))) }
-            if try call.flag("deleted_conflicts"), !deleted.isEmpty {
-                extras.append(("_deleted_conflicts", .array(deleted.map { .string($0) })))
-            }
+        if try call.flag("conflicts") || call.flag("deleted_conflicts"), document.conflicted {
+            let leaves = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev }
+            let live = leaves.filter { !$0.deleted }.map { JSON.string($0.rev) }
+            let deleted = leaves.filter(\.deleted).map { JSON.string($0.rev) }
+            if try call.flag("conflicts"), !live.isEmpty { extras.append(("_conflicts", .array(live))) }
+            if try call.flag("deleted_conflicts"), !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
         }
         if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
         return extras

@@ -300,13 +300,17 @@ extension CouchAPI {
 
     /// The same, each with the name of the Sofa index it is.
     func mangoIndexEntries(_ database: Database) async throws -> [(sofaName: String, entry: JSON)] {
-        // The partial selectors, all in one read of their local documents.
+        let indexes = try await database.indexes().filter { $0.kind == 0 }
+        // The partial selectors, all in one read of their local documents (none without an index:
+        // a find on a database without one costs one call here).
         let prefix = Self.partialSelectorID("")
         var partials: [String: JSON] = [:]
-        for document in try await database.allDocs(AllDocsQuery(includeBodies: true, startKey: prefix, endKey: prefix + "\u{10FFFF}")) {
+        let kept = indexes.isEmpty ? [] : try await database.allDocs(AllDocsQuery(includeBodies: true, startKey: prefix,
+                                                                                 endKey: prefix + "\u{10FFFF}"))
+        for document in kept {
             partials[String(document.id.dropFirst(prefix.count))] = (try? document.json())?["partial_filter_selector"]
         }
-        return try await database.indexes().filter { $0.kind == 0 }.map { index -> (sofaName: String, entry: JSON) in
+        return indexes.map { index -> (sofaName: String, entry: JSON) in
             let fields = (index.descriptor["expressions"]?.arrayValue ?? []).map { expression -> JSON in
                 let path = expression.arrayValue?.first?.stringValue ?? ""
                 return .object(JSONObject([(String(path.drop { $0 == "." }), "asc")]))

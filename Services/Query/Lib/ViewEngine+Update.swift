@@ -115,8 +115,8 @@ extension ViewEngine {
     /// (none for a version-vector document: its `extra` holds the remote versions, which a map
     /// function is not shown).
     static func conflicts(extra: [UInt8], body: [UInt8]) -> [String] {
-        guard !extra.isEmpty, let tree = try? RevTree(encoded: extra, currentBody: body), let current = tree.current else { return [] }
-        return tree.leaves.filter { $0.isActive && $0.revID != current.revID }.map(\.revID.ascii)
+        guard !extra.isEmpty, let tree = try? RevTree(encoded: extra, currentBody: body) else { return [] }
+        return tree.conflicts.map(\.revID.ascii)
     }
 
     /// Sends a batch's `map_docs` command; false when the child could not take it.
