@@ -20,9 +20,13 @@ extension Bench {
                 WHERE email LIKE $p` (--scans of them, all submitted at once), first with 1 query \
                 worker, then with the cluster restarted on the same data with 2. The benchmark then \
                 compiles the same queries and runs them on a read-only connection to the database \
-                file in this process: the SQLite baseline of the ratios. Each lookup figure, and the \
-                baseline, is the median of --rounds measurements (each round's figure follows, in \
-                `_trials`); the CPU each process spent per lookup covers the --in-flight rounds.
+                file in this process: the SQLite baseline of the ratios. Last, the same number of \
+                messages of a lookup's size go through a bare ZeroMQ chain of the cluster's shape \
+                (client → broker on loopback TCP → worker on ipc:// and back, doing nothing): \
+                `bare_chain_*`, the most a lookup through a gateway and a worker could reach on this \
+                machine. Each lookup figure, and the baselines, is the median of --rounds \
+                measurements (each round's figure follows, in `_trials`); the CPU each process spent \
+                per lookup covers the --in-flight rounds.
                 """)
         @Option(help: "Documents to import.") var docs: Int = 100_000
         @Option(help: "Point-lookup queries per measurement.") var lookups: Int = 5000
@@ -67,6 +71,7 @@ extension Bench {
                     try await measure(client.database("bench"), processes: processes)
                 }
                 let direct = try await onThread { try directFigures(data) }
+                let chain = try await onThread { try chainFigures(scratch) }
 
                 figures["lookups_per_s_1_worker"] = .double(one.lookupsPerSecond.rounded())
                 figures["lookups_per_s_2_workers"] = .double(two.lookupsPerSecond.rounded())
@@ -78,6 +83,11 @@ extension Bench {
                 figures["on_connection_thread"] = .bool(onConnectionThread)
                 figures["lookup_ratio_1_worker"] = .double(round2(one.lookupsPerSecond / direct.lookupsPerSecond))
                 figures["lookup_ratio_2_workers"] = .double(round2(two.lookupsPerSecond / direct.lookupsPerSecond))
+                // The same traffic through a bare ZeroMQ chain of the cluster's shape, doing nothing:
+                // the most any lookup figure through a gateway and a worker could reach here.
+                figures["bare_chain_per_s"] = .double(chain.lookupsPerSecond.rounded())
+                figures["bare_chain_per_s_trials"] = .array(chain.lookupTrials.map { .double($0.rounded()) })
+                figures["bare_chain_ratio"] = .double(round2(chain.lookupsPerSecond / direct.lookupsPerSecond))
                 // Where a lookup's time goes: each process's CPU per lookup, with --in-flight outstanding.
                 for (name, micros) in one.cpuPerLookup { figures["cpu_us_per_lookup_1_worker_\(name)"] = .double(round2(micros)) }
                 for (name, micros) in two.cpuPerLookup { figures["cpu_us_per_lookup_2_workers_\(name)"] = .double(round2(micros)) }
@@ -91,6 +101,8 @@ extension Bench {
                     figures["lookups_per_s_1_worker_saturating_trials"] = .array(one.saturatingTrials.map { .double($0.rounded()) })
                     figures["lookups_per_s_2_workers_saturating_trials"] = .array(two.saturatingTrials.map { .double($0.rounded()) })
                     figures["lookup_ratio_1_worker_saturating"] = .double(round2(one.saturatingLookupsPerSecond / direct.lookupsPerSecond))
+                    figures["bare_chain_per_s_saturating"] = .double(chain.saturatingLookupsPerSecond.rounded())
+                    figures["bare_chain_ratio_saturating"] = .double(round2(chain.saturatingLookupsPerSecond / direct.lookupsPerSecond))
                     figures["lookup_speedup_2_workers_saturating"] = .double(round2(two.saturatingLookupsPerSecond / one.saturatingLookupsPerSecond))
                 }
                 figures["scan_ms_single_1_worker"] = .double(round2(one.singleScan * 1000))
@@ -209,6 +221,20 @@ extension Bench {
                 try await group.waitForAll()
             }
             return Double(total) / seconds(ContinuousClock.now - started)
+        }
+
+        /// Messages of a lookup's size through the bare chain (`BareChain`), with --in-flight and
+        /// --saturating-in-flight outstanding, --lookups of them per round.
+        func chainFigures(_ scratch: URL) throws -> Figures {
+            let measure = { (inFlight: Int) throws -> [Double] in
+                try (0..<max(1, rounds)).map { _ in
+                    try BareChain.messagesPerSecond(inFlight: inFlight, count: lookups, size: 100, scratch: scratch)
+                }
+            }
+            let rates = try measure(max(1, inFlight))
+            let saturating = saturatingInFlight > 0 ? try measure(saturatingInFlight) : []
+            return Figures(lookupsPerSecond: median(rates), saturatingLookupsPerSecond: median(saturating), singleScan: 0,
+                           concurrentScans: 0, lookupTrials: rates, saturatingTrials: saturating)
         }
 
         /// The same compiled SQL on a read-only connection in this process.

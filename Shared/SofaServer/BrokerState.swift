@@ -12,8 +12,10 @@ public import SofaWire
 /// * A job goes to a worker with no job, the one that has waited longest; with none free, to a
 ///   worker with room whose jobs are all of the same client, if its oldest job is younger than
 ///   `prefetchMs` (one running longer is likely a long query, and what waits behind it should go
-///   to whichever worker frees first); else it waits in a queue. A client's job never waits at a
-///   worker behind another client's: a client that sends long queries slows itself alone.
+///   to whichever worker frees first), and if it holds fewer than `shallowDepth` jobs or all it
+///   holds are expected to end within `prefetchMs`; else it waits in a queue. A client's job
+///   never waits at a worker behind another client's: a client that sends long queries slows
+///   itself alone.
 /// * Short jobs that come together stay together: a job of a kind (`ForwardedRequest.workKind`)
 ///   whose recent runs took under `convoyMs` goes to a worker already holding that client's
 ///   young jobs, rather than to a free one, while all it holds are expected to end within
@@ -148,6 +150,11 @@ public struct BrokerState: Sendable {
     /// The latest clock reading seen (monotonic ms).
     private var now: UInt64 = 0
     public static let prefetchMs: UInt64 = 20
+    /// Jobs a worker holds at most (within its capacity) unless all it holds are known to be
+    /// short: past this many, it takes more only while they are expected to end within
+    /// `prefetchMs` together. So a deep worker queue (`QueryService.capacity`) fills with point
+    /// lookups, never with a client's minutes of slow queries ahead of another client's.
+    public static let shallowDepth = 16
 
     public init(heartbeatMs: UInt64 = 500, liveness: UInt64 = 3, clientShare: Int = 100) {
         self.heartbeatMs = heartbeatMs
@@ -342,8 +349,9 @@ public struct BrokerState: Sendable {
             var prefetching: [[UInt8]: [Int]] = [:]
             if free.isEmpty {
                 for index in idle.indices {
-                    guard let jobs = workers[idle[index]]?.jobs, let oldest = jobs.first, now &- oldest.sentAt < Self.prefetchMs,
-                          jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
+                    guard let worker = workers[idle[index]], let oldest = worker.jobs.first, now &- oldest.sentAt < Self.prefetchMs,
+                          worker.jobs.count < Self.shallowDepth || worker.expectedMs < Double(Self.prefetchMs),
+                          worker.jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
                     prefetching[oldest.client, default: []].append(index)
                 }
             }

@@ -111,6 +111,35 @@ import Testing
         #expect(state.busyCount == 0)
     }
 
+    /// A worker that takes 64 jobs at once holds more than `shallowDepth` of a client's jobs
+    /// only while all it holds are known to be short: point lookups fill it, slow queries and
+    /// queries not run yet stop at `shallowDepth` and wait at the broker.
+    @Test func aDeepWorkerQueueHoldsOnlyShortJobs() throws {
+        func oneDeepWorker() -> BrokerState {
+            var state = BrokerState(heartbeatMs: 100_000, liveness: 3)
+            _ = state.received(WorkerFrame(kind: .ready, instance: "A", pid: 1, service: "query", capacity: 64), from: Self.a, now: 0)
+            return state
+        }
+        let depth = BrokerState.shallowDepth
+
+        var unknown = oneDeepWorker()
+        let sentUnknown = try Self.submit((1...40).map { Self.job($0, Self.lookup) }, to: &unknown, now: 10)
+        #expect(sentUnknown.count == depth)
+        #expect(unknown.queuedCount == 40 - depth)
+
+        var short = oneDeepWorker()
+        try Self.teach(Self.lookup, took: 0, id: 1, state: &short, start: 10)
+        let sentShort = try Self.submit((2...41).map { Self.job($0, Self.lookup) }, to: &short, now: 20)
+        #expect(sentShort.count == 40)
+        #expect(short.queuedCount == 0)
+
+        var slow = oneDeepWorker()
+        try Self.teach(Self.scan, took: 5, id: 1, state: &slow, start: 10)
+        let sentSlow = try Self.submit((2...41).map { Self.job($0, Self.scan) }, to: &slow, now: 20)
+        #expect(sentSlow.count == depth)
+        #expect(slow.queuedCount == 40 - depth)
+    }
+
     @Test func runsOfOnePreparedQueryAreOneKindAndOtherTextsAnother() {
         let one = Self.job(1, Self.lookup).kind, two = Self.job(2, Self.lookup).kind
         #expect(one == two)

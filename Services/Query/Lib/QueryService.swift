@@ -14,8 +14,12 @@ public enum QueryService {
     /// younger than its prefetch bound (a long query does not hold up the next).
     /// Measured (`sofa bench query`, 16 lookups in flight, 1 worker): with 4, the engine sat idle
     /// while replies and new jobs crossed the gateway (a round trip is longer than four point
-    /// lookups), 6.1–6.5k lookups/s; with 16, 10–11.6k/s.
-    static let capacity = 16
+    /// lookups), 6.1–6.5k lookups/s; with 16, 10–11.6k/s. With 64 lookups in flight, 16 left the
+    /// engine idle the same way (the other 48 waited at the gateway for replies to cross): 1
+    /// worker, 24.5–34.2k/s with 16 against 45.9–50.9k/s with 64, when the three processes use
+    /// both cores. Past 16 held jobs the broker sends more only of jobs known to be short
+    /// (`BrokerState.shallowDepth`), so the deeper queue never holds slow queries.
+    static let capacity = 64
 
     /// Brings the worker up; its parts, for the process's service group (its socket loop, which says
     /// DISCONNECT to the broker as it stops).
