@@ -30,7 +30,7 @@ public enum DocumentID {
         }
         if id.hasPrefix("_") {
             guard let prefix = reservedPrefixes.first(where: { id.hasPrefix($0) }) else {
-                return "Document ID '\(id)' starts with '_': only reserved IDs may (_design/NAME, _local/NAME)"
+                return "Only reserved document ids may start with underscore."
             }
             if id.utf8.count == prefix.utf8.count { return "Document ID '\(id)' has no name after \(prefix)" }
         }

@@ -400,8 +400,8 @@ private func flags(_ tree: RevTree, _ revID: String) -> Revision.Flags? {
 /// read differently from what it is.
 @Suite struct DocumentIDRules {
     @Test(arguments: [
-        ("_foo", "only reserved IDs"), ("_sync:abc", "only reserved IDs"), ("_", "only reserved IDs"),
-        ("_design/", "no name after"), ("_local/", "no name after"), ("_Design/x", "only reserved IDs"),
+        ("_foo", "Only reserved document ids"), ("_sync:abc", "Only reserved document ids"), ("_", "Only reserved document ids"),
+        ("_design/", "no name after"), ("_local/", "no name after"), ("_Design/x", "Only reserved document ids"),
         ("abc\u{202E}gpj.exe", "bidirectional control U+202E"), ("a\u{2066}b", "bidirectional control U+2066"),
         ("a\u{200F}b", "bidirectional control U+200F"), ("line\u{2028}two", "separator U+2028"),
         ("para\u{2029}two", "separator U+2029"), ("del\u{7F}", "control character U+007F"),

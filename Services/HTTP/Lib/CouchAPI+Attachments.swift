@@ -12,15 +12,16 @@ internal import Foundation
 
 extension CouchAPI {
     /// The body with every inline attachment (`data`, base64, or the bytes of a multipart part
-    /// in `followed`) stored and replaced by its stub. A stub whose digest is not a Sofa blob key
-    /// (a peer's `md5-…`) is matched by name with the document's current attachment and given its
-    /// key; none there is `missing_stub`. Revision IDs are never changed by any of it.
+    /// in `followed`) stored and replaced by its stub. A stub without a Sofa blob key (none, or a
+    /// peer's `md5-…`) is matched by name with the document's current attachment and given its
+    /// key; none there (or one of another revpos than the stub names) is `missing_stub`. Revision IDs are never changed by any of it.
     func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, revpos: Int64 = 1,
                                 followed: [String: [UInt8]] = [:]) async throws -> JSONObject {
         guard case .object(var attachments)? = body["_attachments"] else { return body }
         var changed = false
         var current: JSONObject?? = .none
         for (name, value) in attachments {
+            try Self.checkAttachmentName(name)
             guard var attachment = value.objectValue else { continue }
             var bytes: [UInt8]?
             if let data = attachment["data"]?.stringValue {
@@ -35,15 +36,23 @@ extension CouchAPI {
                     throw CouchError(.badRequest, "bad_request", "attachment \(name) follows, but no part holds it")
                 }
                 bytes = part
-            } else if let digest = attachment["digest"]?.stringValue, !digest.hasPrefix("sha1-") {
+            } else if attachment["digest"]?.stringValue?.hasPrefix("sha1-") != true,
+                      attachment["stub"]?.boolValue == true || attachment["digest"] != nil {
+                // A stub without Sofa's key (none, or a peer's digest) is the current attachment
+                // of that name; one with no digest, at the revpos it names if any (CouchDB's rule).
                 if current == .none {
                     current = .some((try? await database.get(id: id)).flatMap { try? $0.json() }?["_attachments"]?.objectValue)
                 }
-                guard let known = current??[name]?.objectValue, let key = known["digest"]?.stringValue else {
+                guard let known = current??[name]?.objectValue, let key = known["digest"]?.stringValue,
+                      attachment["digest"] != nil || attachment["revpos"] == nil
+                        || attachment["revpos"]?.intValue == known["revpos"]?.intValue else {
                     throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(id) for \(name)")
                 }
                 attachment["digest"] = .string(key)
                 attachment["length"] = known["length"] ?? attachment["length"]
+                attachment["revpos"] = known["revpos"] ?? attachment["revpos"]
+                attachment["content_type"] = attachment["content_type"] ?? known["content_type"]
+                attachment["stub"] = true
                 attachments[name] = .object(attachment)
                 changed = true
                 continue
@@ -96,7 +105,16 @@ extension CouchAPI {
         return JSON.object(object).compactBytes()
     }
 
+    /// CouchDB's rule: a name starting with `_` is reserved (`_design/x/_view/…` and the like
+    /// are not attachments).
+    static func checkAttachmentName(_ name: String) throws(CouchError) {
+        if name.hasPrefix("_") {
+            throw CouchError(.badRequest, "bad_request", "Attachment name '\(name)' starts with prohibited character '_'")
+        }
+    }
+
     func attachmentRoute(_ call: inout CouchCall, _ database: Database, id: String, name: String) async throws -> Response {
+        if call.method == .put { try Self.checkAttachmentName(name) }
         switch call.method {
         case .get, .head:
             let document = try await database.get(id: id, rev: call.query["rev"])
@@ -157,7 +175,11 @@ extension CouchAPI {
         headers[.contentType] = attachment["content_type"]?.stringValue ?? "application/octet-stream"
         headers[.eTag] = "\"\(digest)\""
         headers[.acceptRanges] = "bytes"
-        if call.header(.ifNoneMatch) == "\"\(digest)\"" { return Response(status: .notModified, headers: headers) }
+        if call.ifNoneMatch("\"\(digest)\"") {
+            var unchanged = headers
+            unchanged[.contentLength] = "0"
+            return Response(status: .notModified, headers: unchanged)
+        }
         var start: UInt64 = 0, end = length == 0 ? 0 : length - 1
         var status = HTTPResponse.Status.ok
         if let range = call.header(.range), range.hasPrefix("bytes="), length > 0, !range.contains(",") {

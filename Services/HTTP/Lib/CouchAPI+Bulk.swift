@@ -16,18 +16,44 @@ extension CouchAPI {
     func bulkDocs(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         try Self.requireMethod(call, .post)
         let body = try await call.objectBody(limit: limits.maxRequestBytes)
-        guard let docs = body["docs"]?.arrayValue else {
+        guard let given = body["docs"] else {
             throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
         }
+        guard let docs = given.arrayValue else { throw CouchError(.badRequest, "bad_request", "`docs` parameter must be an array.") }
+        if let flag = body["new_edits"], flag.boolValue == nil {
+            throw CouchError(.badRequest, "bad_request", "`new_edits` parameter must be a boolean.")
+        }
         let newEdits = body["new_edits"]?.boolValue ?? true
+        if body["all_or_nothing"]?.boolValue == true {
+            // CouchDB 2 and later refuse it, each document in its place, with 417.
+            let refusals: [JSON] = docs.map { ["id": $0["_id"] ?? .null, "error": "not_implemented",
+                                               "reason": "all_or_nothing is not supported"] }
+            return Self.json(.array(refusals), status: .expectationFailed)
+        }
+        // An ID CouchDB would never store fails the whole request, as there.
+        for value in docs {
+            guard let id = value["_id"] else { continue }
+            guard let text = id.stringValue else { throw CouchError(.badRequest, "illegal_docid", "Document id must be a string") }
+            if text.hasPrefix("_"), !DocumentID.reservedPrefixes.contains(where: { text.hasPrefix($0) }) {
+                throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+            }
+        }
         var items: [BulkItem] = []
         items.reserveCapacity(docs.count)
         var refused: [Int: JSON] = [:]
+        /// Local documents (written one by one after the others: they have no revision tree).
+        var local: [Int: IncomingDocument] = [:]
         for (index, value) in docs.enumerated() {
             do {
                 guard let object = value.objectValue else { throw CouchError(.badRequest, "bad_request", "Document must be a JSON object") }
                 var document = try IncomingDocument(object)
-                if document.id == nil { document.id = try randomBytes(16).hexString }
+                if document.id == nil { document.id = try Self.uuids.next() }
+                if document.id!.hasPrefix("_local/") {
+                    local[index] = document
+                    refused[index] = .null  // answered below
+                    items.append(.put(id: "", rev: "", body: [], deleted: false))
+                    continue
+                }
                 // Each design document checked in its place (the gateway would refuse the whole bulk).
                 if document.id!.hasPrefix("_design/"), !document.deleted {
                     do throws(SofaError) { try DesignDocumentRules.check(document.body) } catch { throw CouchError(error) }
@@ -60,8 +86,15 @@ extension CouchAPI {
             }
             results = try await write(items, refused: refused, database)
         }
+        for (index, document) in local.sorted(by: { $0.key < $1.key }) {
+            refused[index] = try await writeLocal(document, database, newEdits: newEdits)
+        }
         var answers: [JSON] = []
         for index in docs.indices {
+            if local[index] != nil {
+                if let answer = refused[index] { answers.append(answer) }
+                continue
+            }
             if let refusal = refused[index] {
                 answers.append(refusal)
                 continue
@@ -75,6 +108,20 @@ extension CouchAPI {
             }
         }
         return Self.json(.array(answers), status: .created)
+    }
+
+    /// A local document of a bulk, written on its own: its answer (nil: none, a success with
+    /// `new_edits=false`).
+    private func writeLocal(_ document: IncomingDocument, _ database: Database, newEdits: Bool) async throws -> JSON? {
+        let id = document.id ?? ""
+        do {
+            let written = try await database.put(id: id, body: JSON.object(document.body).compactBytes(),
+                                                 rev: document.rev, deleted: document.deleted)
+            return newEdits ? ["ok": true, "id": .string(written.id), "rev": .string(written.rev)] : nil
+        } catch {
+            let couch = CouchError(error)
+            return ["id": .string(id), "error": .string(couch.error), "reason": .string(couch.reason)]
+        }
     }
 
     /// The results of writing the items not refused, in their order.
@@ -114,6 +161,8 @@ extension CouchAPI {
         let includeDocs = try options.bool("include_docs")
         // `conflicts=true` (with the documents): each conflicted one lists its other live leaves.
         let conflicts = try includeDocs && options.bool("conflicts")
+        // `attachments=true` (with the documents): their bytes inline, as PouchDB's allDocs asks.
+        let attachments = try includeDocs && options.bool("attachments")
         let descending = try options.bool("descending")
         let info = try await database.info()
         let skip = try options.count("skip") ?? 0
@@ -137,7 +186,9 @@ extension CouchAPI {
             for (index, (key, result)) in zip(keys, found).enumerated() {
                 if index > 0 { rows.append(0x2C) }
                 if let document = try result.get(), document.id == key {
-                    rows += row(document, includeDocs: includeDocs, extras: conflicts ? try await conflictList(document, database) : [])
+                    rows += try await listedRow(document, includeDocs: includeDocs,
+                                                extras: conflicts ? try await conflictList(document, database) : [],
+                                                attachments: attachments, database)
                 } else {
                     rows += JSON.object(["key": .string(key), "error": "not_found"]).compactBytes()
                 }
@@ -169,8 +220,9 @@ extension CouchAPI {
                     if !inclusiveEnd, !query.endKey.isEmpty, document.id == query.endKey { continue }
                     if !isFirst { chunk.append(0x2C) }
                     isFirst = false
-                    chunk += self.row(document, includeDocs: includeDocs,
-                                      extras: conflicts ? try await self.conflictList(document, database) : [])
+                    chunk += try await self.listedRow(document, includeDocs: includeDocs,
+                                                      extras: conflicts ? try await self.conflictList(document, database) : [],
+                                                      attachments: attachments, database)
                     sent += 1
                 }
                 if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
@@ -193,6 +245,18 @@ extension CouchAPI {
         if includeDocs {
             out += Array(",\"doc\":".utf8) + (document.deleted ? Array("null".utf8) : OutgoingDocument.bytes(document, extras: extras))
         }
+        out.append(0x7D)
+        return out
+    }
+
+    /// A row of `_all_docs`; with `attachments`, its document's attachments inline.
+    func listedRow(_ document: StoredDocument, includeDocs: Bool, extras: [(String, JSON)], attachments: Bool,
+                   _ database: Database) async throws -> [UInt8] {
+        guard attachments, includeDocs, !document.deleted else { return row(document, includeDocs: includeDocs, extras: extras) }
+        let doc = try await inlineAttachments(OutgoingDocument.bytes(document, extras: extras), database)
+        var out = row(document, includeDocs: false)
+        out.removeLast()  // the row's closing brace
+        out += Array(",\"doc\":".utf8) + doc
         out.append(0x7D)
         return out
     }

@@ -70,15 +70,32 @@ extension CouchAPI {
         case "_design" where segments.count == 4 && segments[3] == "_info":
             try Self.requireMethod(call, .get, .head)
             return Self.json(try await database.designInfo(segments[2]))
-        case "_local", "_design":
+        case "_local":
+            // A local document has a name and no attachments (CouchDB's 400 for anything else).
+            guard segments.count == 3 else { throw CouchError(.badRequest, "bad_request", "_local documents do not accept attachments.") }
+            return try await documentRoute(&call, database, id: "_local/" + segments[2], attachment: [])
+        case "_design" where segments.count >= 4 && Self.designFunctions.contains(segments[3]):
+            throw CouchError(.init(code: 501), "not_implemented",
+                             "Sofa does not run \(segments[3]) functions: query a view or _find, and write documents as they are")
+        case "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
-            return try await documentRoute(&call, database, id: segments[1] + "/" + segments[2], attachment: Array(segments.dropFirst(3)))
+            return try await documentRoute(&call, database, id: "_design/" + segments[2], attachment: Array(segments.dropFirst(3)))
+        case let whole where whole.hasPrefix("_design/") && whole.count > "_design/".count:
+            // `_design%2Fname` (the ID encoded whole): the design document.
+            return try await documentRoute(&call, database, id: whole, attachment: Array(segments.dropFirst(2)))
+        case let whole where whole.hasPrefix("_local/") && whole.count > "_local/".count && segments.count == 2:
+            return try await documentRoute(&call, database, id: whole, attachment: [])
+        case let special where special.hasPrefix("_local"):
+            throw CouchError(.badRequest, "bad_request", "Invalid _local document id.")
         case let special where special.hasPrefix("_"):
             throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
         default:
             return try await documentRoute(&call, database, id: segments[1], attachment: Array(segments.dropFirst(2)))
         }
     }
+
+    /// The design-document functions CouchDB runs that Sofa does not (its 501).
+    static let designFunctions: Set<String> = ["_show", "_list", "_update", "_rewrite"]
 
     /// `GET /db/_design/ddoc/_view/name` (options in the query, each JSON) or `POST` (options,
     /// `keys` among them, in the body).
@@ -90,7 +107,8 @@ extension CouchAPI {
             if let keys = body["keys"], keys.arrayValue == nil {
                 throw CouchError(.badRequest, "bad_request", "`keys` member must be an array.")
             }
-            for (key, value) in body { options.values[key] = value }
+            // The query string wins over the body, as in CouchDB.
+            for (key, value) in body where call.query[key] == nil { options.values[key] = value }
         } else {
             try Self.requireMethod(call, .get, .head)
         }
@@ -172,7 +190,13 @@ extension CouchAPI {
         switch call.method {
         case .get: return Self.json(try await database.securityObject().json)
         case .put:
-            try await database.setSecurityObject(json: try await call.jsonBody(limit: 1 << 20))
+            var given = try await call.jsonBody(limit: 1 << 20)
+            // CouchDB's older name for the members, still honoured when `members` is not given.
+            if case .object(var object) = given, object["members"] == nil, let readers = object["readers"] {
+                object["members"] = readers
+                given = .object(object)
+            }
+            try await database.setSecurityObject(json: given)
             return Self.json(Self.ok)
         default: throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,PUT allowed")
         }

@@ -23,13 +23,14 @@ extension CouchAPI {
             if let boundary = Multipart.boundary(of: call.header(.contentType)) {
                 (object, followed) = try await multipartDocument(&call, boundary: boundary)
             } else {
-                object = try await call.objectBody(limit: limits.maxDocumentBytes)
+                object = try await call.objectBody(limit: limits.maxDocumentBytes, what: "Document")
             }
             if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
-            let result = try await write(IncomingDocument(object), database, newEdits: try call.flag("new_edits", default: true),
-                                         followed: followed)
-            return Self.written(result, batch: call.query["batch"] == "ok")
+            let newEdits = try call.flag("new_edits", default: true)
+            return try await Self.batched(call, id: id) {
+                try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
+            }
         case .delete:
             guard let rev = try Self.givenRev(call, body: nil) else {
                 // CouchDB looks the document up first: one that is not there is 404.
@@ -46,10 +47,22 @@ extension CouchAPI {
     }
 
     func postDocument(_ call: inout CouchCall, _ database: Database) async throws -> Response {
-        var object = try await call.objectBody(limit: limits.maxDocumentBytes)
-        if object["_id"] == nil { object["_id"] = .string(try randomBytes(16).hexString) }
-        let result = try await write(IncomingDocument(object), database, newEdits: true)
-        return Self.written(result, batch: call.query["batch"] == "ok")
+        var object = try await call.objectBody(limit: limits.maxDocumentBytes, what: "Document")
+        if object["_id"] == nil { object["_id"] = .string(try Self.uuids.next()) }
+        let id = object["_id"]?.stringValue ?? ""
+        return try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) }
+    }
+
+    /// A document write's answer; with `batch=ok`, CouchDB's batch mode: 202 once the request is
+    /// understood, and a write that then loses to another (a conflict) is not the client's
+    /// error, as CouchDB does not tell a batch writer either.
+    static func batched(_ call: CouchCall, id: String, _ write: () async throws -> DocumentRevision) async throws -> Response {
+        guard call.query["batch"] == "ok" else { return written(try await write(), batch: false) }
+        do {
+            return written(try await write(), batch: true)
+        } catch let error as SofaError where error.sofaCode == .conflict {
+            return json(["ok": true, "id": .string(id)], status: .accepted)
+        }
     }
 
     /// One document written as CouchDB would: a new edit (MVCC on `_rev`), or with
@@ -106,7 +119,7 @@ extension CouchAPI {
         if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
         let document = try await read(call, database, id: id, rev: rev, history: revs || revsInfo)
         let etag = Self.etag(document.rev)
-        if call.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
+        if call.ifNoneMatch(etag) { return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"]) }
         let bytes = try await documentBytes(document, call, database)
         return Self.json(bytes: bytes, headers: [.eTag: etag])
     }
@@ -305,6 +318,7 @@ extension CouchAPI {
         guard var destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {
             throw CouchError(.badRequest, "bad_request", "Destination header is mandatory for COPY.")
         }
+        if destination.contains("://") { throw CouchError(.badRequest, "bad_request", "Destination URL must be relative.") }
         var targetRev: String?
         if let question = destination.firstIndex(of: "?") {
             let query = destination[destination.index(after: question)...]

@@ -12,7 +12,7 @@ extension CouchAPI {
     func replicate(_ call: inout CouchCall) async throws -> Response {
         try Self.requireMethod(call, .post)
         let body = try await call.objectBody(limit: 1 << 20)
-        guard let source = Self.endpoint(body["source"]), let target = Self.endpoint(body["target"]) else {
+        guard let source = try Self.endpoint(body["source"], call), let target = try Self.endpoint(body["target"], call) else {
             throw CouchError(.badRequest, "bad_request", "source and target are required")
         }
         let continuous = body["continuous"]?.boolValue ?? false
@@ -35,7 +35,11 @@ extension CouchAPI {
                 filter.expression = given
             }
         }
-        let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter)
+        // CouchDB's replication keeps conflicts for the application (Sofa's `auto` would resolve
+        // them); `"conflicts": "auto"` asks for Sofa's.
+        let conflicts = try ConflictPolicy.parse(body["conflicts"]?.stringValue ?? ConflictPolicy.manual.rawValue)
+        let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter,
+                                                conflicts: conflicts)
         guard let id = handle.ids.first else { throw CouchError(.internalServerError, "unknown_error", "no replication started") }
         if continuous { return Self.json(["ok": true, "_local_id": .string(id)], status: .accepted) }
         let finished = try await handle.wait(timeout: .seconds(3600))
@@ -49,14 +53,45 @@ extension CouchAPI {
 
     /// A replication endpoint as CouchDB gives it: a name, a URL (whose last segment names a
     /// database of this cluster, unless it is another cluster's `tcp://` gateway), or `{"url": …}`.
-    static func endpoint(_ value: JSON?) -> String? {
+    /// An HTTP URL must name this server (its host as the request reached it, or loopback): Sofa
+    /// replicates with another server through its gateway, never by HTTP.
+    static func endpoint(_ value: JSON?, _ call: CouchCall) throws(CouchError) -> String? {
         var text = value?.stringValue ?? value?["url"]?.stringValue
         guard var given = text, !given.isEmpty else { return nil }
         if given.hasPrefix("http://") || given.hasPrefix("https://") {
             while given.hasSuffix("/") { given.removeLast() }
-            text = given.split(separator: "/").last.map { String($0).removingPercentEncoding ?? String($0) }
+            let parts = given.split(separator: "/", omittingEmptySubsequences: true)
+            guard parts.count >= 3, isThisServer(String(parts[1]), secure: given.hasPrefix("https"), call) else {
+                throw CouchError(.badRequest, "bad_request",
+                                 "\(given) is not a database of this server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
+            }
+            text = parts.last.map { String($0).removingPercentEncoding ?? String($0) }
         }
         return text
+    }
+
+    /// Whether `authority` (`user:password@host:port`) is this server: the port the request was
+    /// sent to, on the host it was sent to or a loopback name.
+    static func isThisServer(_ authority: String, secure: Bool, _ call: CouchCall) -> Bool {
+        let named = hostAndPort(authority.split(separator: "@").last.map(String.init) ?? authority, secure: secure)
+        guard let reached = call.request.head.authority.map({ hostAndPort($0, secure: secure) }) else {
+            return false
+        }
+        return named.port == reached.port && (named.host == reached.host || ["localhost", "127.0.0.1", "::1"].contains(named.host))
+    }
+
+    /// `host:port` (`[v6]:port`) taken apart, lower-cased; the scheme's port when none is given.
+    static func hostAndPort(_ text: String, secure: Bool) -> (host: String, port: String) {
+        let host: Substring, rest: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            rest = text[text.index(after: close)...]
+        } else {
+            host = text.prefix { $0 != ":" }
+            rest = text.dropFirst(host.count)
+        }
+        let port = rest.hasPrefix(":") ? String(rest.dropFirst()) : (secure ? "443" : "80")
+        return (host.lowercased(), port)
     }
 
     func activeTasks(_ call: CouchCall) async throws -> Response {

@@ -119,6 +119,8 @@ final class CouchAPI: Sendable {
     }
 
     static let ok: JSON = ["ok": true]
+    /// The IDs of `_uuids` and of documents POSTed without one.
+    static let uuids = SequentialUUIDs()
 
     static func requireMethod(_ call: CouchCall, _ allowed: HTTPRequest.Method...) throws(CouchError) {
         guard allowed.contains(call.method) else {
@@ -152,8 +154,13 @@ final class CouchAPI: Sendable {
         try Self.requireMethod(call, .get)
         let count = try call.integer("count") ?? 1
         guard count <= 1000 else { throw CouchError(.badRequest, "bad_request", "count parameter too large") }
-        let ids = try (0..<count).map { _ in JSON.string(try randomBytes(16).hexString) }
-        return Self.json(["uuids": .array(ids)])
+        let ids = try (0..<count).map { _ in JSON.string(try Self.uuids.next()) }
+        var response = Self.json(["uuids": .array(ids)])
+        // Never cached: each answer's IDs are new (CouchDB's headers).
+        response.headers[.cacheControl] = "must-revalidate, no-cache"
+        response.headers[HTTPField.Name("Pragma")!] = "no-cache"
+        response.headers[.eTag] = "\"\(try randomBytes(8).hexString)\""
+        return response
     }
 
     private func allDatabases(_ call: CouchCall) async throws -> Response {

@@ -19,7 +19,13 @@ struct CouchCall: Sendable {
 
     init(_ request: Request) throws(CouchError) {
         self.request = request
-        method = request.method
+        // CouchDB lets a client that can only POST name the method it means (PUT, DELETE, …).
+        if request.method == .post, let override = request.headers[Self.methodOverride],
+           let named = HTTPRequest.Method(override.uppercased()) {
+            method = named
+        } else {
+            method = request.method
+        }
         let path = request.uri.path
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -44,6 +50,8 @@ struct CouchCall: Sendable {
         }
         self.query = query
     }
+
+    static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
 
     static func formDecoded(_ text: Substring) -> String? {
         guard text.contains("%") || text.contains("+") else { return String(text) }
@@ -121,11 +129,22 @@ struct CouchCall: Sendable {
         return json
     }
 
-    mutating func objectBody(limit: Int) async throws(CouchError) -> JSONObject {
+    /// The body, a JSON object; `what` names it in the refusal of anything else ("Document" for
+    /// a document's body, as CouchDB words it).
+    mutating func objectBody(limit: Int, what: String = "Request body") async throws(CouchError) -> JSONObject {
         guard let object = try await jsonBody(limit: limit).objectValue else {
-            throw CouchError(.badRequest, "bad_request", "Request body must be a JSON object")
+            throw CouchError(.badRequest, "bad_request", "\(what) must be a JSON object")
         }
         return object
+    }
+
+    /// Whether `If-None-Match` names `etag` (strong or weak, alone or in a list).
+    func ifNoneMatch(_ etag: String) -> Bool {
+        guard let header = header(.ifNoneMatch) else { return false }
+        return header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || (tag.hasPrefix("W/") && tag.dropFirst(2) == etag)
+        }
     }
 }
 

@@ -1,0 +1,179 @@
+"""CouchDB's rules for documents, attachments, bulk writes and replication over HTTP, as CouchDB's
+own test suite states them (its basics, bulk_docs, invalid_docids, copy_doc, batch_save,
+method_override, uuids, etags_head, attachments, attachment_names, security and replication
+tests), checked against a real Sofa cluster's sofa-http.
+
+Run by the Swift integration test HTTPAPITests with SOFA_HTTP_URL, SOFA_ADMIN_NAME and
+SOFA_ADMIN_PASSWORD set.
+"""
+import base64
+import unittest
+
+import requests
+
+from http_support import URL, CouchTestCase
+
+HELLO = base64.b64encode(b"hello world").decode()
+
+
+class DocumentRulesTests(CouchTestCase):
+    def test_local_documents_have_a_name_and_no_attachments(self):
+        db = self.new_db()
+        for path in ["/_local", "/_local/", "/_local%2F", "/_local/foo/bar"]:
+            answer = self.session.put(URL + "/" + db + path, json={}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "bad_request"), path)
+        # The ID encoded whole names the document, for local and design documents alike.
+        self.assertEqual(self.session.put(URL + "/" + db + "/_local%2Fabc", json={"a": 1}, timeout=30).status_code, 201)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_local/abc", timeout=30).json()["a"], 1)
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design%2Fdd", json={"views": {}}, timeout=30).status_code, 201)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_design/dd", timeout=30).json()["_id"], "_design/dd")
+
+    def test_ids_and_bodies_couchdb_refuses(self):
+        db = self.new_db()
+        answer = self.session.post(URL + "/" + db, json={"_id": "_invalid"}, timeout=30)
+        self.assertEqual(answer.status_code, 400)
+        self.assertEqual(answer.json(), {"error": "illegal_docid", "reason": "Only reserved document ids may start with underscore."})
+        answer = self.session.put(URL + "/" + db + "/bar", data="[]", timeout=30)
+        self.assertEqual(answer.json(), {"error": "bad_request", "reason": "Document must be a JSON object"})
+        self.assertEqual(self.session.put(URL + "/" + db + "/src", json={"a": 1}, timeout=30).status_code, 201)
+        answer = self.session.request("COPY", URL + "/" + db + "/src", timeout=30,
+                                      headers={"Destination": "http://localhost:5984/" + db + "/copy"})
+        self.assertEqual((answer.status_code, answer.json()["reason"]), (400, "Destination URL must be relative."))
+        self.assertEqual(self.session.get(URL + "/" + db + "/_all_docs", timeout=30).json()["total_rows"], 1)
+
+    def test_bulk_docs_options_and_ids(self):
+        db = self.new_db()
+        bulk = URL + "/" + db + "/_bulk_docs"
+        answer = self.session.post(bulk, json={"docs": [{"_id": "a"}, {"_id": "b"}], "all_or_nothing": True}, timeout=30)
+        self.assertEqual(answer.status_code, 417)
+        self.assertEqual([row["error"] for row in answer.json()], ["not_implemented", "not_implemented"])
+        answer = self.session.post(bulk, json={"docs": [], "new_edits": 0}, timeout=30)
+        self.assertEqual(answer.json()["reason"], "`new_edits` parameter must be a boolean.")
+        answer = self.session.post(bulk, json={"docs": "foo"}, timeout=30)
+        self.assertEqual(answer.json()["reason"], "`docs` parameter must be an array.")
+        answer = self.session.post(bulk, json={"docs": [{"_id": "fine"}, {"_id": "_invalid"}]}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["error"]), (400, "illegal_docid"))
+        self.assertEqual(self.session.get(URL + "/" + db + "/fine", timeout=30).status_code, 404)
+        # Local documents in a bulk are written too.
+        answer = self.session.post(bulk, json={"docs": [{"_id": "_design/foo"}, {"_id": "_local/bar", "x": 1}]}, timeout=30)
+        self.assertEqual(answer.status_code, 201, answer.text)
+        self.assertEqual([row.get("ok") for row in answer.json()], [True, True])
+        self.assertEqual(self.session.get(URL + "/" + db + "/_local/bar", timeout=30).json()["x"], 1)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_design/foo", timeout=30).status_code, 200)
+
+    def test_batch_mode_method_override_and_uuids(self):
+        db = self.new_db()
+        # batch=ok: accepted whatever became of the write (CouchDB does not tell a batch writer).
+        for value in range(3):
+            answer = self.session.put(URL + "/" + db + "/foo?batch=ok", json={"a": value}, timeout=30)
+            self.assertEqual(answer.status_code, 202)
+            self.assertEqual(answer.json()["id"], "foo")
+        self.assertEqual(self.session.get(URL + "/" + db + "/foo", timeout=30).json()["a"], 0)
+        answer = self.session.post(URL + "/" + db + "/fnord", json={"bob": "connie"}, timeout=30,
+                                   headers={"X-HTTP-Method-Override": "PUT"})
+        self.assertEqual(answer.status_code, 201)
+        answer = self.session.post(URL + "/" + db + "/fnord?rev=" + answer.json()["rev"], timeout=30,
+                                   headers={"X-HTTP-Method-Override": "DELETE"})
+        self.assertEqual(answer.status_code, 200)
+        self.assertEqual(self.session.get(URL + "/" + db + "/fnord", timeout=30).status_code, 404)
+        # Only a POST may override.
+        answer = self.session.get(URL + "/" + db + "/fnord2", headers={"X-HTTP-Method-Override": "PUT"}, timeout=30)
+        self.assertEqual(answer.status_code, 404)
+        answer = self.session.get(URL + "/_uuids?count=1000", timeout=30)
+        self.assertIn("no-cache", answer.headers["Cache-Control"])
+        self.assertEqual(answer.headers["Pragma"], "no-cache")
+        self.assertTrue(answer.headers["ETag"])
+        ids = answer.json()["uuids"]
+        self.assertEqual(len(set(ids)), 1000)
+        self.assertTrue(all(len(i) == 32 for i in ids))
+        # Sequential, as CouchDB's default: in order while they share their prefix.
+        same = [i for i in ids if i[:26] == ids[0][:26]]
+        self.assertGreater(len(same), 1)
+        self.assertEqual(same, sorted(same))
+
+    def test_weak_etags_are_honoured(self):
+        db = self.new_db()
+        self.session.put(URL + "/" + db + "/e", json={"a": 1}, timeout=30)
+        etag = self.session.get(URL + "/" + db + "/e", timeout=30).headers["ETag"]
+        self.assertEqual(self.session.get(URL + "/" + db + "/e", headers={"If-None-Match": "W/" + etag}, timeout=30).status_code, 304)
+        self.assertEqual(self.session.get(URL + "/" + db + "/e", headers={"If-None-Match": "W/\"1-0\""}, timeout=30).status_code, 200)
+
+
+class AttachmentRulesTests(CouchTestCase):
+    def attached(self, db, doc_id):
+        answer = self.session.put(URL + "/" + db + "/" + doc_id, timeout=30,
+                                  json={"_attachments": {"foo.txt": {"content_type": "text/plain", "data": HELLO}}})
+        self.assertEqual(answer.status_code, 201, answer.text)
+        return answer.json()["rev"]
+
+    def test_a_stub_needs_only_stub_and_must_name_an_attachment(self):
+        db = self.new_db()
+        rev = self.attached(db, "d")
+        answer = self.session.put(URL + "/" + db + "/d?rev=" + rev, json={"_attachments": {"foo.txt": {"stub": True}}}, timeout=30)
+        self.assertEqual(answer.status_code, 201, answer.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/d/foo.txt", timeout=30).content, b"hello world")
+        rev = answer.json()["rev"]
+        for stub in [{"foo.txt": {"stub": True, "revpos": 10}}, {"other.txt": {"stub": True}}]:
+            answer = self.session.put(URL + "/" + db + "/d?rev=" + rev, json={"_attachments": stub}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (412, "missing_stub"), stub)
+        answer = self.session.post(URL + "/" + db + "/_bulk_docs", timeout=30,
+                                   json={"docs": [{"_id": "d", "_rev": rev, "n": 1, "_attachments": {"foo.txt": {"stub": True}}}]})
+        self.assertTrue(answer.json()[0].get("ok"), answer.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/d/foo.txt", timeout=30).content, b"hello world")
+
+    def test_names_starting_with_underscore_are_refused(self):
+        db = self.new_db()
+        answer = self.session.put(URL + "/" + db + "/u", timeout=30,
+                                  json={"_attachments": {"_foo.txt": {"content_type": "text/plain", "data": HELLO}}})
+        self.assertEqual(answer.status_code, 400)
+        self.assertEqual(answer.json()["reason"], "Attachment name '_foo.txt' starts with prohibited character '_'")
+        rev = self.attached(db, "d")
+        answer = self.session.put(URL + "/" + db + "/d/_x?rev=" + rev, data=b"x", headers={"Content-Type": "text/plain"}, timeout=30)
+        self.assertEqual(answer.status_code, 400)
+        # Design functions Sofa does not run are refused as such, never stored as attachments.
+        self.session.put(URL + "/" + db + "/_design/f", json={"views": {}}, timeout=30)
+        ddoc = self.session.get(URL + "/" + db + "/_design/f", timeout=30).json()
+        for method, path in [("GET", "_show/s"), ("PUT", "_update/u/d?rev=" + ddoc["_rev"]), ("GET", "_list/l/v"),
+                             ("GET", "_rewrite/x")]:
+            answer = self.session.request(method, URL + "/" + db + "/_design/f/" + path, json={}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (501, "not_implemented"), path)
+        self.assertNotIn("_attachments", self.session.get(URL + "/" + db + "/_design/f", timeout=30).json())
+
+    def test_all_docs_with_attachments_inline(self):
+        db = self.new_db()
+        self.attached(db, "d")
+        rows = self.session.get(URL + "/" + db + "/_all_docs?include_docs=true&attachments=true", timeout=30).json()["rows"]
+        self.assertEqual(base64.b64decode(rows[0]["doc"]["_attachments"]["foo.txt"]["data"]), b"hello world")
+        answer = self.session.post(URL + "/" + db + "/_all_docs?include_docs=true&attachments=true", json={"keys": ["d"]}, timeout=30)
+        self.assertEqual(base64.b64decode(answer.json()["rows"][0]["doc"]["_attachments"]["foo.txt"]["data"]), b"hello world")
+
+
+class ReplicationAndSecurityRulesTests(CouchTestCase):
+    def test_replicate_keeps_conflicts_and_reads_this_server_only(self):
+        source, target = self.new_db(), self.new_db()
+        self.session.put(URL + "/" + source + "/c", json={"v": 1}, timeout=30)
+        self.session.put(URL + "/" + target + "/c", json={"v": 2}, timeout=30)
+        answer = self.session.post(URL + "/_replicate", json={"source": source, "target": target}, timeout=120)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        doc = self.session.get(URL + "/" + target + "/c?conflicts=true", timeout=30).json()
+        self.assertEqual(len(doc.get("_conflicts", [])), 1, doc)
+        leaves = self.session.get(URL + "/" + target + "/c?open_revs=all", headers={"Accept": "application/json"}, timeout=30).json()
+        self.assertEqual([leaf["ok"].get("_deleted", False) for leaf in leaves], [False, False])
+        # A URL of another server is refused; one of this server names its database.
+        remote = self.session.post(URL + "/_replicate", json={"source": "http://203.0.113.9:5984/" + source, "target": target},
+                                   timeout=30)
+        self.assertEqual(remote.status_code, 400, remote.text)
+        here = self.session.post(URL + "/_replicate", json={"source": URL + "/" + source, "target": target}, timeout=120)
+        self.assertEqual(here.status_code, 200, here.text)
+
+    def test_readers_are_members_when_members_are_not_given(self):
+        db = self.new_db()
+        security = {"admins": {"names": [], "roles": []}, "readers": {"names": ["someone"], "roles": []}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_security", json=security, timeout=30).status_code, 200)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_security", timeout=30).json()["members"]["names"], ["someone"])
+        self.session.put(URL + "/" + db + "/d", json={"a": 1}, timeout=30)
+        self.assertEqual(requests.get(URL + "/" + db + "/d", timeout=30).status_code, 401)
+
+
+if __name__ == "__main__":
+    unittest.main()
