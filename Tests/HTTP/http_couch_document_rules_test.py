@@ -148,6 +148,26 @@ class AttachmentRulesTests(CouchTestCase):
         self.assertEqual(base64.b64decode(answer.json()["rows"][0]["doc"]["_attachments"]["foo.txt"]["data"]), b"hello world")
 
 
+class ViewAndListingRulesTests(CouchTestCase):
+    def test_a_linked_document_at_the_revision_its_row_names(self):
+        db = self.new_db()
+        first = self.session.put(URL + "/" + db + "/0", json={"integer": 0}, timeout=30).json()["rev"]
+        self.session.put(URL + "/" + db + "/0", json={"_rev": first, "integer": 100, "prev": first}, timeout=30)
+        view = "function(doc) { if (doc.prev) emit(doc._id, {'_id': doc._id, '_rev': doc.prev}); }"
+        self.session.put(URL + "/" + db + "/_design/test", json={"views": {"with_prev": {"map": view}}}, timeout=30)
+        answer = self.session.post(URL + "/" + db + "/_design/test/_view/with_prev?include_docs=true", json={"keys": ["0"]},
+                                   timeout=60)
+        doc = answer.json()["rows"][0]["doc"]
+        self.assertEqual((doc["_rev"], doc["integer"], "prev" in doc), (first, 0, False))
+
+    def test_design_docs_counts_design_documents(self):
+        db = self.new_db()
+        docs = [{"_id": str(n)} for n in range(5)] + [{"_id": "_design/d%d" % n, "views": {}} for n in range(3)]
+        self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30)
+        listing = self.session.get(URL + "/" + db + "/_design_docs", timeout=30).json()
+        self.assertEqual((listing["total_rows"], len(listing["rows"])), (3, 3))
+
+
 class ReplicationAndSecurityRulesTests(CouchTestCase):
     def test_replicate_keeps_conflicts_and_reads_this_server_only(self):
         source, target = self.new_db(), self.new_db()

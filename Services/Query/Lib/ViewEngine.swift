@@ -155,9 +155,11 @@ public final class ViewEngine: Sendable {
             var listed: [JSON] = []
             for row in rows {
                 var item = JSONObject([("id", .string(row.id)), ("key", row.key), ("value", row.value)])
-                // A value `{"_id": …}` links the row to that document instead (CouchDB's rule).
+                // A value `{"_id": …}` links the row to that document instead, at its `_rev` if
+                // it names one (CouchDB's rule).
                 if includeDocs {
-                    item["doc"] = try Self.document(main, row.value["_id"]?.stringValue ?? row.id,
+                    let linked = row.value["_id"]?.stringValue
+                    item["doc"] = try Self.document(main, linked ?? row.id, rev: linked == nil ? nil : row.value["_rev"]?.stringValue,
                                                     conflicts: options["conflicts"]?.boolValue == true) ?? .null
                 }
                 listed.append(.object(item))
@@ -177,13 +179,22 @@ public final class ViewEngine: Sendable {
     }
 
     /// A document as CouchDB shows it (for `include_docs`), with its `_conflicts` when asked;
-    /// nil when it is gone.
-    static func document(_ main: SQLiteConnection, _ id: String, conflicts: Bool = false) throws(SofaError) -> JSON? {
+    /// nil when it is gone. With `rev`, that revision of it (nil when its body is not kept).
+    static func document(_ main: SQLiteConnection, _ id: String, rev: String? = nil, conflicts: Bool = false) throws(SofaError) -> JSON? {
         var found: JSON?
-        try main.run("SELECT core_revid(version), body, flags, CASE WHEN flags & 2 THEN extra END FROM kv_default "
+        let extra = rev == nil ? "CASE WHEN flags & 2 THEN extra END" : "extra"
+        try main.run("SELECT core_revid(version), body, flags, \(extra) FROM kv_default "
                      + "WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
-            guard var object = JSON.tryParse(row.blob(1))?.objectValue else { return }
-            var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
+            var body = row.blob(1), shownRev = row.text(0)
+            if let rev, rev != shownRev {
+                guard let wanted = try? RevID.parse(rev), let tree = try? RevTree(encoded: row.blob(3), currentBody: body),
+                      let index = tree.index(of: wanted), let old = tree.revisions[index].body,
+                      !tree.revisions[index].isDeleted else { return }
+                body = old
+                shownRev = rev
+            }
+            guard var object = JSON.tryParse(body)?.objectValue else { return }
+            var shown = JSONObject([("_id", .string(id)), ("_rev", .string(shownRev))])
             if conflicts, row.integer(2) & Int64(DocumentFlags.conflicted.rawValue) != 0 {
                 let others = Self.conflicts(extra: row.blob(3), body: row.blob(1))
                 if !others.isEmpty { shown["_conflicts"] = .array(others.map { .string($0) }) }
