@@ -139,6 +139,14 @@ class AttachmentRulesTests(CouchTestCase):
             self.assertEqual((answer.status_code, answer.json()["error"]), (501, "not_implemented"), path)
         self.assertNotIn("_attachments", self.session.get(URL + "/" + db + "/_design/f", timeout=30).json())
 
+    def test_a_range_of_the_whole_attachment_is_the_attachment(self):
+        db = self.new_db()
+        self.attached(db, "d")
+        whole = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=0-"}, timeout=30)
+        self.assertEqual((whole.status_code, whole.headers.get("Content-Range"), whole.content), (200, None, b"hello world"))
+        part = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=0-4"}, timeout=30)
+        self.assertEqual((part.status_code, part.headers["Content-Range"], part.content), (206, "bytes 0-4/11", b"hello"))
+
     def test_all_docs_with_attachments_inline(self):
         db = self.new_db()
         self.attached(db, "d")
@@ -159,6 +167,20 @@ class ViewAndListingRulesTests(CouchTestCase):
                                    timeout=60)
         doc = answer.json()["rows"][0]["doc"]
         self.assertEqual((doc["_rev"], doc["integer"], "prev" in doc), (first, 0, False))
+
+    def test_an_event_source_resumes_from_its_last_event_id(self):
+        db = self.new_db()
+        for n in range(4):
+            self.session.put(URL + "/" + db + "/d%d" % n, json={}, timeout=30)
+        answer = self.session.get(URL + "/" + db + "/_changes?feed=eventsource&timeout=100&since=0", timeout=30,
+                                  headers={"Last-Event-ID": "2"})
+        events = [line for line in answer.text.split("\n") if line.startswith("data: ")]
+        self.assertEqual(len(events), 2, answer.text)
+        # A heartbeat is an event of its own (the feed goes on: read until one arrives).
+        with self.session.get(URL + "/" + db + "/_changes?feed=eventsource&heartbeat=100&since=now", stream=True,
+                              timeout=30) as beating:
+            lines = beating.iter_lines(decode_unicode=True)
+            self.assertEqual(next(line for line in lines if line), "event: heartbeat")
 
     def test_design_docs_counts_design_documents(self):
         db = self.new_db()
@@ -185,6 +207,24 @@ class ReplicationAndSecurityRulesTests(CouchTestCase):
         self.assertEqual(remote.status_code, 400, remote.text)
         here = self.session.post(URL + "/_replicate", json={"source": URL + "/" + source, "target": target}, timeout=120)
         self.assertEqual(here.status_code, 200, here.text)
+
+    def test_sessions_as_a_browser_uses_them_and_other_users_are_not_there(self):
+        db = self.new_db()
+        name, password = self.new_member(db)
+        other, _ = self.new_member(db)
+        signed_in = requests.post(URL + "/_session?next=/_up", json={"name": name, "password": password}, timeout=30,
+                                  allow_redirects=False)
+        self.assertEqual((signed_in.status_code, signed_in.headers["Location"]), (302, "/_up"))
+        failed = requests.post(URL + "/_session?fail=/_up", json={"name": name, "password": "wrong"}, timeout=30,
+                               allow_redirects=False)
+        self.assertEqual((failed.status_code, failed.headers["Location"]), (302, "/_up"))
+        # `_:_` is nobody (how a browser forgets basic credentials).
+        nobody = requests.get(URL + "/_session", auth=("_", "_"), timeout=30)
+        self.assertEqual((nobody.status_code, nobody.json()["userCtx"]["name"]), (200, None))
+        # To a user, another user's document does not exist.
+        for method in ("GET", "DELETE"):
+            answer = requests.request(method, URL + "/_users/org.couchdb.user:" + other, auth=(name, password), timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (404, "not_found"), method)
 
     def test_readers_are_members_when_members_are_not_given(self):
         db = self.new_db()

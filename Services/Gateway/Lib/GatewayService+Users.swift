@@ -31,10 +31,11 @@ extension GatewayService {
         }
     }
 
-    /// A non-admin may touch only their own document.
+    /// A non-admin may touch only their own document: to them, no other exists (CouchDB's 404,
+    /// which tells nobody which users there are).
     private func ownDocumentOnly(_ id: String, _ principal: Principal) -> SofaError? {
         if principal.isServerAdmin || UsersDatabase.name(ofDocument: id) == principal.name { return nil }
-        return .forbidden("only server admins may read another user's document")
+        return SofaError(.notFound, "missing")
     }
 
     private func writeUser(_ request: Request, id: String, rev: String, body: [UInt8], deleted: Bool,

@@ -195,8 +195,11 @@ extension CouchAPI {
                     headers[.contentRange] = "bytes */\(length)"
                     return Response(status: .rangeNotSatisfiable, headers: headers)
                 }
-                status = .partialContent
-                headers[.contentRange] = "bytes \(start)-\(end)/\(length)"
+                // A range of the whole attachment is the attachment (CouchDB's 200).
+                if start > 0 || end < length - 1 {
+                    status = .partialContent
+                    headers[.contentRange] = "bytes \(start)-\(end)/\(length)"
+                }
             }
         }
         let count = length == 0 ? 0 : end - start + 1

@@ -91,7 +91,9 @@ extension CouchAPI {
         guard ["normal", "longpoll", "continuous", "eventsource"].contains(options.feed) else {
             throw CouchError(.badRequest, "bad_request", "Supported `feed` types: normal, continuous, live, longpoll, eventsource")
         }
-        if let since = call.query["since"] {
+        // An EventSource that reconnects says where it was (CouchDB reads it as `since`).
+        let lastEventID = options.feed == "eventsource" ? call.header(HTTPField.Name("Last-Event-ID")!) : nil
+        if let since = lastEventID ?? call.query["since"] {
             if let given = try CouchSequence.parse(since) {
                 options.query.since = given
             } else {
@@ -225,7 +227,8 @@ extension CouchAPI {
                 quietSince = ContinuousClock.now
             } else if batch.changes.isEmpty {
                 if options.heartbeatMs != nil {
-                    try await write([0x0A])
+                    // An EventSource client sees a heartbeat only as an event (CouchDB's).
+                    try await write(options.feed == "eventsource" ? Array("event: heartbeat\ndata: \n\n".utf8) : [0x0A])
                 } else if ContinuousClock.now - quietSince >= .milliseconds(options.timeoutMs) {
                     break
                 }

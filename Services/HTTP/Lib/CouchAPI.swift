@@ -192,14 +192,20 @@ final class CouchAPI: Sendable {
             return Self.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
             let (name, password) = try await credentials(&call)
-            try await sessions.check(name: name, password: password, from: call.clientAddress)
-            let roles = try await gateway.acting(as: name).session().roles
-            guard let cookie = await sessions.makeCookie(for: name) else {
-                throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
+            // `next` and `fail`: where a form's sign-in goes on (a path of this server only).
+            let next = call.query["next"].flatMap(Self.localPath), fail = call.query["fail"].flatMap(Self.localPath)
+            let roles: [String], cookie: String
+            switch await signIn(name, password, call) {
+            case .success(let made): (roles, cookie) = made
+            case .failure(let error):
+                if let fail { return Response(status: .found, headers: [.location: fail]) }
+                throw error
             }
             var headers: HTTPFields = [:]
             headers[.setCookie] = sessions.setCookieHeader(cookie)
-            return Self.json(["ok": true, "name": .string(name), "roles": .array(roles.map { .string($0) })], headers: headers)
+            if let next { headers[.location] = next }
+            return Self.json(["ok": true, "name": .string(name), "roles": .array(roles.map { .string($0) })],
+                             status: next == nil ? .ok : .found, headers: headers)
         case .delete:
             var headers: HTTPFields = [:]
             headers[.setCookie] = sessions.setCookieHeader("", maxAge: 0)
@@ -207,6 +213,26 @@ final class CouchAPI: Sendable {
         default:
             throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,HEAD,POST,DELETE allowed")
         }
+    }
+
+    /// Checks a name and password and makes the session's cookie: the user's roles and the cookie.
+    private func signIn(_ name: String, _ password: String, _ call: CouchCall) async -> Result<([String], String), CouchError> {
+        do {
+            try await sessions.check(name: name, password: password, from: call.clientAddress)
+            let roles = try await gateway.acting(as: name).session().roles
+            guard let cookie = await sessions.makeCookie(for: name) else {
+                return .failure(CouchError(.unauthorized, "unauthorized", "Name or password is incorrect."))
+            }
+            return .success((roles, cookie))
+        } catch {
+            return .failure((error as? CouchError) ?? (error as? SofaError).map { CouchError($0) }
+                ?? CouchError(.internalServerError, "unknown_error", "\(error)"))
+        }
+    }
+
+    /// A redirect target given by a client: a path of this server (`/…`, not `//host`), else nil.
+    static func localPath(_ text: String) -> String? {
+        text.hasPrefix("/") && !text.hasPrefix("//") && !text.contains("\\") ? text : nil
     }
 
     /// `POST /_session`'s name and password: JSON or a form.
