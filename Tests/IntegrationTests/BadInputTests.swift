@@ -9,7 +9,7 @@ import SofaTestSupport
 /// what is wrong, by the SDK and by storage itself, and nothing is written.
 @Suite(.serialized) struct BadInputTests {
     static let badIDs: [(String, String)] = [
-        ("_foo", "only reserved IDs"), ("_sync:abc", "only reserved IDs"), ("_design/", "no name after"),
+        ("_foo", "Only reserved document ids"), ("_sync:abc", "Only reserved document ids"), ("_design/", "no name after"),
         ("evil\u{202E}txt.exe", "bidirectional control U+202E"), ("two\u{2028}lines", "separator U+2028"),
     ]
 
