@@ -350,7 +350,6 @@ public struct BrokerState: Sendable {
             if free.isEmpty {
                 for index in idle.indices {
                     guard let worker = workers[idle[index]], let oldest = worker.jobs.first, now &- oldest.sentAt < Self.prefetchMs,
-                          worker.jobs.count < Self.shallowDepth || worker.expectedMs < Double(Self.prefetchMs),
                           worker.jobs.allSatisfy({ $0.client == oldest.client }) else { continue }
                     prefetching[oldest.client, default: []].append(index)
                 }
@@ -360,6 +359,14 @@ public struct BrokerState: Sendable {
             }) else { break }
             var candidates = free.isEmpty ? prefetching[job.client] ?? [] : free
             let expected = recentMs[job.kind] ?? Self.unknownMs
+            if free.isEmpty {
+                // Past `shallowDepth` jobs, a worker takes one more only if all it would hold are
+                // expected to end within `prefetchMs` (this one too).
+                candidates = candidates.filter { index in
+                    guard let worker = workers[idle[index]] else { return false }
+                    return worker.jobs.count < Self.shallowDepth || worker.expectedMs + expected < Double(Self.prefetchMs)
+                }
+            }
             if !free.isEmpty, expected < Self.convoyMs {
                 let joining = convoy(of: job.client, adding: expected)
                 if !joining.isEmpty { candidates = joining }

@@ -221,9 +221,11 @@ class ReplicationAndSecurityRulesTests(CouchTestCase):
         # `_:_` is nobody (how a browser forgets basic credentials).
         nobody = requests.get(URL + "/_session", auth=("_", "_"), timeout=30)
         self.assertEqual((nobody.status_code, nobody.json()["userCtx"]["name"]), (200, None))
-        # To a user, another user's document does not exist.
-        for method in ("GET", "DELETE"):
-            answer = requests.request(method, URL + "/_users/org.couchdb.user:" + other, auth=(name, password), timeout=30)
+        # To a user, another user's document does not exist, to read or to write.
+        doc = URL + "/_users/org.couchdb.user:" + other
+        for method, path, body in [("GET", "", None), ("DELETE", "?rev=1-0", None),
+                                   ("PUT", "", {"name": other, "type": "user", "roles": [], "password": "x"})]:
+            answer = requests.request(method, doc + path, json=body, auth=(name, password), timeout=30)
             self.assertEqual((answer.status_code, answer.json()["error"]), (404, "not_found"), method)
 
     def test_readers_are_members_when_members_are_not_given(self):

@@ -133,6 +133,13 @@ import Testing
         #expect(sentShort.count == 40)
         #expect(short.queuedCount == 0)
 
+        // Short jobs past `shallowDepth`, then one of a kind not run yet: it waits at the broker.
+        let sentFirst = try Self.submit((42...61).map { Self.job($0, Self.lookup) }, to: &short, now: 21)
+        #expect(sentFirst.count == 20)
+        let unknownAfter = try Self.submit([Self.job(62, Self.scan)], to: &short, now: 21)
+        #expect(unknownAfter.isEmpty)
+        #expect(short.queuedCount == 1)
+
         var slow = oneDeepWorker()
         try Self.teach(Self.scan, took: 5, id: 1, state: &slow, start: 10)
         let sentSlow = try Self.submit((2...41).map { Self.job($0, Self.scan) }, to: &slow, now: 20)

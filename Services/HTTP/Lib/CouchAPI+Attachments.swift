@@ -15,15 +15,17 @@ extension CouchAPI {
     /// in `followed`) stored and replaced by its stub. A stub without a Sofa blob key (none, or a
     /// peer's `md5-…`) is matched by name with the document's current attachment and given its
     /// key; none there (or one of another revpos than the stub names) is `missing_stub`. Revision IDs are never changed by any of it.
-    func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, revpos: Int64 = 1,
+    /// `parent`: the revision the write follows, whose attachments stubs name (nil: the current one).
+    func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, parent: String? = nil, revpos: Int64 = 1,
                                 followed: [String: [UInt8]] = [:]) async throws -> JSONObject {
         guard case .object(var attachments)? = body["_attachments"] else { return body }
         var changed = false
         var current: JSONObject?? = .none
         for (name, value) in attachments {
-            try Self.checkAttachmentName(name)
             guard var attachment = value.objectValue else { continue }
             var bytes: [UInt8]?
+            // A new attachment's name follows CouchDB's rule (one stored before is left alone).
+            if attachment["data"] != nil || attachment["follows"] != nil { try Self.checkAttachmentName(name) }
             if let data = attachment["data"]?.stringValue {
                 // Strict base64 (line breaks and spaces aside), as CouchDB decodes it.
                 let compact = data.contains(where: \.isWhitespace) ? data.filter { !$0.isWhitespace } : data
@@ -41,17 +43,24 @@ extension CouchAPI {
                 // A stub without Sofa's key (none, or a peer's digest) is the current attachment
                 // of that name; one with no digest, at the revpos it names if any (CouchDB's rule).
                 if current == .none {
-                    current = .some((try? await database.get(id: id)).flatMap { try? $0.json() }?["_attachments"]?.objectValue)
+                    // The parent's attachments (the current document's when the parent's body is gone).
+                    var read = parent == nil ? nil : try? await database.get(id: id, rev: parent)
+                    if read == nil { read = try? await database.get(id: id) }
+                    current = .some(read.flatMap { try? $0.json() }?["_attachments"]?.objectValue)
                 }
                 guard let known = current??[name]?.objectValue, let key = known["digest"]?.stringValue,
                       attachment["digest"] != nil || attachment["revpos"] == nil
                         || attachment["revpos"]?.intValue == known["revpos"]?.intValue else {
                     throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(id) for \(name)")
                 }
+                let hadDigest = attachment["digest"] != nil
                 attachment["digest"] = .string(key)
                 attachment["length"] = known["length"] ?? attachment["length"]
-                attachment["revpos"] = known["revpos"] ?? attachment["revpos"]
-                attachment["content_type"] = attachment["content_type"] ?? known["content_type"]
+                if !hadDigest {
+                    // A bare stub is the stored attachment as it is.
+                    attachment["revpos"] = known["revpos"] ?? attachment["revpos"]
+                    attachment["content_type"] = known["content_type"] ?? attachment["content_type"]
+                }
                 attachment["stub"] = true
                 attachments[name] = .object(attachment)
                 changed = true
@@ -175,11 +184,7 @@ extension CouchAPI {
         headers[.contentType] = attachment["content_type"]?.stringValue ?? "application/octet-stream"
         headers[.eTag] = "\"\(digest)\""
         headers[.acceptRanges] = "bytes"
-        if call.ifNoneMatch("\"\(digest)\"") {
-            var unchanged = headers
-            unchanged[.contentLength] = "0"
-            return Response(status: .notModified, headers: unchanged)
-        }
+        if call.ifNoneMatch("\"\(digest)\"") { return Response(status: .notModified, headers: headers) }
         var start: UInt64 = 0, end = length == 0 ? 0 : length - 1
         var status = HTTPResponse.Status.ok
         if let range = call.header(.range), range.hasPrefix("bytes="), length > 0, !range.contains(",") {

@@ -59,6 +59,7 @@ extension CouchAPI {
                     do throws(SofaError) { try DesignDocumentRules.check(document.body) } catch { throw CouchError(error) }
                 }
                 let stored = try await storeInlineAttachments(document.body, database, id: document.id!,
+                                                              parent: Self.parentRev(document, newEdits: newEdits),
                                                               revpos: Self.nextGeneration(document, newEdits: newEdits))
                 let bytes = JSON.object(stored).compactBytes()
                 if newEdits {
@@ -208,7 +209,8 @@ extension CouchAPI {
         query.endKey = (options.values["endkey"] ?? options.values["end_key"])?.stringValue ?? (descending ? lowest : highest)
         let inclusiveEnd = try options.bool("inclusive_end", default: true)
         let limit = try options.count("limit")
-        let page = 1000
+        // With attachments inline, a page holds their bytes: a few documents at a time.
+        let page = attachments ? 8 : 1000
         let first = query
         let body = ResponseBody { writer in
             let query = first

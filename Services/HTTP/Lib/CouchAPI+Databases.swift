@@ -80,6 +80,9 @@ extension CouchAPI {
         case "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
             return try await documentRoute(&call, database, id: "_design/" + segments[2], attachment: Array(segments.dropFirst(3)))
+        case let whole where whole.hasPrefix("_design/") && segments.count >= 3 && Self.designFunctions.contains(segments[2]):
+            throw CouchError(.init(code: 501), "not_implemented",
+                             "Sofa does not run \(segments[2]) functions: query a view or _find, and write documents as they are")
         case let whole where whole.hasPrefix("_design/") && whole.count > "_design/".count:
             // `_design%2Fname` (the ID encoded whole): the design document.
             return try await documentRoute(&call, database, id: whole, attachment: Array(segments.dropFirst(2)))

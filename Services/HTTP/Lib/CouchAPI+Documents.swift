@@ -71,13 +71,21 @@ extension CouchAPI {
                followed: [String: [UInt8]] = [:]) async throws -> DocumentRevision {
         guard let id = document.id else { throw CouchError(.badRequest, "bad_request", "Document must have an _id") }
         let body = try await storeInlineAttachments(document.body, database, id: id,
-                                                    revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
+                                                    parent: Self.parentRev(document, newEdits: newEdits), revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
         if newEdits {
             return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
         }
         let inserted = try await database.insert(id: id, history: try document.ancestry(), body: JSON.object(body).compactBytes(),
                                                  deleted: document.deleted, winnerByRevID: true)
         return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
+    }
+
+    /// The revision a write follows: the one it names, or with `new_edits=false` the second of
+    /// its ancestry (nil: none, a new document).
+    static func parentRev(_ document: IncomingDocument, newEdits: Bool) -> String? {
+        guard !newEdits else { return document.rev }
+        guard let history = document.history else { return nil }
+        return history.count > 1 ? history[1] : nil
     }
 
     /// A write's answer: 201 (200 for a deletion, 202 with `batch=ok`), the new revision as ETag.
@@ -119,7 +127,7 @@ extension CouchAPI {
         if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
         let document = try await read(call, database, id: id, rev: rev, history: revs || revsInfo)
         let etag = Self.etag(document.rev)
-        if call.ifNoneMatch(etag) { return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"]) }
+        if call.ifNoneMatch(etag) { return Response(status: .notModified, headers: [.eTag: etag]) }
         let bytes = try await documentBytes(document, call, database)
         return Self.json(bytes: bytes, headers: [.eTag: etag])
     }
@@ -318,7 +326,9 @@ extension CouchAPI {
         guard var destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {
             throw CouchError(.badRequest, "bad_request", "Destination header is mandatory for COPY.")
         }
-        if destination.contains("://") { throw CouchError(.badRequest, "bad_request", "Destination URL must be relative.") }
+        if ["http://", "https://"].contains(where: { destination.lowercased().hasPrefix($0) }) {
+            throw CouchError(.badRequest, "bad_request", "Destination URL must be relative.")
+        }
         var targetRev: String?
         if let question = destination.firstIndex(of: "?") {
             let query = destination[destination.index(after: question)...]

@@ -230,9 +230,13 @@ final class CouchAPI: Sendable {
         }
     }
 
-    /// A redirect target given by a client: a path of this server (`/…`, not `//host`), else nil.
+    /// A redirect target given by a client: a path of this server (`/…`, not `//host`), in
+    /// printable ASCII with no space or backslash (a browser drops tabs and would read
+    /// `/<tab>/host` as `//host`), else nil.
     static func localPath(_ text: String) -> String? {
-        text.hasPrefix("/") && !text.hasPrefix("//") && !text.contains("\\") ? text : nil
+        guard text.hasPrefix("/"), !text.hasPrefix("//"),
+              text.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\\") }) else { return nil }
+        return text
     }
 
     /// `POST /_session`'s name and password: JSON or a form.

@@ -20,8 +20,8 @@ struct CouchCall: Sendable {
     init(_ request: Request) throws(CouchError) {
         self.request = request
         // CouchDB lets a client that can only POST name the method it means (PUT, DELETE, …).
-        if request.method == .post, let override = request.headers[Self.methodOverride],
-           let named = HTTPRequest.Method(override.uppercased()) {
+        if request.method == .post, let override = request.headers[Self.methodOverride]?.uppercased(),
+           Self.overridable.contains(override), let named = HTTPRequest.Method(override) {
             method = named
         } else {
             method = request.method
@@ -52,6 +52,8 @@ struct CouchCall: Sendable {
     }
 
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
+    /// The methods a POST may name (CouchDB's list).
+    static let overridable: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT", "COPY"]
 
     static func formDecoded(_ text: Substring) -> String? {
         guard text.contains("%") || text.contains("+") else { return String(text) }

@@ -65,14 +65,13 @@ final class HTTPSessions: Sendable {
         if let authorization = call.header(.authorization), let name = knownUser(authorization: authorization) {
             return HTTPUser(name: name, method: "default")
         }
-        if let authorization = call.header(.authorization), authorization.lowercased().hasPrefix("basic ") {
+        if let authorization = call.header(.authorization), authorization.lowercased().hasPrefix("basic "),
+           !Self.isNobody(authorization) {
             guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
                   let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
                 throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
             }
             let name = String(text[..<colon]), password = String(text[text.index(after: colon)...])
-            // `_:_` is how a browser forgets its basic credentials: nobody (CouchDB's rule).
-            if name == "_", password == "_" { return nil }
             try await check(name: name, password: password, from: call.clientAddress)
             state.withLock { state in
                 if state.headers.count > 10_000 { state.headers.removeAll() }
@@ -84,6 +83,12 @@ final class HTTPSessions: Sendable {
             return await validate(cookie)
         }
         return nil
+    }
+
+    /// Basic credentials `_:_`: how a browser forgets its basic credentials, so none (CouchDB's
+    /// rule; a session cookie still counts).
+    static func isNobody(_ authorization: String) -> Bool {
+        String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces) == "Xzpf"
     }
 
     /// Whose an `Authorization` header already checked is (nil: not one checked, or forgotten since).

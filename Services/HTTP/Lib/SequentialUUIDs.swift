@@ -5,8 +5,8 @@ internal import Synchronization
 /// Document IDs as CouchDB makes them by default (its "sequential" algorithm): 26 random hex
 /// digits, then a 6-digit hex counter that grows by a random step, and a new random prefix when
 /// the counter would overflow. IDs made one after another sort in the order they were made (until
-/// the prefix changes), so documents written together land near each other in the ID index, and
-/// none can be guessed from another.
+/// the prefix changes), so documents written together land near each other in the ID index (and,
+/// as CouchDB's, the next one is close to the last: they are not secrets).
 final class SequentialUUIDs: Sendable {
     private struct State {
         var prefix = ""
