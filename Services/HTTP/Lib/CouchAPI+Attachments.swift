@@ -13,9 +13,10 @@ internal import Foundation
 extension CouchAPI {
     /// The body with every inline attachment (`data`, base64, or the bytes of a multipart part
     /// in `followed`) stored and replaced by its stub. A stub without a Sofa blob key (none, or a
-    /// peer's `md5-…`) is matched by name with the document's current attachment and given its
-    /// key; none there (or one of another revpos than the stub names) is `missing_stub`. Revision IDs are never changed by any of it.
-    /// `parent`: the revision the write follows, whose attachments stubs name (nil: the current one).
+    /// peer's `md5-…`) is matched by name with the attachment of the revision the write follows
+    /// (`parent`; nil or gone: the current one) and given its key; none there (or, for a bare
+    /// stub, one of another revpos than it names) is `missing_stub`. Revision IDs are never
+    /// changed by any of it.
     func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, parent: String? = nil, revpos: Int64 = 1,
                                 followed: [String: [UInt8]] = [:]) async throws -> JSONObject {
         guard case .object(var attachments)? = body["_attachments"] else { return body }

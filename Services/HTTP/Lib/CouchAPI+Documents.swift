@@ -71,7 +71,8 @@ extension CouchAPI {
                followed: [String: [UInt8]] = [:]) async throws -> DocumentRevision {
         guard let id = document.id else { throw CouchError(.badRequest, "bad_request", "Document must have an _id") }
         let body = try await storeInlineAttachments(document.body, database, id: id,
-                                                    parent: Self.parentRev(document, newEdits: newEdits), revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
+                                                    parent: Self.parentRev(document, newEdits: newEdits),
+                                                    revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
         if newEdits {
             return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
         }
