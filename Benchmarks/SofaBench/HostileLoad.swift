@@ -156,10 +156,18 @@ public struct HostileLoad: Sendable {
         var n = 0
         while ContinuousClock.now < end || (samples.count < minimumCalls && ContinuousClock.now < latest) {
             let start = DispatchTime.now().uptimeNanoseconds
-            if n % 2 == 0 {
-                _ = try await db.get(id: String(format: "d%06d", n % options.joinDocuments))
-            } else {
-                _ = try await db.query(n1ql: "SELECT name FROM _ WHERE n = $n", parameters: ["n": .int(Int64(n % options.joinDocuments))])
+            do throws(SofaError) {
+                if n % 2 == 0 {
+                    _ = try await db.get(id: String(format: "d%06d", n % options.joinDocuments))
+                } else {
+                    _ = try await db.query(n1ql: "SELECT name FROM _ WHERE n = $n",
+                                           parameters: ["n": .int(Int64(n % options.joinDocuments))])
+                }
+            } catch {
+                // Which call failed, and when: a failure under load says where to look.
+                let waited = (DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+                throw SofaError(error.domain, error.code, "the well-behaved client's \(n % 2 == 0 ? "get" : "query") (call \(n + 1), "
+                                + "after \(samples.count) answered; it waited \(waited) ms): \(error.message)")
             }
             samples.append(DispatchTime.now().uptimeNanoseconds - start)
             n += 1
