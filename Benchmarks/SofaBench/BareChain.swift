@@ -47,10 +47,7 @@ enum BareChain {
         zmq_setsockopt(back, ZMQ_LINGER, &linger, 4)
         defer { zmq_close(front); zmq_close(back) }
         guard zmq_bind(back, backend) == 0, zmq_bind(front, "tcp://127.0.0.1:*") == 0 else { return bound(nil) }
-        var name = [CChar](repeating: 0, count: 256)
-        var length = name.count
-        zmq_getsockopt(front, ZMQ_LAST_ENDPOINT, &name, &length)
-        bound(String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        bound(lastEndpoint(of: front))
         var worker = [UInt8](repeating: 0, count: 256), client = [UInt8](repeating: 0, count: 256)
         var payload = [UInt8](repeating: 0, count: 1 << 16)
         // The worker's first message says where it is; until then the client's messages wait.

@@ -251,12 +251,7 @@ private func runBareEcho(size: Int, count: Int) throws -> [UInt64] {
     var linger: Int32 = 0
     zmq_setsockopt(server, ZMQ_LINGER, &linger, 4)
     guard zmq_bind(server, "tcp://127.0.0.1:*") == 0 else { throw SofaError(.zmq, zmq_errno(), "bind failed") }
-    var buffer = [CChar](repeating: 0, count: 256)
-    var length = buffer.count
-    guard zmq_getsockopt(server, ZMQ_LAST_ENDPOINT, &buffer, &length) == 0 else {
-        throw SofaError(.zmq, zmq_errno(), "getsockopt ZMQ_LAST_ENDPOINT failed")
-    }
-    let endpoint = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard let endpoint = lastEndpoint(of: server) else { throw SofaError(.zmq, zmq_errno(), "getsockopt ZMQ_LAST_ENDPOINT failed") }
     let serverSocket = UnsafeSendable(server)
     let echo = Thread {
         // The server socket is used only by this thread from here on.
@@ -290,6 +285,14 @@ private func runBareEcho(size: Int, count: Int) throws -> [UInt64] {
     zmq_send(client, message, 0, 0)
     while echo.isExecuting { usleep(1000) }
     return samples
+}
+
+/// Where a raw socket bound last (`tcp://127.0.0.1:PORT` for `tcp://127.0.0.1:*`); nil on failure.
+func lastEndpoint(of socket: UnsafeMutableRawPointer?) -> String? {
+    var buffer = [CChar](repeating: 0, count: 256)
+    var length = buffer.count
+    guard zmq_getsockopt(socket, ZMQ_LAST_ENDPOINT, &buffer, &length) == 0 else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// Hands a raw socket to the one thread that will use it from then on.

@@ -9,7 +9,13 @@ internal import Foundation
 
 extension CouchAPI {
     func databaseRoute(_ call: inout CouchCall) async throws -> Response {
-        let segments = call.segments
+        var segments = call.segments
+        // `_design%2Fname` and `_local%2Fname` (the ID encoded whole) are the paths written out.
+        if segments.count > 1, let slash = segments[1].firstIndex(of: "/"), ["_design", "_local"].contains(segments[1][..<slash]),
+           segments[1].index(after: slash) < segments[1].endIndex {
+            let whole = segments[1]
+            segments = [segments[0], String(whole[..<slash]), String(whole[whole.index(after: slash)...])] + segments.dropFirst(2)
+        }
         let name = segments[0]
         let database = client(call).database(name)
         guard segments.count > 1 else {
@@ -80,14 +86,6 @@ extension CouchAPI {
         case "_design":
             guard segments.count >= 3 else { throw CouchError(.notFound, "not_found", "missing") }
             return try await documentRoute(&call, database, id: "_design/" + segments[2], attachment: Array(segments.dropFirst(3)))
-        case let whole where whole.hasPrefix("_design/") && segments.count >= 3 && Self.designFunctions.contains(segments[2]):
-            throw CouchError(.init(code: 501), "not_implemented",
-                             "Sofa does not run \(segments[2]) functions: query a view or _find, and write documents as they are")
-        case let whole where whole.hasPrefix("_design/") && whole.count > "_design/".count:
-            // `_design%2Fname` (the ID encoded whole): the design document.
-            return try await documentRoute(&call, database, id: whole, attachment: Array(segments.dropFirst(2)))
-        case let whole where whole.hasPrefix("_local/") && whole.count > "_local/".count && segments.count == 2:
-            return try await documentRoute(&call, database, id: whole, attachment: [])
         case let special where special.hasPrefix("_local"):
             throw CouchError(.badRequest, "bad_request", "Invalid _local document id.")
         case let special where special.hasPrefix("_"):

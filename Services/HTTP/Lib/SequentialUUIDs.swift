@@ -20,10 +20,9 @@ final class SequentialUUIDs: Sendable {
     func next() throws -> String {
         var generator = SystemRandomNumberGenerator()
         let step = UInt32.random(in: 1...0xFFE, using: &generator)
-        let fresh = try Self.prefix()
-        return state.withLock { state in
+        return try state.withLock { state throws -> String in
             if state.prefix.isEmpty || state.counter > Self.counterLimit - step {
-                state.prefix = fresh
+                state.prefix = try Self.prefix()  // read from the system only when the counter runs out
                 state.counter = UInt32.random(in: 0..<0xFFF, using: &generator)
             } else {
                 state.counter += step
