@@ -98,6 +98,16 @@ public struct Database: DocumentStore {
     public func compact() async throws(SofaError) {
         _ = try await client.call(.compact, database: name)
     }
+
+    /// Keeps at most `limit` revisions of each document's history (CouchDB's `_revs_limit`): the
+    /// histories held are pruned to it now, and every later write prunes its document's. A
+    /// database admin's call. `info().revsLimit` tells the limit set (0: none).
+    public func setRevsLimit(_ limit: Int) async throws(SofaError) {
+        guard limit >= 1, let limit = UInt32(exactly: limit), limit <= UInt32(Int32.max) else {
+            throw SofaError(.invalidParameter, "the revs limit must be a positive integer, not \(limit)")
+        }
+        _ = try await client.call(.setRevsLimit(limit), database: name)
+    }
 }
 
 extension Collection {

@@ -237,5 +237,73 @@ class ReplicationAndSecurityRulesTests(CouchTestCase):
         self.assertEqual(requests.get(URL + "/" + db + "/d", timeout=30).status_code, 401)
 
 
+class RevsLimitTests(CouchTestCase):
+    """CouchDB's rev_stemming tests: `_revs_limit` is applied, to new writes and to what is held."""
+    LIMIT = 5
+
+    def update(self, db, doc_id, times):
+        """Writes `doc_id` `times` more times (a new document first when there is none)."""
+        current = self.session.get(URL + "/" + db + "/" + doc_id, timeout=30)
+        doc = current.json() if current.status_code == 200 else {"_id": doc_id}
+        for count in range(times):
+            doc["count"] = count
+            answer = self.session.put(URL + "/" + db + "/" + doc_id, json=doc, timeout=30)
+            self.assertEqual(answer.status_code, 201, answer.text)
+            doc["_rev"] = answer.json()["rev"]
+
+    def history(self, db, doc_id):
+        return self.session.get(URL + "/" + db + "/" + doc_id + "?revs=true", timeout=30).json()["_revisions"]["ids"]
+
+    def set_limit(self, db, limit):
+        answer = self.session.put(URL + "/" + db + "/_revs_limit", data=str(limit),
+                                  headers={"Content-Type": "application/json"}, timeout=30)
+        self.assertEqual(answer.status_code, 200, answer.text)
+
+    def test_the_limit_is_applied_to_what_is_held_and_to_later_writes(self):
+        db = self.new_db()
+        self.assertEqual(self.session.get(URL + "/" + db + "/_revs_limit", timeout=30).json(), 1000)
+        self.update(db, "foo", self.LIMIT + 1)
+        self.assertEqual(len(self.history(db, "foo")), self.LIMIT + 1)
+        self.set_limit(db, self.LIMIT)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_revs_limit", timeout=30).json(), self.LIMIT)
+        # Held already: stemmed at once, and it stays so after a compaction.
+        self.assertEqual(len(self.history(db, "foo")), self.LIMIT)
+        self.assertEqual(self.session.post(URL + "/" + db + "/_compact", json={}, timeout=60).status_code, 202)
+        self.assertEqual(len(self.history(db, "foo")), self.LIMIT)
+        self.update(db, "foo", self.LIMIT + 1)
+        self.assertEqual(len(self.history(db, "foo")), self.LIMIT)
+        for body in ["0", "-1", "\"x\"", "1.5"]:
+            answer = self.session.put(URL + "/" + db + "/_revs_limit", data=body, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "bad_request"), body)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_revs_limit", timeout=30).json(), self.LIMIT)
+
+    def test_a_stemmed_history_replicated_past_the_limit_is_a_conflict(self):
+        source, target = self.new_db(), self.new_db()
+        self.set_limit(source, self.LIMIT)
+        self.update(source, "foo", self.LIMIT + 1)
+        replicate = lambda: self.assertEqual(self.session.post(URL + "/_replicate", json={"source": source, "target": target},
+                                                               timeout=120).status_code, 200)
+        replicate()
+        self.assertNotIn("_conflicts", self.session.get(URL + "/" + target + "/foo?conflicts=true", timeout=30).json())
+        # One edit fewer than the limit: the history still reaches the target's revision.
+        self.update(source, "foo", self.LIMIT - 1)
+        replicate()
+        doc = self.session.get(URL + "/" + target + "/foo?conflicts=true", timeout=30).json()
+        self.assertNotIn("_conflicts", doc)
+        before = doc["_rev"]
+        # Past the limit it does not: the target's revision is left as a losing conflict.
+        self.update(source, "foo", self.LIMIT + 1)
+        replicate()
+        doc = self.session.get(URL + "/" + target + "/foo?conflicts=true", timeout=30).json()
+        self.assertEqual(doc.get("_conflicts"), [before], doc)
+
+    def test_a_member_may_not_set_the_limit(self):
+        db = self.new_db()
+        name, password = self.new_member(db)
+        answer = requests.put(URL + "/" + db + "/_revs_limit", data="3", auth=(name, password), timeout=30)
+        self.assertEqual(answer.status_code, 403, answer.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/_revs_limit", timeout=30).json(), 1000)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -27,6 +27,8 @@ final class FakePeer: ReplicationPeer {
         var changesSince: [UInt64] = []
         /// Call name → how many of the next such calls fail, and with what.
         var failures: [String: (count: Int, error: SofaError)] = [:]
+        /// Revisions inserted asking for CouchDB's winner rule, as "id rev".
+        var winnersByRevID: Set<String> = []
     }
 
     let name: String
@@ -50,6 +52,8 @@ final class FakePeer: ReplicationPeer {
     }
 
     func openLeafRevs(_ id: String) -> Set<String> { state.withLock { $0.leaves[id] ?? [] } }
+    /// Whether revision `rev` of `id` was inserted asking for CouchDB's winner rule.
+    func insertedWinnerByRevID(_ id: String, _ rev: String) -> Bool { state.withLock { $0.winnersByRevID.contains(id + " " + rev) } }
     func has(_ id: String, _ rev: String) -> Bool { state.withLock { $0.revisions[id]?[rev] != nil } }
     func body(_ id: String, _ rev: String) -> String? {
         state.withLock { $0.revisions[id]?[rev].map { String(decoding: $0.body, as: UTF8.self) } }
@@ -140,6 +144,7 @@ final class FakePeer: ReplicationPeer {
                                           error: .notFound("blob \(digest) is not in database '\(name)'"))
                 }
                 Self.insert(&state, insert)
+                if insert.winnerByRevID { state.winnersByRevID.insert(insert.id + " " + insert.history[0]) }
                 let live = state.leaves[insert.id, default: []].filter { state.revisions[insert.id]![$0]!.deleted == false }
                 return BulkItemResult(id: insert.id, rev: insert.history[0], sequence: state.lastSequence,
                                       conflict: live.count > 1)

@@ -60,8 +60,9 @@ import Testing
     }
 
     /// Both sides edited the same revision: `auto` keeps the deterministic winner (the higher
-    /// revision of the same generation) open on the target and closes the other; `manual` keeps both.
-    @Test(arguments: [ConflictPolicy.auto, .manual])
+    /// revision of the same generation) open on the target and closes the other; `manual` and
+    /// `couchdb` keep both, `couchdb` asking the target for CouchDB's choice of the current one.
+    @Test(arguments: ConflictPolicy.allCases)
     func aConflictIsSettledByThePolicy(_ policy: ConflictPolicy) async throws {
         let source = FakePeer("src"), target = FakePeer("dst")
         source.save("doc", ["2-cccc", "1-aaaa"], #"{"side":"source"}"#)
@@ -75,6 +76,7 @@ import Testing
             #expect(target.openLeafRevs("doc") == ["2-bbbb", "2-cccc"])
             #expect(status.conflictsResolved == 0)
         }
+        #expect(target.insertedWinnerByRevID("doc", "2-cccc") == (policy == .couchdb))
     }
 
     @Test func blobsGoBeforeTheRevisionsThatReferenceThem() async throws {

@@ -23,7 +23,8 @@ struct Replicate: AsyncParsableCommand {
     @Option(name: .customLong("doc-ids"), parsing: .upToNextOption, help: "Only these documents (space- or comma-separated).")
     var docIDs: [String] = []
     @Option(help: "Only documents matching this query WHERE expression.") var filter: String = ""
-    @Option(help: "auto (resolve deterministically, the default) or manual (leave conflicts).") var conflicts: String = "auto"
+    @Option(help: "auto (resolve deterministically, the default), manual (leave conflicts, this side's revision current) or couchdb (leave them, CouchDB's choice of the current revision).")
+    var conflicts: String = "auto"
     @Option(help: "Replicate this collection (\"scope.collection\"), the same on both sides.") var collection: String = ""
     @Flag(name: .customLong("no-wait"), help: "One-shot: return at once instead of waiting for the end.") var noWait = false
     @Option(name: .customLong("wait-seconds"), help: "One-shot: give up waiting after this many seconds.") var waitSeconds: Int = 3600

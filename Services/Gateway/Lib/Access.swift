@@ -33,7 +33,7 @@ public enum AccessRules {
         case .getSecurity:
             return .member
         case .setSecurity, .createIndex, .deleteIndex, .compact, .purge, .rekeyDatabase, .createCollection,
-             .deleteCollection:
+             .deleteCollection, .setRevsLimit:
             return .databaseAdmin
         // A design call that changes views' indexes (cleanup, compaction) needs a database admin.
         case .putDocument, .deleteDocument, .insertRevision, .bulkWrite, .resolveConflict, .setExpiration, .designCall:

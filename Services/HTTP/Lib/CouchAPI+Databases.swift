@@ -62,7 +62,7 @@ extension CouchAPI {
             try Self.requireMethod(call, .post)
             _ = try await database.info()
             return Self.json(["ok": true, "instance_start_time": "0"], status: .created)
-        case "_revs_limit" where segments.count == 2: return try await revsLimit(&call)
+        case "_revs_limit" where segments.count == 2: return try await revsLimit(&call, database)
         case "_purge" where segments.count == 2: return try await purge(&call, database)
         case "_find" where segments.count == 2: return try await find(&call, database, explain: false)
         case "_explain" where segments.count == 2: return try await find(&call, database, explain: true)
@@ -203,14 +203,18 @@ extension CouchAPI {
         }
     }
 
-    /// Sofa keeps what its revision-tree pruning keeps; the limit is answered as CouchDB's default.
-    private func revsLimit(_ call: inout CouchCall) async throws -> Response {
+    /// The database's revs limit; one never set is answered as CouchDB's default (a history is
+    /// then kept whole until compaction prunes it to the server's depth).
+    private func revsLimit(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         switch call.method {
-        case .get: return Self.json(1000)
+        case .get:
+            let limit = try await database.info().revsLimit
+            return Self.json(.int(limit == 0 ? 1000 : Int64(limit)))
         case .put:
-            guard let limit = try await call.jsonBody(limit: 1024).intValue, limit > 0 else {
+            guard let limit = try await call.jsonBody(limit: 1024).intValue, limit > 0, limit <= Int(Int32.max) else {
                 throw CouchError(.badRequest, "bad_request", "The revs limit must be a positive integer")
             }
+            try await database.setRevsLimit(Int(limit))
             return Self.json(Self.ok)
         default: throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,PUT allowed")
         }

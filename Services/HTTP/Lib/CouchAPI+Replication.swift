@@ -35,9 +35,9 @@ extension CouchAPI {
                 filter.expression = given
             }
         }
-        // CouchDB's replication keeps conflicts for the application (Sofa's `auto` would resolve
-        // them); `"conflicts": "auto"` asks for Sofa's.
-        let conflicts = try ConflictPolicy.parse(body["conflicts"]?.stringValue ?? ConflictPolicy.manual.rawValue)
+        // CouchDB's replication keeps conflicts for the application, the winner chosen by its rule
+        // on every replica (Sofa's `auto` would resolve them); `"conflicts": "auto"` asks for Sofa's.
+        let conflicts = try ConflictPolicy.parse(body["conflicts"]?.stringValue ?? ConflictPolicy.couchdb.rawValue)
         let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter,
                                                 conflicts: conflicts)
         guard let id = handle.ids.first else { throw CouchError(.internalServerError, "unknown_error", "no replication started") }

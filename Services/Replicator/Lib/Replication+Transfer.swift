@@ -86,6 +86,9 @@ extension Replication {
             }
         }
         revisions += try await fetch(toFetch, from: source, peers: peers)
+        if plan.conflicts == .couchdb {
+            for index in revisions.indices { revisions[index].winnerByRevID = true }
+        }
         written.blobs = try await copyBlobs(revisions, from: source, to: target)
         await registry.update(plan.id, run: run) { $0.revisionsSent += UInt64(revisions.count) }
         var results = try await target.bulk(revisions.map { .insert($0) })

@@ -19,6 +19,8 @@ public struct DatabaseStats: Sendable, Equatable {
     public var privateUUID: String
     public var versioning: Versioning
     public var collections: Int
+    /// The revs limit set (`setRevsLimit`); 0: none.
+    public var revsLimit = 0
 }
 
 extension DatabaseStore {
@@ -88,6 +90,7 @@ extension DatabaseStore {
         let file = directory.appendingPathComponent("db.sqlite3").path
         stats.fileBytes = fileSize(file)
         stats.walBytes = fileSize(file + "-wal")
+        stats.revsLimit = revsLimit.load(ordering: .relaxed)
         return stats
     }
 }

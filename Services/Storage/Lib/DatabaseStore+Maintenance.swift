@@ -130,8 +130,9 @@ extension DatabaseStore {
 
     // MARK: Compaction
 
-    /// Prunes every revision tree to `maxRevTreeDepth`, drops the bodies of non-leaf revisions,
-    /// then checkpoints the WAL and VACUUMs. Returns how many revisions were pruned.
+    /// Prunes every revision tree to `maxRevTreeDepth` (or the database's revs limit when that is
+    /// lower), drops the bodies of non-leaf revisions, then checkpoints the WAL and VACUUMs.
+    /// Returns how many revisions were pruned.
     @discardableResult
     public func compact() async throws(SofaError) -> Int {
         try await compactWithBlobs().pruned
@@ -140,7 +141,8 @@ extension DatabaseStore {
     /// As `compact()`, and also deletes the blob files no kept revision references (see
     /// `removeUnreferencedBlobs`). Returns both counts.
     public func compactWithBlobs() async throws(SofaError) -> (pruned: Int, blobsRemoved: Int) {
-        let depth = maxRevTreeDepth
+        let limit = revsLimit.load(ordering: .relaxed)
+        let depth = limit > 0 ? min(limit, maxRevTreeDepth) : maxRevTreeDepth
         let (pruned, blobsRemoved) = try await perform { (tx: Transaction) throws(SofaError) -> Result<(Int, Int), SofaError> in
             let pruned = try tx.pruneTrees(maxDepth: depth)
             return .success((pruned, try tx.store.removeUnreferencedBlobs(tx)))
@@ -153,8 +155,9 @@ extension DatabaseStore {
 }
 
 extension Transaction {
-    /// Prunes every revision tree and drops the bodies of non-leaf revisions; 0 for version vectors.
-    func pruneTrees(maxDepth depth: Int) throws(SofaError) -> Int {
+    /// Prunes every revision tree and drops the bodies of non-leaf revisions (unless not
+    /// `dropBodies`); 0 for version vectors.
+    func pruneTrees(maxDepth depth: Int, dropBodies: Bool = true) throws(SofaError) -> Int {
         guard store.versioning == .revisionTrees else { return 0 }
         var pruned = 0
         for collection in store.liveCollections {
@@ -165,7 +168,7 @@ extension Transaction {
             for (key, body, extra) in rows {
                 guard var tree = RevTree.tryDecode(extra, currentBody: body) else { continue }
                 pruned += tree.prune(maxDepth: depth)
-                tree.removeNonLeafBodies()
+                if dropBodies { tree.removeNonLeafBodies() }
                 guard let columns = tree.recordColumns(), columns.extra != extra else { continue }
                 try db.run("UPDATE \(collection.table) SET extra = ? WHERE key = ?", [.blob(columns.extra), .text(key)])
             }

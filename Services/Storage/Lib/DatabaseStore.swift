@@ -34,6 +34,9 @@ public final class DatabaseStore: Sendable {
     /// Every collection's key store, live or deleted (a deleted one keeps its `kvmeta` row).
     let collections: Mutex<[String: CollectionState]>
     let maxRevTreeDepth: Int
+    /// How many revisions of a document's history are kept (`setRevsLimit`; 0: none set): read
+    /// by every write of a revision tree, which prunes it to that depth.
+    let revsLimit: Atomic<Int>
     let onCommit: (@Sendable (CommitNotice) -> Void)?
     let blobDeleter: BlobDeleter?
     /// Milliseconds since the epoch, for expirations.
@@ -77,7 +80,7 @@ public final class DatabaseStore: Sendable {
         let writer = try Confined.make(on: DispatchQueue(label: "sofa.storage.\(name).writer")) { (queue) throws(SofaError) in
             try SQLiteConnection(path: file, queue: queue, options: .writer)
         }
-        let (stored, collections) = try writer.sync { (connection) throws(SofaError) -> (Versioning, [String: CollectionState]) in
+        let (stored, collections, revsLimit) = try writer.sync { (connection) throws(SofaError) -> (Versioning, [String: CollectionState], Int) in
             try connection.execute(schema)
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SofaError) {
@@ -92,8 +95,9 @@ public final class DatabaseStore: Sendable {
                     stored = Versioning(rawValue: String(decoding: row.blob(0), as: UTF8.self)) ?? .revisionTrees
                 }
                 let collections = try loadCollections(connection)
+                let revsLimit = try storedRevsLimit(connection)
                 try connection.execute("COMMIT")
-                return (stored, collections)
+                return (stored, collections, revsLimit)
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
@@ -106,7 +110,7 @@ public final class DatabaseStore: Sendable {
             })
         }
         let store = DatabaseStore(name: name, versioning: stored, directory: directory, writer: writer, readers: readers,
-                                  collections: collections, maxRevTreeDepth: maxRevTreeDepth, onCommit: onCommit,
+                                  collections: collections, maxRevTreeDepth: maxRevTreeDepth, revsLimit: revsLimit, onCommit: onCommit,
                                   blobDeleter: blobDeleter, clock: clock)
         writer.async { connection in store.rescheduleExpiry(connection) }
         return store
@@ -129,7 +133,7 @@ public final class DatabaseStore: Sendable {
 
     private init(name: String, versioning: Versioning, directory: URL,
                  writer: Confined<SQLiteConnection>, readers: [Confined<SQLiteConnection>],
-                 collections: [String: CollectionState], maxRevTreeDepth: Int,
+                 collections: [String: CollectionState], maxRevTreeDepth: Int, revsLimit: Int,
                  onCommit: (@Sendable (CommitNotice) -> Void)?, blobDeleter: BlobDeleter?, clock: @escaping @Sendable () -> Int64) {
         self.name = name
         self.versioning = versioning
@@ -139,6 +143,7 @@ public final class DatabaseStore: Sendable {
         self.readerLoad = Mutex([Int](repeating: 0, count: readers.count))
         self.collections = Mutex(collections)
         self.maxRevTreeDepth = maxRevTreeDepth
+        self.revsLimit = Atomic(revsLimit)
         self.onCommit = onCommit
         self.blobDeleter = blobDeleter
         self.clock = clock

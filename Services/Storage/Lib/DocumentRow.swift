@@ -155,6 +155,8 @@ extension Transaction {
         var saved = content
         switch saved {
         case .tree(var tree):
+            let limit = store.revsLimit.load(ordering: .relaxed)
+            if limit > 0, tree.count > limit { tree.prune(maxDepth: limit) }
             tree.markSaved(sequence: sequence)
             guard let c = tree.recordColumns(), let current = tree.current else {
                 throw SofaError(.assertionFailed, "saving an empty revision tree for '\(id)'")

@@ -183,7 +183,8 @@ public final class StorageService: Sendable {
                 name: db.name, documentCount: UInt64(stats.documents), lastSequence: stats.lastSequence,
                 updateSequence: stats.updateSequence, fileBytes: stats.fileBytes, walBytes: stats.walBytes,
                 publicUUID: stats.publicUUID, privateUUID: stats.privateUUID, versioning: stats.versioning,
-                collections: UInt32(stats.collections), deletedCount: UInt64(stats.deleted)))
+                collections: UInt32(stats.collections), deletedCount: UInt64(stats.deleted),
+                revsLimit: UInt32(clamping: stats.revsLimit)))
         case .createCollection:
             try await db.createCollection(collection)
             return .none
@@ -282,6 +283,10 @@ public final class StorageService: Sendable {
         case .revsDiff(let entries):
             let outcomes = try await db.revsDiff(entries.map { ($0.id, $0.revs) }, in: collection)
             return .revsDiff(outcomes.map { RevsDiffEntry(id: $0.id, revs: $0.missing, possibleAncestors: $0.possibleAncestors) })
+        case .setRevsLimit(let limit):
+            let pruned = try await db.setRevsLimit(Int(limit))
+            logger.info("revs limit set", metadata: ["database": "\(db.name)", "limit": "\(limit)", "pruned": "\(pruned)"])
+            return .none
         case .compact:
             let outcome = try await db.compactWithBlobs()
             logger.info("compacted", metadata: ["database": "\(db.name)", "pruned": "\(outcome.pruned)",

@@ -1132,6 +1132,51 @@ void   sofa__wire__drop_blobs__free_unpacked
   assert(message->base.descriptor == &sofa__wire__drop_blobs__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   sofa__wire__set_revs_limit__init
+                     (Sofa__Wire__SetRevsLimit         *message)
+{
+  static const Sofa__Wire__SetRevsLimit init_value = SOFA__WIRE__SET_REVS_LIMIT__INIT;
+  *message = init_value;
+}
+size_t sofa__wire__set_revs_limit__get_packed_size
+                     (const Sofa__Wire__SetRevsLimit *message)
+{
+  assert(message->base.descriptor == &sofa__wire__set_revs_limit__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t sofa__wire__set_revs_limit__pack
+                     (const Sofa__Wire__SetRevsLimit *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &sofa__wire__set_revs_limit__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t sofa__wire__set_revs_limit__pack_to_buffer
+                     (const Sofa__Wire__SetRevsLimit *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &sofa__wire__set_revs_limit__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Sofa__Wire__SetRevsLimit *
+       sofa__wire__set_revs_limit__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Sofa__Wire__SetRevsLimit *)
+     protobuf_c_message_unpack (&sofa__wire__set_revs_limit__descriptor,
+                                allocator, len, data);
+}
+void   sofa__wire__set_revs_limit__free_unpacked
+                     (Sofa__Wire__SetRevsLimit *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &sofa__wire__set_revs_limit__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   sofa__wire__list_databases__init
                      (Sofa__Wire__ListDatabases         *message)
 {
@@ -3922,7 +3967,7 @@ void   sofa__wire__worker_frame__free_unpacked
   assert(message->base.descriptor == &sofa__wire__worker_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[56] =
+static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[57] =
 {
   {
     "id",
@@ -4465,6 +4510,18 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[56]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "set_revs_limit",
+    50,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Sofa__Wire__Request, op_case),
+    offsetof(Sofa__Wire__Request, set_revs_limit),
+    &sofa__wire__set_revs_limit__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "revs_diff",
     60,
     PROTOBUF_C_LABEL_NONE,
@@ -4600,8 +4657,8 @@ static const ProtobufCFieldDescriptor sofa__wire__request__field_descriptors[56]
 static const unsigned sofa__wire__request__field_indices_by_name[] = {
   4,   /* field[4] = acting_user */
   27,   /* field[27] = all_docs */
-  49,   /* field[49] = authenticate */
-  55,   /* field[55] = batch */
+  50,   /* field[50] = authenticate */
+  56,   /* field[56] = batch */
   36,   /* field[36] = blob_read */
   37,   /* field[37] = blob_stat */
   35,   /* field[35] = blob_write_abort */
@@ -4625,19 +4682,19 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   8,   /* field[8] = delete_database */
   12,   /* field[12] = delete_document */
   40,   /* field[40] = delete_index */
-  54,   /* field[54] = design_call */
+  55,   /* field[55] = design_call */
   44,   /* field[44] = drop_blobs */
   13,   /* field[13] = echo */
   11,   /* field[11] = get_document */
   24,   /* field[24] = get_expiration */
-  51,   /* field[51] = get_security */
+  52,   /* field[52] = get_security */
   5,   /* field[5] = health */
   0,   /* field[0] = id */
   18,   /* field[18] = insert_revision */
   17,   /* field[17] = list_collections */
   9,   /* field[9] = list_databases */
   41,   /* field[41] = list_indexes */
-  48,   /* field[48] = list_replications */
+  49,   /* field[49] = list_replications */
   25,   /* field[25] = next_expiration */
   22,   /* field[22] = purge */
   10,   /* field[10] = put_document */
@@ -4647,23 +4704,24 @@ static const unsigned sofa__wire__request__field_indices_by_name[] = {
   28,   /* field[28] = raw_put */
   42,   /* field[42] = rekey_database */
   21,   /* field[21] = resolve_conflict */
-  45,   /* field[45] = revs_diff */
-  50,   /* field[50] = session */
+  46,   /* field[46] = revs_diff */
+  51,   /* field[51] = session */
   23,   /* field[23] = set_expiration */
-  52,   /* field[52] = set_security */
-  46,   /* field[46] = start_replication */
-  47,   /* field[47] = stop_replication */
-  53,   /* field[53] = view_query */
+  45,   /* field[45] = set_revs_limit */
+  53,   /* field[53] = set_security */
+  47,   /* field[47] = start_replication */
+  48,   /* field[48] = stop_replication */
+  54,   /* field[54] = view_query */
 };
 static const ProtobufCIntRange sofa__wire__request__number_ranges[6 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
-  { 60, 45 },
-  { 70, 49 },
-  { 80, 53 },
-  { 90, 55 },
-  { 0, 56 }
+  { 60, 46 },
+  { 70, 50 },
+  { 80, 54 },
+  { 90, 56 },
+  { 0, 57 }
 };
 const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
 {
@@ -4673,7 +4731,7 @@ const ProtobufCMessageDescriptor sofa__wire__request__descriptor =
   "Sofa__Wire__Request",
   "sofa.wire",
   sizeof(Sofa__Wire__Request),
-  56,
+  57,
   sofa__wire__request__field_descriptors,
   sofa__wire__request__field_indices_by_name,
   6,  sofa__wire__request__number_ranges,
@@ -5912,6 +5970,44 @@ const ProtobufCMessageDescriptor sofa__wire__drop_blobs__descriptor =
   sofa__wire__drop_blobs__field_indices_by_name,
   0,  sofa__wire__drop_blobs__number_ranges,
   (ProtobufCMessageInit) sofa__wire__drop_blobs__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor sofa__wire__set_revs_limit__field_descriptors[1] =
+{
+  {
+    "limit",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__SetRevsLimit, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned sofa__wire__set_revs_limit__field_indices_by_name[] = {
+  0,   /* field[0] = limit */
+};
+static const ProtobufCIntRange sofa__wire__set_revs_limit__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor sofa__wire__set_revs_limit__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "sofa.wire.SetRevsLimit",
+  "SetRevsLimit",
+  "Sofa__Wire__SetRevsLimit",
+  "sofa.wire",
+  sizeof(Sofa__Wire__SetRevsLimit),
+  1,
+  sofa__wire__set_revs_limit__field_descriptors,
+  sofa__wire__set_revs_limit__field_indices_by_name,
+  1,  sofa__wire__set_revs_limit__number_ranges,
+  (ProtobufCMessageInit) sofa__wire__set_revs_limit__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define sofa__wire__list_databases__field_descriptors NULL
@@ -8918,7 +9014,7 @@ const ProtobufCMessageDescriptor sofa__wire__document_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__document_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[11] =
+static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[12] =
 {
   {
     "name",
@@ -9052,6 +9148,18 @@ static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revs_limit",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, revs_limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
   9,   /* field[9] = collections */
@@ -9062,6 +9170,7 @@ static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
   0,   /* field[0] = name */
   7,   /* field[7] = private_uuid */
   6,   /* field[6] = public_uuid */
+  11,   /* field[11] = revs_limit */
   3,   /* field[3] = update_sequence */
   8,   /* field[8] = versioning */
   5,   /* field[5] = wal_bytes */
@@ -9069,7 +9178,7 @@ static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__database_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
 {
@@ -9079,7 +9188,7 @@ const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
   "Sofa__Wire__DatabaseInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__DatabaseInfo),
-  11,
+  12,
   sofa__wire__database_info__field_descriptors,
   sofa__wire__database_info__field_indices_by_name,
   1,  sofa__wire__database_info__number_ranges,

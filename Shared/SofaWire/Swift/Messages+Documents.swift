@@ -96,11 +96,15 @@ public struct DatabaseInfo: Sendable, Equatable {
     public var collections: UInt32
     /// Deleted documents of the collection (tombstones; purged ones are gone).
     public var deletedCount: UInt64
+    /// How many revisions of a document's history the database keeps (`setRevsLimit`); 0: none
+    /// set (the history is kept whole until compaction prunes it).
+    public var revsLimit: UInt32
 
     public init(name: String, documentCount: UInt64, lastSequence: UInt64, updateSequence: UInt64, fileBytes: UInt64,
                 walBytes: UInt64, publicUUID: String, privateUUID: String, versioning: Versioning, collections: UInt32,
-                deletedCount: UInt64 = 0) {
+                deletedCount: UInt64 = 0, revsLimit: UInt32 = 0) {
         self.deletedCount = deletedCount
+        self.revsLimit = revsLimit
         self.name = name
         self.documentCount = documentCount
         self.lastSequence = lastSequence

@@ -31,14 +31,17 @@ public enum ReplicationDirection: String, Sendable, Equatable, CaseIterable {
 
 /// What a replication does with a conflicting branch it brings to the target: `auto` resolves it
 /// deterministically (a deletion wins, else the higher generation, else the higher revID), so two
-/// databases that exchanged the same edits end identical; `manual` leaves it for the application.
+/// databases that exchanged the same edits end identical; `manual` leaves it for the application,
+/// the target's own revision staying current (LiteCore's rule); `couchdb` leaves it too, the
+/// current revision chosen as CouchDB chooses it on every replica (a live leaf before a deleted
+/// one, then the higher generation, then the higher revID): what `/_replicate` over HTTP does.
 public enum ConflictPolicy: String, Sendable, Equatable, CaseIterable {
-    case auto, manual
+    case auto, manual, couchdb
 
     public static func parse(_ text: String) throws(SofaError) -> ConflictPolicy {
         if text.isEmpty { return .auto }
         guard let policy = ConflictPolicy(rawValue: text) else {
-            throw SofaError(.invalidParameter, "unknown conflict policy '\(text)': use auto or manual")
+            throw SofaError(.invalidParameter, "unknown conflict policy '\(text)': use auto, manual or couchdb")
         }
         return policy
     }

@@ -93,6 +93,9 @@ public enum Op: Sendable, Equatable {
     /// The database is being deleted (sofa-storage sends it, not clients): sofa-blob deletes every
     /// blob of it, its key file and its folder, and forgets its open uploads.
     case dropBlobs
+    /// How many revisions of each document's history the database keeps, from now on and in
+    /// what it holds already (CouchDB's `_revs_limit`; at least 1). `databaseInfo` tells it.
+    case setRevsLimit(UInt32)
     /// Which of these revisions the database lacks (storage; replication), answered `.revsDiff`.
     case revsDiff([RevsDiffEntry])
     /// Replication control (sofa-replicator, through the gateway; no database), answered

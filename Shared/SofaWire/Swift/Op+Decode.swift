@@ -188,6 +188,8 @@ extension Op {
         case SOFA__WIRE__REQUEST__OP_DROP_BLOBS:
             _ = try required(m.drop_blobs, "dropBlobs")
             return .dropBlobs
+        case SOFA__WIRE__REQUEST__OP_SET_REVS_LIMIT:
+            return .setRevsLimit(try required(m.set_revs_limit, "setRevsLimit").limit)
         case SOFA__WIRE__REQUEST__OP_REVS_DIFF:
             let op = try required(m.revs_diff, "revsDiff")
             return .revsDiff(try ReplicationWire.decodeEntries(op.n_docs, op.docs, "revsDiff.docs"))

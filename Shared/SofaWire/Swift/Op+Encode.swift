@@ -268,6 +268,11 @@ extension Op {
             let op: UnsafeMutablePointer<Sofa__Wire__DropBlobs> = arena.message { sofa__wire__drop_blobs__init($0) }
             message.pointee.op_case = SOFA__WIRE__REQUEST__OP_DROP_BLOBS
             message.pointee.drop_blobs = op
+        case .setRevsLimit(let limit):
+            let op: UnsafeMutablePointer<Sofa__Wire__SetRevsLimit> = arena.message { sofa__wire__set_revs_limit__init($0) }
+            op.pointee.limit = limit
+            message.pointee.op_case = SOFA__WIRE__REQUEST__OP_SET_REVS_LIMIT
+            message.pointee.set_revs_limit = op
         case .revsDiff(let entries):
             let op: UnsafeMutablePointer<Sofa__Wire__RevsDiffRequest> = arena.message { sofa__wire__revs_diff_request__init($0) }
             (op.pointee.n_docs, op.pointee.docs) = ReplicationWire.entries(entries, arena)

@@ -6,7 +6,8 @@ public enum OperationKind: UInt32, Sendable, CaseIterable {
          deleteDocument, echo, databaseInfo, createCollection, deleteCollection, listCollections, insertRevision,
          bulkWrite, conflicts, resolveConflict, purge, setExpiration, getExpiration, nextExpiration, changes, allDocs,
          rawPut, rawGet, rawDelete, compact, blobWriteBegin, blobWriteChunk, blobWriteEnd, blobWriteAbort, blobRead,
-         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs
+         blobStat, query, createIndex, deleteIndex, listIndexes, rekeyDatabase, deleteBlobs, dropBlobs,
+         setRevsLimit
     case revsDiff = 60, startReplication, stopReplication, listReplications
     case authenticate = 70, session, getSecurity, setSecurity
     case viewQuery = 80, designCall
@@ -64,7 +65,7 @@ extension OperationKind {
         case .databaseInfo, .listCollections, .conflicts, .getExpiration, .nextExpiration, .rawGet, .listIndexes:
             Route(.storage)
         case .createCollection, .deleteCollection, .resolveConflict, .purge, .setExpiration, .rawPut, .rawDelete,
-             .compact, .createIndex, .deleteIndex:
+             .compact, .createIndex, .deleteIndex, .setRevsLimit:
             Route(.storage, write: true)
         case .putDocument, .deleteDocument, .insertRevision, .bulkWrite:
             Route(.storage, passedThrough: true, write: true)
@@ -140,6 +141,7 @@ extension Op {
         case .rekeyDatabase: .rekeyDatabase
         case .deleteBlobs: .deleteBlobs
         case .dropBlobs: .dropBlobs
+        case .setRevsLimit: .setRevsLimit
         case .revsDiff: .revsDiff
         case .startReplication: .startReplication
         case .stopReplication: .stopReplication

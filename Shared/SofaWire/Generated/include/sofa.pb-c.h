@@ -40,6 +40,7 @@ typedef struct Sofa__Wire__RekeyDatabase Sofa__Wire__RekeyDatabase;
 typedef struct Sofa__Wire__DeleteDatabase Sofa__Wire__DeleteDatabase;
 typedef struct Sofa__Wire__DeleteBlobs Sofa__Wire__DeleteBlobs;
 typedef struct Sofa__Wire__DropBlobs Sofa__Wire__DropBlobs;
+typedef struct Sofa__Wire__SetRevsLimit Sofa__Wire__SetRevsLimit;
 typedef struct Sofa__Wire__ListDatabases Sofa__Wire__ListDatabases;
 typedef struct Sofa__Wire__PutDocument Sofa__Wire__PutDocument;
 typedef struct Sofa__Wire__GetDocument Sofa__Wire__GetDocument;
@@ -178,6 +179,7 @@ typedef enum {
   SOFA__WIRE__REQUEST__OP_REKEY_DATABASE = 47,
   SOFA__WIRE__REQUEST__OP_DELETE_BLOBS = 48,
   SOFA__WIRE__REQUEST__OP_DROP_BLOBS = 49,
+  SOFA__WIRE__REQUEST__OP_SET_REVS_LIMIT = 50,
   SOFA__WIRE__REQUEST__OP_REVS_DIFF = 60,
   SOFA__WIRE__REQUEST__OP_START_REPLICATION = 61,
   SOFA__WIRE__REQUEST__OP_STOP_REPLICATION = 62,
@@ -252,6 +254,7 @@ struct  Sofa__Wire__Request
     Sofa__Wire__RekeyDatabase *rekey_database;
     Sofa__Wire__DeleteBlobs *delete_blobs;
     Sofa__Wire__DropBlobs *drop_blobs;
+    Sofa__Wire__SetRevsLimit *set_revs_limit;
     /*
      * Replication (numbers from 60 on).
      */
@@ -693,6 +696,19 @@ struct  Sofa__Wire__DropBlobs
 #define SOFA__WIRE__DROP_BLOBS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__drop_blobs__descriptor) \
      }
+
+
+/*
+ * How many revisions of a document's history the database keeps (CouchDB's `_revs_limit`).
+ */
+struct  Sofa__Wire__SetRevsLimit
+{
+  ProtobufCMessage base;
+  uint32_t limit;
+};
+#define SOFA__WIRE__SET_REVS_LIMIT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__set_revs_limit__descriptor) \
+    , 0 }
 
 
 struct  Sofa__Wire__ListDatabases
@@ -1449,10 +1465,14 @@ struct  Sofa__Wire__DatabaseInfo
    * deleted (not purged) documents of the collection
    */
   uint64_t deleted_count;
+  /*
+   * the limit set with SetRevsLimit; 0 = none set
+   */
+  uint32_t revs_limit;
 };
 #define SOFA__WIRE__DATABASE_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__database_info__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Sofa__Wire__CollectionList
@@ -2161,6 +2181,25 @@ Sofa__Wire__DropBlobs *
                       const uint8_t       *data);
 void   sofa__wire__drop_blobs__free_unpacked
                      (Sofa__Wire__DropBlobs *message,
+                      ProtobufCAllocator *allocator);
+/* Sofa__Wire__SetRevsLimit methods */
+void   sofa__wire__set_revs_limit__init
+                     (Sofa__Wire__SetRevsLimit         *message);
+size_t sofa__wire__set_revs_limit__get_packed_size
+                     (const Sofa__Wire__SetRevsLimit   *message);
+size_t sofa__wire__set_revs_limit__pack
+                     (const Sofa__Wire__SetRevsLimit   *message,
+                      uint8_t             *out);
+size_t sofa__wire__set_revs_limit__pack_to_buffer
+                     (const Sofa__Wire__SetRevsLimit   *message,
+                      ProtobufCBuffer     *buffer);
+Sofa__Wire__SetRevsLimit *
+       sofa__wire__set_revs_limit__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   sofa__wire__set_revs_limit__free_unpacked
+                     (Sofa__Wire__SetRevsLimit *message,
                       ProtobufCAllocator *allocator);
 /* Sofa__Wire__ListDatabases methods */
 void   sofa__wire__list_databases__init
@@ -3417,6 +3456,9 @@ typedef void (*Sofa__Wire__DeleteBlobs_Closure)
 typedef void (*Sofa__Wire__DropBlobs_Closure)
                  (const Sofa__Wire__DropBlobs *message,
                   void *closure_data);
+typedef void (*Sofa__Wire__SetRevsLimit_Closure)
+                 (const Sofa__Wire__SetRevsLimit *message,
+                  void *closure_data);
 typedef void (*Sofa__Wire__ListDatabases_Closure)
                  (const Sofa__Wire__ListDatabases *message,
                   void *closure_data);
@@ -3634,6 +3676,7 @@ extern const ProtobufCMessageDescriptor sofa__wire__rekey_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_database__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__delete_blobs__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__drop_blobs__descriptor;
+extern const ProtobufCMessageDescriptor sofa__wire__set_revs_limit__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__list_databases__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__put_document__descriptor;
 extern const ProtobufCMessageDescriptor sofa__wire__get_document__descriptor;
