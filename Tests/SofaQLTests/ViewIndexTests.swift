@@ -57,6 +57,24 @@ import Testing
         }
     }
 
+    /// CouchDB's `offset` counts the rows before the first answered: with `startkey_docid`, the
+    /// start key's rows of lower document IDs too (higher ones when descending).
+    @Test func theOffsetCountsTheStartKeysRowsBeforeTheStartDocument() throws {
+        try withIndex { index in
+            let documents = ["a", "b", "c", "d"].map { (id: $0, rows: [(key: JSON.int(1), value: JSON.null)]) }
+                + [(id: "z", rows: [(key: JSON.int(0), value: JSON.null)])]
+            try index.apply(documents, through: 5)
+            for (descending, startID, offset, first) in [(false, "c", 3, "c"), (false, "a", 1, "a"), (true, "b", 2, "b"),
+                                                         (true, "d", 0, "d")] {
+                var options = ViewQueryOptions()
+                (options.startKey, options.startKeyDocID, options.descending) = (1, startID, descending)
+                guard case .rows(_, let from, let rows) = try index.query(options) else { throw Failure("no rows") }
+                #expect(from == offset, "descending: \(descending), startkey_docid: \(startID)")
+                #expect(rows.first?.id == first)
+            }
+        }
+    }
+
     @Test func updatesReplaceADocumentsRowsAndTheLastSequenceIsKept() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("view-\(UUID().uuidString).sqlite3")
         defer { try? FileManager.default.removeItem(at: file) }

@@ -175,6 +175,11 @@ extension CouchAPI {
         }
         var head = JSONObject([("total_rows", .int(total)), ("offset", .int(Int64(skip)))])
         if try options.bool("update_seq") { head["update_seq"] = CouchSequence.json(info.lastSequence) }
+        if idPrefix == "_local/" {
+            // CouchDB counts no local documents: `total_rows`, `offset` and `update_seq` are null.
+            for name in ["total_rows", "offset"] { head[name] = .null }
+            if head["update_seq"] != nil { head["update_seq"] = .null }
+        }
         let prefix = Array(JSON.object(head).compactBytes().dropLast()) + Array(",\"rows\":[".utf8)
         if var keys {
             // `descending`, `skip` and `limit` apply to the keys as given.

@@ -268,18 +268,25 @@ public final class ViewIndex {
         return total
     }
 
-    /// How many rows come before the first one the options ask for (CouchDB's `offset`).
+    /// How many rows come before the first one the options ask for (CouchDB's `offset`): those
+    /// of lower keys, and with `startkey_docid` those of the start key with lower document IDs.
     private func offset(_ options: ViewQueryOptions) throws(SofaError) -> Int {
         guard let start = options.startKey ?? options.key ?? options.keys?.first else { return options.skip }
         // The index as it is now (another worker may have updated it since this one looked).
         var sequence: Int64 = -1
         try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) { sequence = $0.integer(0) }
-        let cacheKey = (options.descending ? "d" : "a") + start.canonicalString
+        let startID = options.startKey != nil ? options.startKeyDocID : nil
+        let cacheKey = (options.descending ? "d" : "a") + start.canonicalString + (startID.map { "\u{0}" + $0 } ?? "")
         if let known = offsets[cacheKey], known.sequence == sequence { return known.offset + options.skip }
         var before = 0
-        try connection.run("SELECT COUNT(*) FROM \(rows) WHERE sortkey \(options.descending ? ">" : "<") ?", [.blob(ViewSortKey.of(start))]) {
-            before = Int($0.integer(0))
+        let below = options.descending ? ">" : "<"
+        var sql = "SELECT COUNT(*) FROM \(rows) WHERE sortkey \(below) ?"
+        var bindings: [SQLiteValue] = [.blob(ViewSortKey.of(start))]
+        if let startID {
+            sql += " OR (sortkey = ? AND docid \(below) ?)"
+            bindings += [.blob(ViewSortKey.of(start)), .text(startID)]
         }
+        try connection.run(sql, bindings) { before = Int($0.integer(0)) }
         if offsets.count > 1000 { offsets.removeAll() }
         offsets[cacheKey] = (sequence, before)
         return before + options.skip
