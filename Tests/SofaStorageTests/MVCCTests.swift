@@ -59,6 +59,31 @@ import Testing
         }
     }
 
+    /// A conflict's losing leaf may be updated or deleted by its rev (how CouchDB's and LiteCore's
+    /// users resolve a conflict); a revision that is not a leaf, or a deleted leaf, may not.
+    @Test func aConflictingLeafTakesAnUpdateAndADeletion() async throws {
+        try await withDatabase { _, db in
+            let first = try await db.write(put("doc", ["x": 1])).rev
+            let mine = try await db.write(put("doc", ["x": 2], parent: first)).rev
+            let theirs = "2-" + String(repeating: "f", count: 40)
+            _ = try await db.insert(RevisionInsertion(id: "doc", history: [theirs, first.ascii], body: ["x": 3]))
+            #expect(try await db.conflicts(id: "doc") == [theirs])
+            // The losing branch goes on: a leaf of generation 3 on it, now the current revision.
+            let edited = try await db.write(put("doc", ["x": 4], parent: try RevID.parse(theirs))).rev
+            #expect(edited.generation == 3)
+            #expect(try await db.read(id: "doc", history: true).history == [edited.ascii, theirs, first.ascii])
+            #expect(try await db.conflicts(id: "doc") == [mine.ascii])
+            // Deleting the other leaf resolves the conflict.
+            let tombstone = try await db.write(put("doc", [:], parent: mine, deleted: true)).rev
+            #expect(try await db.conflicts(id: "doc").isEmpty)
+            #expect(try await db.read(id: "doc").rev == edited)
+            // A revision that is no longer a leaf, the first one, or a deleted leaf: refused.
+            for parent in [try RevID.parse(theirs), try RevID.parse(first.ascii), try RevID.parse(tombstone.ascii)] {
+                await expectError(.conflict, "\(parent)") { try await db.write(put("doc", ["x": 5], parent: parent)) }
+            }
+        }
+    }
+
     @Test func revIDsFollowTheSHA1Rule() async throws {
         try await withDatabase { _, db in
             let first = try await db.write(put("a", ["x": 1]))

@@ -87,7 +87,9 @@ extension DatabaseStore {
 }
 
 extension Transaction {
-    /// MVCC: a new document needs no parent; an existing live one must name its current revision;
+    /// MVCC: a new document needs no parent; an existing live one must name its current revision,
+    /// or (revision trees) another live leaf, whose branch the new revision continues (how a
+    /// conflict is resolved: the losing leaves are deleted or merged, as in CouchDB and LiteCore);
     /// a deleted one may be re-created without a parent (the new revision follows the tombstone).
     func apply(_ write: DocumentWrite, in collection: CollectionName) throws(SofaError) -> Result<WriteResult, SofaError> {
         if write.parent == nil, !write.deleted, let created = try create(write, in: collection) { return .success(created) }
@@ -122,7 +124,7 @@ extension Transaction {
             }
             if write.deleted { return .failure(.notFound("document '\(write.id)' is already deleted")) }
         case (let existing?, let given?):
-            guard existing.rev.ascii == given.ascii else {
+            guard existing.rev.ascii == given.ascii || Self.isLiveLeaf(given, of: content) else {
                 return .failure(.conflict("document '\(write.id)': revision \(given) is not the current one (\(existing.rev))"))
             }
         }
@@ -135,7 +137,8 @@ extension Transaction {
         let rev: DocumentVersion
         switch content {
         case .tree(var tree)?:
-            let parent = tree.current!.revID
+            var parent = tree.current!.revID
+            if case .revID(let given)? = write.parent { parent = given }
             guard parent.canHaveChild else {
                 return .failure(SofaError(.badRevisionID, "document '\(write.id)' has reached the highest generation"))
             }
@@ -159,6 +162,12 @@ extension Transaction {
         }
         let sequence = try save(&updated, id: write.id, in: collection)
         return .success(WriteResult(id: write.id, rev: rev, sequence: sequence))
+    }
+
+    /// Whether `rev` names a leaf of the document's tree that is not deleted (a conflicting one).
+    private static func isLiveLeaf(_ rev: DocumentVersion, of content: DocumentContent?) -> Bool {
+        guard case .revID(let revID) = rev, case .tree(let tree)? = content, let revision = tree[revID] else { return false }
+        return revision.isLeaf && !revision.isDeleted
     }
 
     /// A new document's first revision.
