@@ -10,7 +10,13 @@ Environment: SOFA_HTTP_URL, SOFA_ADMIN_NAME, SOFA_ADMIN_PASSWORD (as couch_clien
 * `_changes` of a database that does not exist, or that the client may not read, is answered
   with its status and error body (404, 401, 403), for every feed, before any row;
 * `_bulk_docs` from a member who is not the database's admin refuses each design document in
-  its place (`unauthorized`) and writes the others.
+  its place (`unauthorized`) and writes the others;
+* a conflict is resolved by deleting (or updating) its losing revisions, by their `rev`;
+* `/_replicate` (CouchDB's replication tests): missing ends are 404 `db_not_found`,
+  `create_target` creates the target, an empty `doc_ids` replicates nothing, the answer has its
+  `history` entry and counts the revisions the target refused, and a replication is cancelled by
+  its ID;
+* a listing a user may not read is refused with its status, not broken off after a 200.
 """
 
 import unittest
@@ -99,6 +105,89 @@ class ReplicationRulesTests(CouchTestCase):
         # The database's admin writes it.
         admin = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "_design/z", "views": {}}]}, timeout=30)
         self.assertTrue(admin.json()[0]["ok"], admin.text)
+
+
+    def test_a_conflict_is_resolved_by_deleting_its_losing_revisions(self):
+        db = self.new_db()
+        for how in ["DELETE", "_bulk_docs", "PUT"]:
+            doc_id = "c-" + how
+            loser, winner = self.conflicted(db, doc_id)
+            doc = URL + "/" + db + "/" + doc_id
+            self.assertEqual(self.session.get(doc + "?conflicts=true", timeout=30).json()["_conflicts"], [loser])
+            if how == "DELETE":
+                answer = self.session.delete(doc, params={"rev": loser}, timeout=30)
+            elif how == "_bulk_docs":
+                answer = self.session.post(URL + "/" + db + "/_bulk_docs", timeout=30,
+                                           json={"docs": [{"_id": doc_id, "_rev": loser, "_deleted": True}]})
+                self.assertNotIn("error", answer.json()[0], answer.text)
+            else:
+                # Merged into the winner's branch, the loser deleted, in one bulk.
+                answer = self.session.post(URL + "/" + db + "/_bulk_docs", timeout=30, json={"docs": [
+                    {"_id": doc_id, "_rev": winner, "v": "merged"}, {"_id": doc_id, "_rev": loser, "_deleted": True}]})
+                self.assertEqual([row.get("error") for row in answer.json()], [None, None], answer.text)
+            self.assertIn(answer.status_code, (200, 201), answer.text)
+            resolved = self.session.get(doc + "?conflicts=true", timeout=30).json()
+            self.assertNotIn("_conflicts", resolved, how)
+            self.assertEqual(resolved["v"], "merged" if how == "PUT" else "high", how)
+            # A revision that is no longer a leaf cannot be written on.
+            stale = self.session.put(doc, params={"rev": loser}, json={"v": "late"}, timeout=30)
+            self.assertEqual(stale.status_code, 409, how)
+
+    def test_replicate_checks_its_ends_and_answers_in_couchdbs_shape(self):
+        source, target = self.new_db(), self.new_db()
+        replicate = lambda **body: self.session.post(URL + "/_replicate", json=body, timeout=120)
+        missing = "r" + uuid.uuid4().hex
+        for body in [{"source": missing, "target": target}, {"source": source, "target": missing}]:
+            answer = replicate(**body)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (404, "db_not_found"), body)
+        self.assertEqual(self.session.get(URL + "/" + missing, timeout=30).status_code, 404)
+        for n in range(3):
+            self.session.put(URL + "/" + source + "/d%d" % n, json={"n": n}, timeout=30)
+        # No document named: nothing is replicated.
+        nothing = replicate(source=source, target=target, doc_ids=[])
+        self.assertEqual((nothing.status_code, nothing.json().get("no_changes")), (200, True), nothing.text)
+        self.assertEqual(self.session.get(URL + "/" + target, timeout=30).json()["doc_count"], 0)
+        # A validation function on the target refuses one document: counted, the rest written.
+        self.session.put(URL + "/" + target + "/_design/v", timeout=30, json={
+            "validate_doc_update": "function(doc) { if (doc.n === 1) { throw({forbidden: 'no ones'}); } }"})
+        answer = replicate(source=source, target=target)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        result = answer.json()
+        self.assertEqual((result["docs_written"], result["doc_write_failures"]), (2, 1), result)
+        self.assertEqual(len(result["history"]), 1)
+        entry = result["history"][0]
+        self.assertEqual((entry["docs_written"], entry["doc_write_failures"], entry["session_id"]), (2, 1, result["session_id"]))
+        for field in ["start_time", "end_time", "start_last_seq", "end_last_seq", "recorded_seq", "missing_checked", "missing_found"]:
+            self.assertIn(field, entry)
+        self.assertEqual(self.session.get(URL + "/" + target + "/d1", timeout=30).status_code, 404)
+        again = replicate(source=source, target=target).json()
+        self.assertTrue(again.get("no_changes"), again)
+        self.assertNotEqual(again["session_id"], result["session_id"])
+        # create_target makes the target.
+        self.addCleanup(lambda: self.session.delete(URL + "/" + missing, timeout=30))
+        made = replicate(source=source, target=missing, create_target=True)
+        self.assertEqual(made.status_code, 200, made.text)
+        self.assertEqual(self.session.get(URL + "/" + missing, timeout=30).json()["doc_count"], 3)
+
+    def test_a_replication_is_cancelled_by_its_id(self):
+        source, target = self.new_db(), self.new_db()
+        started = self.session.post(URL + "/_replicate", json={"source": source, "target": target, "continuous": True},
+                                    timeout=60)
+        self.assertEqual(started.status_code, 202, started.text)
+        replication_id = started.json()["_local_id"]
+        listed = [task["replication_id"] for task in self.session.get(URL + "/_active_tasks", timeout=30).json()]
+        self.assertIn(replication_id, listed)
+        cancel = {"replication_id": replication_id, "cancel": True}
+        self.assertEqual(self.session.post(URL + "/_replicate", json=cancel, timeout=60).status_code, 200)
+        self.assertEqual(self.session.post(URL + "/_replicate", json=cancel, timeout=60).status_code, 404)
+
+    def test_a_listing_a_user_may_not_read_is_refused_with_its_status(self):
+        db = self.new_db()
+        name, password = self.new_member(db)
+        for path in ["/_users/_all_docs", "/_users/_all_docs?include_docs=true"]:
+            answer = requests.get(URL + path, auth=(name, password), timeout=30)
+            self.assertIn(answer.status_code, (401, 403), answer.text)
+            self.assertIn(answer.json()["error"], ("unauthorized", "forbidden"))
 
 
 if __name__ == "__main__":

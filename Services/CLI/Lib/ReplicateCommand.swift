@@ -110,6 +110,7 @@ func replicationJSON(_ status: ReplicationStatus) -> JSON {
         ("continuous", .bool(status.continuous)), ("state", .string(status.state.rawValue)),
         ("docs_checked", .int(Int64(clamping: status.docsChecked))), ("docs_written", .int(Int64(clamping: status.docsWritten))),
         ("revisions_sent", .int(Int64(clamping: status.revisionsSent))),
+        ("doc_write_failures", .int(Int64(clamping: status.docWriteFailures))),
         ("conflicts_resolved", .int(Int64(clamping: status.conflictsResolved))),
         ("blobs_transferred", .int(Int64(clamping: status.blobsTransferred))),
         ("checkpoint", .int(Int64(clamping: status.checkpoint))), ("conflicts", .string(status.conflicts.rawValue)),

@@ -217,15 +217,27 @@ extension CouchAPI {
         // With attachments inline, a page holds their bytes: a few documents at a time.
         let page = attachments ? 8 : 1000
         let first = query
+        // The first page is read before the answer starts: a refusal (a `_users` listing by a
+        // user, a database gone) is answered with its status, not as a listing broken off.
+        var firstPage = query
+        firstPage.limit = UInt32(min(page, limit ?? Int.max) + 1)
+        let prefetched = limit == 0 ? [] : try await database.allDocs(firstPage)
         let body = ResponseBody { writer in
             let query = first
             try await writer.write(ByteBuffer(bytes: prefix))
             var sent = 0
             var isFirst = true
             var next = query
+            var pending: [StoredDocument]? = prefetched
             while limit.map({ sent < $0 }) ?? true {
                 next.limit = UInt32(min(page, (limit ?? Int.max) - sent) + 1)
-                let documents = try await database.allDocs(next)
+                let documents: [StoredDocument]
+                if let taken = pending {
+                    documents = taken
+                    pending = nil
+                } else {
+                    documents = try await database.allDocs(next)
+                }
                 var chunk: [UInt8] = []
                 var last: String?
                 for document in documents.prefix(Int(next.limit) - 1) {

@@ -164,7 +164,8 @@ actor PersistentReplications {
                 state: state, docsChecked: count("docs_checked"), docsWritten: count("docs_written"),
                 lastError: leg["last_error"]?.stringValue ?? "", checkpoint: count("checkpoint"), docIDs: plan.docIDs,
                 filter: plan.filter, conflicts: plan.conflicts, collection: plan.collection,
-                revisionsSent: count("revisions_sent"), designFilter: plan.designFilter))
+                revisionsSent: count("revisions_sent"), designFilter: plan.designFilter,
+                docWriteFailures: count("doc_write_failures")))
         }
     }
 
@@ -265,6 +266,7 @@ actor PersistentReplications {
             ("docs_checked", .int(Int64(clamping: status.docsChecked))),
             ("docs_written", .int(Int64(clamping: status.docsWritten))),
             ("revisions_sent", .int(Int64(clamping: status.revisionsSent))),
+            ("doc_write_failures", .int(Int64(clamping: status.docWriteFailures))),
             ("last_error", .string(status.lastError)), ("checkpoint", .int(Int64(clamping: status.checkpoint))),
         ]))
     }

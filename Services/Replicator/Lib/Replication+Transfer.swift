@@ -17,6 +17,8 @@ extension Replication {
         var revisions = 0
         var resolved = 0
         var blobs = 0
+        /// Revisions the target refused.
+        var failures = 0
         var lastError: String?
     }
 
@@ -100,6 +102,7 @@ extension Replication {
                 // reported; the rest of the batch is written.
                 logger.warning("target refused a revision", metadata: ["doc": "\(result.id)", "error": "\(error.message)"])
                 written.lastError = "document '\(result.id)': \(error.message)"
+                written.failures += 1
             } else {
                 written.revisions += 1
                 if result.conflict && conflicted.last != result.id { conflicted.append(result.id) }

@@ -209,6 +209,7 @@ final class Replication: Sendable {
                 $0.docsWritten += UInt64(written.revisions)
                 $0.conflictsResolved += UInt64(written.resolved)
                 $0.blobsTransferred += UInt64(written.blobs)
+                $0.docWriteFailures += UInt64(written.failures)
                 if let error = written.lastError { $0.lastError = error }
             }
             if ContinuousClock.now - lastSave >= Self.checkpointInterval { try await saveCheckpoint(part.last) }

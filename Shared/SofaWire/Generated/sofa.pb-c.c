@@ -8089,7 +8089,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_result__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[18] =
+static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descriptors[19] =
 {
   {
     "id",
@@ -8307,6 +8307,18 @@ static const ProtobufCFieldDescriptor sofa__wire__replication_info__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "doc_write_failures",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__ReplicationInfo, doc_write_failures),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   8,   /* field[8] = blobs_transferred */
@@ -8317,6 +8329,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
   3,   /* field[3] = continuous */
   17,   /* field[17] = design_filter */
   12,   /* field[12] = doc_ids */
+  18,   /* field[18] = doc_write_failures */
   5,   /* field[5] = docs_checked */
   6,   /* field[6] = docs_written */
   13,   /* field[13] = filter */
@@ -8331,7 +8344,7 @@ static const unsigned sofa__wire__replication_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__replication_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 18 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
 {
@@ -8341,7 +8354,7 @@ const ProtobufCMessageDescriptor sofa__wire__replication_info__descriptor =
   "Sofa__Wire__ReplicationInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__ReplicationInfo),
-  18,
+  19,
   sofa__wire__replication_info__field_descriptors,
   sofa__wire__replication_info__field_indices_by_name,
   1,  sofa__wire__replication_info__number_ranges,

@@ -138,12 +138,17 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var collection: String
     /// The design document's JavaScript filter ("ddoc/name"); "" = none.
     public var designFilter: String
+    /// Revisions the target refused (its validation function, a body it could not take): not
+    /// written, and not sent again.
+    public var docWriteFailures: UInt64
 
     public init(id: String, source: String, target: String, continuous: Bool, state: State, docsChecked: UInt64 = 0,
                 docsWritten: UInt64 = 0, conflictsResolved: UInt64 = 0, blobsTransferred: UInt64 = 0, lastError: String = "",
                 checkpoint: UInt64 = 0, version: UInt64 = 0, docIDs: [String] = [], filter: String = "",
-                conflicts: ConflictPolicy = .auto, collection: String = "", revisionsSent: UInt64 = 0, designFilter: String = "") {
+                conflicts: ConflictPolicy = .auto, collection: String = "", revisionsSent: UInt64 = 0, designFilter: String = "",
+                docWriteFailures: UInt64 = 0) {
         self.designFilter = designFilter
+        self.docWriteFailures = docWriteFailures
         self.collection = collection
         self.revisionsSent = revisionsSent
         self.id = id

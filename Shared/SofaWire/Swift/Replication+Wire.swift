@@ -109,6 +109,7 @@ enum ReplicationWire {
             i.pointee.collection = arena.string(s.collection)
             i.pointee.revisions_sent = s.revisionsSent
             i.pointee.design_filter = arena.string(s.designFilter)
+            i.pointee.doc_write_failures = s.docWriteFailures
             return i
         }
         r.pointee.n_replications = items.count
@@ -135,7 +136,8 @@ enum ReplicationWire {
                 conflicts: try ConflictPolicy.parse(try decodeString(i.conflicts, "replication.conflicts")),
                 collection: try decodeString(i.collection, "replication.collection"),
                 revisionsSent: i.revisions_sent,
-                designFilter: try decodeString(i.design_filter, "replication.designFilter")))
+                designFilter: try decodeString(i.design_filter, "replication.designFilter"),
+                docWriteFailures: i.doc_write_failures))
         }
         return result
     }

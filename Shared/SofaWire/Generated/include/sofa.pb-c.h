@@ -1283,10 +1283,14 @@ struct  Sofa__Wire__ReplicationInfo
    * "ddoc/name", as started
    */
   char *design_filter;
+  /*
+   * revisions the target refused (a validation, a bad body)
+   */
+  uint64_t doc_write_failures;
 };
 #define SOFA__WIRE__REPLICATION_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__replication_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Sofa__Wire__ReplicationList
