@@ -45,15 +45,18 @@ extension SofaClient {
     ///
     /// A side on another cluster with a key of its own is reached as a user of it: `sourceAccess`
     /// or `targetAccess` names that cluster's public key and the user's name and password there
-    /// (the replicator keeps them with the replication's record; no read returns them).
+    /// (the replicator keeps them with the replication's record; no read returns them). `since`
+    /// skips the source's changes up to that sequence (CouchDB's `since_seq`; a replication of
+    /// its own, with its own checkpoint).
     public func replicate(from source: String, to target: String, direction: ReplicationDirection = .push,
                           mode: ReplicationMode = .oneShot, filter: ReplicationFilter = .none,
                           conflicts: ConflictPolicy = .auto, collection: String = "",
-                          sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil) async throws(SofaError) -> ReplicationHandle {
+                          sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil,
+                          since: UInt64 = 0) async throws(SofaError) -> ReplicationHandle {
         let spec = ReplicationSpec(source: source, target: target, direction: direction, continuous: mode == .continuous,
                                    docIDs: filter.docIDs, filter: filter.expression, conflicts: conflicts,
                                    collection: collection, sourceAccess: sourceAccess, targetAccess: targetAccess,
-                                   designFilter: filter.design, queryParams: filter.queryParams)
+                                   designFilter: filter.design, queryParams: filter.queryParams, since: since)
         guard case .replications(let started) = try await call(.startReplication(spec)) else { throw unexpected("startReplication") }
         return ReplicationHandle(client: self, initial: started)
     }

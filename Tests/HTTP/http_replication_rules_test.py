@@ -169,6 +169,39 @@ class ReplicationRulesTests(CouchTestCase):
         self.assertEqual(made.status_code, 200, made.text)
         self.assertEqual(self.session.get(URL + "/" + missing, timeout=30).json()["doc_count"], 3)
 
+    def test_since_seq_filter_changes_and_encoded_ids(self):
+        source, target = self.new_db(), self.new_db()
+        replicate = lambda **body: self.session.post(URL + "/_replicate", json=dict(source=source, target=target, **body),
+                                                     timeout=120)
+        seqs = []
+        for n in range(1, 6):
+            self.session.put(URL + "/" + source + "/d%d" % n, json={"n": n}, timeout=30)
+            seqs.append(self.session.get(URL + "/" + source, timeout=30).json()["update_seq"])
+        # since_seq: the changes up to it are skipped (a number, or the string a feed gives).
+        for since in [seqs[2], int(seqs[2])]:
+            target = self.new_db()
+            answer = replicate(since_seq=since)
+            self.assertEqual(answer.status_code, 200, answer.text)
+            self.assertEqual(answer.json()["docs_written"], 2)
+            present = [self.session.get(URL + "/" + target + "/d%d" % n, timeout=30).status_code for n in range(1, 6)]
+            self.assertEqual(present, [404, 404, 404, 200, 200], since)
+        # A filter that changes replicates from the start again (CouchDB's COUCHDB-892).
+        target = self.new_db()
+        design = {"filters": {"f": "function(doc) { return doc.n !== 3 && doc.n !== 4; }"}}
+        made = self.session.put(URL + "/" + source + "/_design/mf", json=design, timeout=30).json()
+        self.assertEqual(replicate(filter="mf/f").json()["docs_written"], 4)  # d1, d2, d5 and the design document
+        self.assertEqual(self.session.get(URL + "/" + target + "/d3", timeout=30).status_code, 404)
+        design["_rev"], design["filters"]["f"] = made["rev"], "function(doc) { return doc.n !== undefined; }"
+        self.assertEqual(self.session.put(URL + "/" + source + "/_design/mf", json=design, timeout=30).status_code, 201)
+        self.assertEqual(replicate(filter="mf/f").json()["docs_written"], 2)
+        self.assertEqual(self.session.get(URL + "/" + target + "/d4", timeout=30).status_code, 200)
+        # IDs in doc_ids are taken percent-decoded.
+        target = self.new_db()
+        answer = replicate(doc_ids=["_design%2Fmf", "d1"])
+        self.assertEqual(answer.status_code, 200, answer.text)
+        self.assertEqual(self.session.get(URL + "/" + target + "/_design/mf", timeout=30).status_code, 200)
+        self.assertEqual(self.session.get(URL + "/" + target + "/d2", timeout=30).status_code, 404)
+
     def test_a_replication_is_cancelled_by_its_id(self):
         source, target = self.new_db(), self.new_db()
         started = self.session.post(URL + "/_replicate", json={"source": source, "target": target, "continuous": True},

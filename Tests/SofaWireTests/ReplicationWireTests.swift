@@ -27,6 +27,8 @@ import Testing
         Request(id: 4, operation: .startReplication(ReplicationSpec(
             source: "a", target: "b", direction: .both, continuous: true, docIDs: ["x", "y"], filter: "type = 'z'",
             conflicts: .manual, collection: "store.orders"))),
+        Request(id: 8, operation: .startReplication(ReplicationSpec(source: "a", target: "b", conflicts: .couchdb,
+                                                                     designFilter: "d/f", queryParams: ["k": 1], since: 42))),
         Request(id: 5, operation: .stopReplication(id: "abc123")),
         Request(id: 6, operation: .listReplications()),
         Request(id: 7, operation: .listReplications(id: "abc", afterVersion: .max, waitMs: 10_000)),

@@ -35,7 +35,8 @@ extension CouchAPI {
         if let ids = body["doc_ids"]?.arrayValue {
             // No document named: nothing to replicate (Sofa's empty list would mean every document).
             if ids.isEmpty { return Self.json(["ok": true, "no_changes": true]) }
-            filter.docIDs = ids.compactMap(\.stringValue)
+            // IDs as CouchDB takes them there: percent-encoded ones decoded (`_design%2Ffoo`).
+            filter.docIDs = ids.compactMap(\.stringValue).map { $0.removingPercentEncoding ?? $0 }
         }
         // `filter`: a design document's filter "ddoc/name" (with `query_params`), as in CouchDB;
         // Sofa's query condition otherwise.
@@ -52,8 +53,15 @@ extension CouchAPI {
         let conflicts = try ConflictPolicy.parse(body["conflicts"]?.stringValue ?? ConflictPolicy.couchdb.rawValue)
         try await Self.prepareEnds(client, source: source, target: target, create: body["create_target"]?.boolValue == true)
         let started = Date()
+        var since: UInt64 = 0
+        switch body["since_seq"] {
+        case nil, .null?: break
+        case .int(let number)? where number >= 0: since = UInt64(number)
+        case .string(let text)?: since = try CouchSequence.parse(text) ?? 0
+        default: throw CouchError(.badRequest, "bad_request", "since_seq must be a sequence")
+        }
         let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter,
-                                                conflicts: conflicts)
+                                                conflicts: conflicts, since: since)
         guard let id = handle.ids.first else { throw CouchError(.internalServerError, "unknown_error", "no replication started") }
         if continuous { return Self.json(["ok": true, "_local_id": .string(id)], status: .accepted) }
         let finished = try await handle.wait(timeout: .seconds(3600))

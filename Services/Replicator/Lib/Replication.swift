@@ -26,6 +26,8 @@ public struct ReplicationPlan: Sendable, Equatable {
     /// request's `query`.
     public var designFilter = ""
     public var queryParams: JSONObject = [:]
+    /// The source sequence to start from when the checkpoint is not further (0: the beginning).
+    public var since: UInt64 = 0
 
     public init(id: String, source: ReplicationEndpoint, target: ReplicationEndpoint, continuous: Bool,
                 docIDs: [String], filter: String = "", conflicts: ConflictPolicy, collection: String = "") {
@@ -172,7 +174,9 @@ final class Replication: Sendable {
                 }
             }
         }
-        var checkpoint = try await Checkpoint.agreed(plan.id, source: source, target: target)
+        var checkpoint = try await Checkpoint.agreed(plan.id, source: source, target: target,
+                                                     filter: try await filterDigest(source))
+        checkpoint.start(atLeast: plan.since)
         await registry.update(plan.id, run: run) {
             $0.state = .running
             $0.checkpoint = checkpoint.sequence
@@ -281,5 +285,17 @@ final class Replication: Sendable {
 extension Task where Success == Never, Failure == Never {
     static func checkCancellation(or code: SofaError.Code) throws(SofaError) {
         if Task.isCancelled { throw SofaError(code, "the replication was stopped") }
+    }
+}
+
+extension Replication {
+    /// The digest of the design filter's function as the source holds it now ("" without a
+    /// design filter), recorded with the checkpoint (see `Checkpoint`).
+    func filterDigest(_ source: any ReplicationPeer) async throws(SofaError) -> String {
+        let parts = plan.designFilter.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return "" }
+        let design = try await source.get(id: "_design/" + parts[0], rev: "", history: false)
+        let function = JSON.tryParse(design.body)?["filters"]?[parts[1]]
+        return ReplicationID.hexSHA1(function?.compactString ?? "")
     }
 }

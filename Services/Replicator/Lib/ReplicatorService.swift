@@ -135,13 +135,15 @@ public final class ReplicatorService: Sendable {
         }
         return legs.map { from, to in
             let id = ReplicationID.derive(source: from.endpoint, target: to.endpoint, docIDs: spec.docIDs, filter: spec.filter,
-                                          collection: spec.collection, designFilter: spec.designFilter, queryParams: spec.queryParams)
+                                          collection: spec.collection, designFilter: spec.designFilter, queryParams: spec.queryParams,
+                                          since: spec.since)
             var plan = ReplicationPlan(id: id, source: from.endpoint, target: to.endpoint, continuous: spec.continuous,
                                        docIDs: spec.docIDs, filter: spec.filter, conflicts: spec.conflicts,
                                        collection: spec.collection)
             plan.owner = spec.owner
             plan.designFilter = spec.designFilter
             plan.queryParams = spec.queryParams
+            plan.since = spec.since
             plan.sourceAccess = from.access
             plan.targetAccess = to.access
             return plan

@@ -5157,7 +5157,7 @@ const ProtobufCMessageDescriptor sofa__wire__revs_diff_entry__descriptor =
   (ProtobufCMessageInit) sofa__wire__revs_diff_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[13] =
+static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descriptors[14] =
 {
   {
     "source",
@@ -5315,6 +5315,18 @@ static const ProtobufCFieldDescriptor sofa__wire__start_replication__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "since",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__StartReplication, since),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
   7,   /* field[7] = collection */
@@ -5326,6 +5338,7 @@ static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
   5,   /* field[5] = filter */
   8,   /* field[8] = owner */
   12,   /* field[12] = query_params */
+  13,   /* field[13] = since */
   0,   /* field[0] = source */
   9,   /* field[9] = source_access */
   1,   /* field[1] = target */
@@ -5334,7 +5347,7 @@ static const unsigned sofa__wire__start_replication__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__start_replication__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 13 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
 {
@@ -5344,7 +5357,7 @@ const ProtobufCMessageDescriptor sofa__wire__start_replication__descriptor =
   "Sofa__Wire__StartReplication",
   "sofa.wire",
   sizeof(Sofa__Wire__StartReplication),
-  13,
+  14,
   sofa__wire__start_replication__field_descriptors,
   sofa__wire__start_replication__field_indices_by_name,
   1,  sofa__wire__start_replication__number_ranges,

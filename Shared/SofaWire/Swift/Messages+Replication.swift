@@ -72,11 +72,15 @@ public struct ReplicationSpec: Sendable, Equatable {
     /// source's side; "" = none. `queryParams` is its request's `query`.
     public var designFilter: String
     public var queryParams: JSONObject
+    /// The source sequence to start from (CouchDB's `since_seq`) when no checkpoint is further;
+    /// 0 = the beginning.
+    public var since: UInt64
 
     public init(source: String, target: String, direction: ReplicationDirection = .push, continuous: Bool = false,
                 docIDs: [String] = [], filter: String = "", conflicts: ConflictPolicy = .auto, collection: String = "",
                 owner: String = "", sourceAccess: RemoteAccess? = nil, targetAccess: RemoteAccess? = nil,
-                designFilter: String = "", queryParams: JSONObject = [:]) {
+                designFilter: String = "", queryParams: JSONObject = [:], since: UInt64 = 0) {
+        self.since = since
         self.designFilter = designFilter
         self.queryParams = queryParams
         self.collection = collection

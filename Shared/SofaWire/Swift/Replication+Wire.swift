@@ -44,6 +44,7 @@ enum ReplicationWire {
         op.pointee.target_access = spec.targetAccess.map { access($0, arena) }
         op.pointee.design_filter = arena.string(spec.designFilter)
         if !spec.queryParams.isEmpty { op.pointee.query_params = arena.bytes(JSON.object(spec.queryParams).compactBytes()) }
+        op.pointee.since = spec.since
         return op
     }
 
@@ -75,7 +76,7 @@ enum ReplicationWire {
                         sourceAccess: try decodeAccess(op.source_access, "startReplication.sourceAccess"),
                         targetAccess: try decodeAccess(op.target_access, "startReplication.targetAccess"),
                         designFilter: try decodeString(op.design_filter, "startReplication.designFilter"),
-                        queryParams: try decodeQueryParams(op.query_params))
+                        queryParams: try decodeQueryParams(op.query_params), since: op.since)
     }
 
     /// `query_params`: empty, or a JSON object.

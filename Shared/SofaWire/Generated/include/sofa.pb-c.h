@@ -488,10 +488,15 @@ struct  Sofa__Wire__StartReplication
    */
   char *design_filter;
   ProtobufCBinaryData query_params;
+  /*
+   * Start from this source sequence (CouchDB's since_seq), unless the checkpoint is further; 0 =
+   * the beginning. Part of the replication's ID.
+   */
+  uint64_t since;
 };
 #define SOFA__WIRE__START_REPLICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__start_replication__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, {0,NULL} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, {0,NULL}, 0 }
 
 
 struct  Sofa__Wire__RemoteAccess
