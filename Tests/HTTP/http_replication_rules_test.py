@@ -202,6 +202,20 @@ class ReplicationRulesTests(CouchTestCase):
         self.assertEqual(self.session.get(URL + "/" + target + "/_design/mf", timeout=30).status_code, 200)
         self.assertEqual(self.session.get(URL + "/" + target + "/d2", timeout=30).status_code, 404)
 
+    def test_a_design_document_the_user_may_not_write_fails_alone(self):
+        source, target = self.new_db(), self.new_db()
+        name, password = self.new_member(target)
+        security = {"admins": {"names": [], "roles": []}, "members": {"names": [name], "roles": []}}
+        self.assertEqual(self.session.put(URL + "/" + source + "/_security", json=security, timeout=30).status_code, 200)
+        docs = [{"_id": "d%d" % n, "n": n} for n in range(3)] + [{"_id": "_design/x", "views": {}}]
+        self.session.post(URL + "/" + source + "/_bulk_docs", json={"docs": docs}, timeout=30)
+        answer = requests.post(URL + "/_replicate", json={"source": source, "target": target}, auth=(name, password),
+                               timeout=120)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        self.assertEqual((answer.json()["docs_written"], answer.json()["doc_write_failures"]), (3, 1), answer.text)
+        self.assertEqual(self.session.get(URL + "/" + target + "/_design/x", timeout=30).status_code, 404)
+        self.assertEqual(self.session.get(URL + "/" + target, timeout=30).json()["doc_count"], 3)
+
     def test_a_replication_is_cancelled_by_its_id(self):
         source, target = self.new_db(), self.new_db()
         started = self.session.post(URL + "/_replicate", json={"source": source, "target": target, "continuous": True},

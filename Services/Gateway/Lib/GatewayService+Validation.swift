@@ -57,6 +57,36 @@ extension GatewayService {
     /// Validates a write to a database with validation functions. nil: it goes on as it is;
     /// otherwise the answer (a refusal; or, for a bulk write of which some documents were
     /// refused, the others' results with the refusals in their places).
+    /// A bulk write refused for its design documents (its writer is no admin of the database):
+    /// each of them is refused in its place and the others are written, if the writer may write
+    /// those (as CouchDB answers a bulk, and as a replication into a database whose admin it is
+    /// not counts a failure and goes on); nil when the refusal stands for the whole request.
+    func bulkWithoutDesignDocuments(_ request: Request, refused: SofaError) async -> Response? {
+        guard refused.is(.forbidden), case .bulkWrite(let items) = request.operation else { return nil }
+        let design = items.map { AccessRules.writesDesignDocument(.bulkWrite([$0])) }
+        guard design.contains(true) else { return nil }
+        var rest = request
+        rest.operation = .bulkWrite(zip(items, design).filter { !$0.1 }.map(\.0))
+        // The others must be the writer's to write (a member's), else the refusal stands.
+        guard case .success = await authorize(rest, peer: BusServer.peer) else { return nil }
+        var written: [BulkItemResult] = []
+        if design.contains(false) {
+            let response = await handle(rest)
+            guard case .success(.bulk(let results)) = response.outcome else { return response }
+            written = results
+        }
+        var next = written.makeIterator()
+        var merged: [BulkItemResult] = []
+        for (item, isDesign) in zip(items, design) {
+            if isDesign {
+                merged.append(BulkItemResult(id: Self.writtenID(item), rev: "", sequence: 0, error: refused))
+            } else if let result = next.next() {
+                merged.append(result)
+            }
+        }
+        return .ok(request.id, .bulk(merged))
+    }
+
     func validatedWrite(_ request: Request, principal: Principal?) async -> Response? {
         guard Self.validatedKinds.contains(request.operation.kind), !request.database.isEmpty,
               request.database != Identities.usersDatabase, request.database != ReplicationDocument.database else { return nil }

@@ -296,7 +296,9 @@ public final class GatewayService: Sendable {
         if case .refused(let error) = Self.destination(of: request) { return .failure(request.id, error) }
         let principal: Principal?
         switch await authorize(request, peer: BusServer.peer) {
-        case .failure(let refusal): return .failure(request.id, refusal)
+        case .failure(let refusal):
+            if let written = await bulkWithoutDesignDocuments(request, refused: refusal) { return written }
+            return .failure(request.id, refusal)
         case .success(let known): principal = known
         }
         switch request.operation {

@@ -73,20 +73,7 @@ extension CouchAPI {
                 items.append(.put(id: "", rev: "", body: [], deleted: false))  // a placeholder, dropped below
             }
         }
-        var results: ArraySlice<BulkItemResult>
-        do {
-            results = try await write(items, refused: refused, database)
-        } catch let error as SofaError where error.sofaCode == .forbidden && error.message.contains(Self.designRefusal) {
-            // A member who is not the database's admin: CouchDB refuses each design document in
-            // its place and writes the others (any other refusal is the whole request's).
-            let design = items.indices.filter { refused[$0] == nil && Self.writesDesignDocument(items[$0]) }
-            guard !design.isEmpty else { throw error }
-            for index in design {
-                refused[index] = ["id": .string(Self.documentID(items[index])), "error": "unauthorized",
-                                  "reason": "You are not a db or server admin."]
-            }
-            results = try await write(items, refused: refused, database)
-        }
+        var results = try await write(items, refused: refused, database)  // design documents refused in place by the gateway
         for (index, document) in local.sorted(by: { $0.key < $1.key }) {
             refused[index] = try await writeLocal(document, database, newEdits: newEdits)
         }
@@ -101,7 +88,11 @@ extension CouchAPI {
                 continue
             }
             guard let result = results.popFirst() else { break }
-            if let error = result.error {
+            if let error = result.error, error.is(.forbidden), error.message.contains(Self.designRefusal) {
+                // A member who is not the database's admin: the gateway refused the design
+                // document in its place; CouchDB's words for it.
+                answers.append(["id": .string(result.id), "error": "unauthorized", "reason": "You are not a db or server admin."])
+            } else if let error = result.error {
                 let couch = CouchError(error)
                 answers.append(["id": .string(result.id), "error": .string(couch.error), "reason": .string(couch.reason)])
             } else if newEdits {
@@ -130,15 +121,6 @@ extension CouchAPI {
         let sent = items.enumerated().filter { refused[$0.offset] == nil }.map(\.element)
         return sent.isEmpty ? [] : try await database.bulk(sent)[...]
     }
-
-    static func documentID(_ item: BulkItem) -> String {
-        switch item {
-        case .put(let id, _, _, _): return id
-        case .insert(let insert): return insert.id
-        }
-    }
-
-    static func writesDesignDocument(_ item: BulkItem) -> Bool { documentID(item).hasPrefix("_design/") }
 
     /// How the gateway's refusal of a design document to a member who is not an admin ends
     /// (`AccessRules.check`): "… needs one" after these words.
