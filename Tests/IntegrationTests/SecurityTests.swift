@@ -120,6 +120,27 @@ import Testing
         }
     }
 
+    /// The cluster's follower of `_users` (sofa-http forgets the users whose documents change)
+    /// long-polls it: the poll is held until a user's document is written, not answered empty at
+    /// once (a follower answered at once asks again at once, without end).
+    @Test func aLongPollOnUsersWaitsForAChange() async throws {
+        try await Cluster.with { cluster in
+            try await cluster.client.users.create("ann", password: "ann-pw")
+            let bus = try await connectedBus(cluster.supervisor.gatewayEndpoint)
+            defer { bus.close() }
+            guard case .changes(let before) = try await bus.call(.changes(ChangesQuery()), database: "_users") else {
+                throw SofaError(.unexpectedError, "no changes")
+            }
+            let poll = Task {
+                try await bus.call(.changes(ChangesQuery(since: before.lastSequence, limit: 10, waitMs: 30_000)),
+                                   database: "_users", timeout: .seconds(40))
+            }
+            try await cluster.client.users.create("bob", password: "bob-pw")
+            guard case .changes(let batch) = try await poll.value else { throw SofaError(.unexpectedError, "no changes") }
+            #expect(batch.changes.map(\.id) == ["org.couchdb.user:bob"])
+        }
+    }
+
     /// A user replicates the databases they are a member of, sees and stops only those, and
     /// reaches no other cluster unless it is an allowed peer.
     @Test func usersReplicateOnlyTheirOwnDatabases() async throws {

@@ -11,7 +11,9 @@ internal import SofaWire
 extension GatewayService {
     func usersRequest(_ request: Request, principal: Principal?) async -> Response {
         guard let principal else { return .failure(request.id, AccessRules.notSignedIn(request.operation.kind)) }
-        if principal == .cluster { return await storage.send(request, timeout: Route.defaultTimeout) }
+        // The cluster's own calls are routed as any other (a long poll waits here for a change:
+        // storage answers at once, and sofa-http's follower of `_users` would ask again at once).
+        if principal == .cluster { return await route(request, principal: principal) }
         switch request.operation {
         case .getDocument(let id, _, _, _):
             if let refusal = ownDocumentOnly(id, principal) { return .failure(request.id, refusal) }
