@@ -231,10 +231,18 @@ class ReplicationRulesTests(CouchTestCase):
     def test_a_listing_a_user_may_not_read_is_refused_with_its_status(self):
         db = self.new_db()
         name, password = self.new_member(db)
-        for path in ["/_users/_all_docs", "/_users/_all_docs?include_docs=true"]:
+        for path in ["/_users/_all_docs", "/_users/_all_docs?include_docs=true", "/_users/_changes"]:
             answer = requests.get(URL + path, auth=(name, password), timeout=30)
             self.assertIn(answer.status_code, (401, 403), answer.text)
             self.assertIn(answer.json()["error"], ("unauthorized", "forbidden"))
+        # A server admin follows the users' changes, without their credentials.
+        changes = self.session.get(URL + "/_users/_changes", params={"include_docs": "true"}, timeout=30)
+        self.assertEqual(changes.status_code, 200, changes.text)
+        mine = [row["doc"] for row in changes.json()["results"] if row["id"] == "org.couchdb.user:" + name]
+        self.assertEqual(len(mine), 1, changes.text)
+        self.assertEqual(mine[0]["name"], name)
+        for hidden in ["password", "salt", "derived_key"]:
+            self.assertNotIn(hidden, mine[0])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ extension GatewayService {
             return Self.withoutCredentials(await storage.send(request, timeout: Route.defaultTimeout))
         case .allDocs where principal.isServerAdmin:
             return Self.withoutCredentials(await storage.send(request, timeout: Route.defaultTimeout))
+        // A server admin follows the users' changes, as in CouchDB (bodies without credentials).
+        case .changes where principal.isServerAdmin:
+            return Self.withoutCredentials(await route(request, principal: principal))
         case .putDocument(let id, let rev, let body, let deleted):
             return await writeUser(request, id: id, rev: rev, body: body, deleted: deleted, principal: principal)
         case .deleteDocument(let id, let rev):
@@ -88,6 +91,11 @@ extension GatewayService {
                 document.body = UsersDatabase.withoutCredentials(document.body)
                 return document
             }))
+        case .success(.changes(var batch)):
+            for index in batch.changes.indices where !batch.changes[index].body.isEmpty {
+                batch.changes[index].body = UsersDatabase.withoutCredentials(batch.changes[index].body)
+            }
+            response.outcome = .success(.changes(batch))
         default: break
         }
         return response
