@@ -3,8 +3,6 @@ internal import CSofaFTS
 internal import Foundation
 public import SofaCore
 
-private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
 /// The functions compiled SQL is made of (as opposed to the user-visible function library):
 /// property access, truthiness, collation rank, literals, LIKE, and the glue to `json_each`.
 public enum CoreFunctions {
@@ -200,7 +198,7 @@ public enum CoreFunctions {
         switch first {
         case UInt8(ascii: "\""):
             guard let string = scanner.decodeString(range) else { sqlite3_result_null(context); return }
-            sqlite3_result_text(context, string, -1, transient)
+            SQLiteText.result(context, string)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
             if let int = Int64(text) {
@@ -254,11 +252,11 @@ public enum CoreFunctions {
             case UInt8(ascii: "{"): sqlite3_result_text(context, "[]", 2, transient)
             default:
                 let text = "[" + String(decoding: bytes, as: UTF8.self) + "]"
-                sqlite3_result_text(context, text, -1, transient)
+                SQLiteText.result(context, text)
             }
         default:
             let item = SQLFunctions.value(value).json ?? .null
-            sqlite3_result_text(context, "[" + item.compactString + "]", -1, transient)
+            SQLiteText.result(context, "[" + item.compactString + "]")
         }
     }
 

@@ -1,8 +1,6 @@
 internal import CSQLite
 public import SofaCore
 
-/// `sqlite3_destructor_type` SQLITE_TRANSIENT: SQLite copies the result before the call returns.
-private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// A scalar SQL function over `SQLValue`s, registered on a connection as `sofa_<name>`.
 public struct SQLFunction: Sendable {
@@ -93,7 +91,7 @@ public enum SQLFunctions {
         case .integer(let v): sqlite3_result_int64(context, v)
         case .real(let v):
             if v.isNaN || v.isInfinite { sqlite3_result_null(context) } else { sqlite3_result_double(context, v) }
-        case .text(let v): sqlite3_result_text(context, v, -1, transient)
+        case .text(let v): SQLiteText.result(context, v)
         case .json(let v):
             let bytes = v.compactBytes()
             bytes.withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), transient) }

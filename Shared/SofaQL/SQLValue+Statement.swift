@@ -1,8 +1,6 @@
 internal import CSQLite
 public import SofaCore
 
-/// `sqlite3_destructor_type` SQLITE_TRANSIENT: SQLite copies the value before the call returns.
-private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 extension SQLValue {
     /// Binds the value, in this type's encoding, to parameter `index` (1-based) of a prepared
@@ -13,7 +11,7 @@ extension SQLValue {
         case .missing: rc = sqlite3_bind_null(statement, index)
         case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
         case .real(let v): rc = v.isFinite ? sqlite3_bind_double(statement, index, v) : sqlite3_bind_null(statement, index)
-        case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
+        case .text(let v): rc = SQLiteText.bind(statement, index, v)
         case .json(let v):
             let bytes = v.compactBytes()
             rc = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }

@@ -1,8 +1,6 @@
 internal import CSQLite
 public import SofaCore
 
-/// `sqlite3_destructor_type` SQLITE_TRANSIENT: SQLite copies bound bytes before the call returns.
-private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One prepared statement of a `SQLiteConnection`, finalized when the connection's cache lets it
 /// go. Used only on the connection's queue, through the connection.
@@ -43,7 +41,7 @@ final class SQLiteStatement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
         case .real(let v): rc = sqlite3_bind_double(handle, index, v)
-        case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, transient)
+        case .text(let v): rc = SQLiteText.bind(handle, index, v)
         case .blob(let v):
             rc = v.withUnsafeBytes {
                 sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(v.count), transient)
@@ -95,10 +93,7 @@ public struct SQLiteRow {
     public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 
-    public func text(_ column: Int32) -> String {
-        guard let pointer = sqlite3_column_text(statement, column) else { return "" }
-        return String(cString: pointer)
-    }
+    public func text(_ column: Int32) -> String { SQLiteText.column(statement, column) }
 
     public func blob(_ column: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(statement, column))
@@ -112,10 +107,7 @@ public struct SQLiteRow {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER: return .int(sqlite3_column_int64(statement, column))
         case SQLITE_FLOAT: return .double(sqlite3_column_double(statement, column))
-        case SQLITE_TEXT:
-            guard let text = sqlite3_column_text(statement, column) else { return .string("") }
-            let count = Int(sqlite3_column_bytes(statement, column))
-            return .string(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_TEXT: return .string(SQLiteText.column(statement, column))
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, column))
             guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return .null }
