@@ -56,7 +56,8 @@ extension Database {
     /// default collection).
     public func collection(_ path: String) -> Collection { Collection(database: self, path: path) }
 
-    /// Creates a collection (and its scope if new); `.invalidParameter` for a bad name.
+    /// Creates a collection (and its scope if new), or answers the one that exists, as Couchbase
+    /// Lite does; `.invalidParameter` for a bad name.
     @discardableResult
     public func createCollection(_ path: String) async throws(SofaError) -> Collection {
         _ = try await client.call(.createCollection, database: name, collection: path)

@@ -24,13 +24,14 @@ public struct DatabaseStats: Sendable, Equatable {
 }
 
 extension DatabaseStore {
-    /// Creates a collection; `.conflict` if it exists (as creating a database that exists fails).
+    /// Creates a collection; one that exists is left as it is, as LiteCore's and Couchbase Lite's
+    /// `createCollection` answers with the existing collection (`_default._default` included).
     /// A collection deleted before comes back empty and keeps counting sequences from its old last one.
     public func createCollection(_ collection: CollectionName) async throws(SofaError) {
         let exists: @Sendable () -> Bool = { self.collections.withLock { $0[collection.keyStore] } == .live }
-        if exists() { throw .conflict("collection '\(collection)' already exists") }
+        if exists() { return }
         try await perform { (tx: Transaction) throws(SofaError) -> Result<Void, SofaError> in
-            if exists() { return .failure(.conflict("collection '\(collection)' already exists")) }
+            if exists() { return .success(()) }
             try tx.db.execute(Self.keyStoreDDL(collection.keyStore))
             try tx.db.run("INSERT OR IGNORE INTO kvmeta (name, lastSeq) VALUES (?, 0)", [.text(collection.keyStore)])
             tx.afterCommit.append { self.collections.withLock { $0[collection.keyStore] = .live } }
