@@ -143,9 +143,9 @@ import Testing
         ("array", "[1]", .badJSON),
         ("number", "1", .badJSON),
         ("invalid JSON", "{", .badJSON),
-        ("_id", #"{"_id":"x"}"#, .badJSON),
-        ("_rev", #"{"_rev":"1-aa"}"#, .badJSON),
-        ("_deleted", #"{"_deleted":true}"#, .badJSON),
+        ("_id", #"{"_id":"x"}"#, .corruptRevisionData),
+        ("_rev", #"{"_rev":"1-aa"}"#, .corruptRevisionData),
+        ("_deleted", #"{"_deleted":true}"#, .corruptRevisionData),
     ]
 
     @Test(arguments: rawBodies)

@@ -67,14 +67,15 @@ extension StorageService {
     }
 
     /// A body sent raw (insert with history, merged bodies): a JSON object without `_id`, `_rev`
-    /// or `_deleted` (those travel beside it). An empty body is `{}`.
+    /// or `_deleted` (those travel beside it; one inside is LiteCore's corrupt revision data, as
+    /// its c4DatabaseTest "Reject invalid top-level keys" has it). An empty body is `{}`.
     static func strictBody(_ body: [UInt8], id: String) throws(SofaError) -> JSONObject {
         let json = body.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(body)
         guard let object = json.objectValue else {
             throw SofaError(.badJSON, "document '\(id)': a body must be a JSON object, not \(json.kindName)")
         }
         for key in ["_id", "_rev", "_deleted"] where object[key] != nil {
-            throw SofaError(.badJSON, "document '\(id)': the reserved key \(key) is not allowed inside a body sent raw")
+            throw SofaError(.corruptRevisionData, "document '\(id)': the reserved key \(key) is not allowed inside a body sent raw")
         }
         return object
     }
