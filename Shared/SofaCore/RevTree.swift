@@ -31,12 +31,16 @@ public struct RevTree: Sendable {
         revision.parent.map { revisions[$0] }
     }
 
-    /// The revID and its ancestors, newest first.
+    /// The revID and its ancestors, newest first, generations descending by one: the walk ends
+    /// where pruning left a gap (a revision kept below the pruned ones, such as a remote's
+    /// current revision, is not an ancestor a history can name: a replicator would refuse it).
     public func history(of revID: RevID) -> [RevID] {
         var result: [RevID] = []
         var i = indexByRevID[revID]
         while let index = i {
-            result.append(revisions[index].revID)
+            let revision = revisions[index].revID
+            if let last = result.last, revision.generation + 1 != last.generation { break }
+            result.append(revision)
             i = revisions[index].parent
         }
         return result

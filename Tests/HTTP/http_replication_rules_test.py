@@ -133,6 +133,25 @@ class ReplicationRulesTests(CouchTestCase):
             stale = self.session.put(doc, params={"rev": loser}, json={"v": "late"}, timeout=30)
             self.assertEqual(stale.status_code, 409, how)
 
+    def test_validation_sees_the_branch_a_write_continues(self):
+        db = self.new_db()
+        alice, alice_pw = self.new_member(db)
+        bob, bob_pw = self.new_member(self.new_db())
+        security = {"admins": {"names": [], "roles": []}, "members": {"names": [alice, bob], "roles": []}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_security", json=security, timeout=30).status_code, 200)
+        self.session.put(URL + "/" + db + "/_design/v", timeout=30, json={"validate_doc_update":
+            "function(newDoc, oldDoc, userCtx) { if (userCtx.roles.indexOf('_admin') !== -1) { return; }"
+            " if (oldDoc && oldDoc.owner !== userCtx.name) { throw({forbidden: 'not yours'}); } }"})
+        loser, winner = sorted([rev(1), rev(1)])
+        self.insert(db, "c", loser, owner=bob)
+        self.insert(db, "c", winner, owner=alice)
+        doc = URL + "/" + db + "/c"
+        # oldDoc is the leaf the write names: bob's own losing branch, not alice's winner.
+        mine = requests.put(doc, json={"_rev": loser, "owner": bob, "v": 2}, auth=(bob, bob_pw), timeout=30)
+        self.assertEqual(mine.status_code, 201, mine.text)
+        theirs = requests.put(doc, json={"_rev": winner, "owner": bob}, auth=(bob, bob_pw), timeout=30)
+        self.assertEqual((theirs.status_code, theirs.json()["reason"]), (403, "not yours"))
+
     def test_replicate_checks_its_ends_and_answers_in_couchdbs_shape(self):
         source, target = self.new_db(), self.new_db()
         replicate = lambda **body: self.session.post(URL + "/_replicate", json=body, timeout=120)
@@ -185,6 +204,9 @@ class ReplicationRulesTests(CouchTestCase):
             self.assertEqual(answer.json()["docs_written"], 2)
             present = [self.session.get(URL + "/" + target + "/d%d" % n, timeout=30).status_code for n in range(1, 6)]
             self.assertEqual(present, [404, 404, 404, 200, 200], since)
+        # Anything else is refused before the replication starts.
+        for since in ["now", "x1", -1]:
+            self.assertEqual(replicate(since_seq=since).status_code, 400, since)
         # A filter that changes replicates from the start again (CouchDB's COUCHDB-892).
         target = self.new_db()
         design = {"filters": {"f": "function(doc) { return doc.n !== 3 && doc.n !== 4; }"}}

@@ -56,6 +56,23 @@ import Testing
         }
     }
 
+    /// A revision the tree keeps below the limit (a remote's current one, from a replication)
+    /// leaves a gap: the history read stops there, so it always descends by one generation.
+    @Test func aHistoryStopsWherePruningLeftAGap() async throws {
+        try await withRecordedDatabase { _, db, _ in
+            let replicated = "3-" + String(repeating: "a", count: 40)
+            _ = try await db.insert(RevisionInsertion(id: "doc", history: [replicated, "2-" + String(repeating: "b", count: 40)],
+                                                      body: ["v": 3]))
+            try await db.setRevsLimit(2)
+            let last = try await Self.update(db, "doc", times: 4, after: try DocumentVersion.parse(ascii: replicated))
+            let history = try await db.read(id: "doc", history: true).history
+            #expect(history.count == 2)
+            #expect(history.first == last?.ascii)
+            let generations = history.map { Int($0.prefix { $0 != "-" })! }
+            #expect(generations == [7, 6])
+        }
+    }
+
     @Test func theLimitOutlivesARestartAndBoundsCompaction() async throws {
         try await withTemporaryDirectory { directory in
             do {

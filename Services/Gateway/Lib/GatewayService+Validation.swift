@@ -54,9 +54,6 @@ extension GatewayService {
         !Self.validatedKinds.contains(kind) || database.isEmpty || validators.known(database) == false
     }
 
-    /// Validates a write to a database with validation functions. nil: it goes on as it is;
-    /// otherwise the answer (a refusal; or, for a bulk write of which some documents were
-    /// refused, the others' results with the refusals in their places).
     /// A bulk write refused for its design documents (its writer is no admin of the database):
     /// each of them is refused in its place and the others are written, if the writer may write
     /// those (as CouchDB answers a bulk, and as a replication into a database whose admin it is
@@ -75,18 +72,27 @@ extension GatewayService {
             guard case .success(.bulk(let results)) = response.outcome else { return response }
             written = results
         }
+        return .ok(request.id, .bulk(Self.merged(items, refusals: design.map { $0 ? refused : nil }, written: written)))
+    }
+
+    /// A bulk's results in the order of its items: each refused one's refusal in its place, the
+    /// others' results (of the bulk of those alone, `written`) in theirs.
+    static func merged(_ items: [BulkItem], refusals: [SofaError?], written: [BulkItemResult]) -> [BulkItemResult] {
         var next = written.makeIterator()
         var merged: [BulkItemResult] = []
-        for (item, isDesign) in zip(items, design) {
-            if isDesign {
-                merged.append(BulkItemResult(id: Self.writtenID(item), rev: "", sequence: 0, error: refused))
+        for (item, refusal) in zip(items, refusals) {
+            if let refusal {
+                merged.append(BulkItemResult(id: writtenID(item), rev: "", sequence: 0, error: refusal))
             } else if let result = next.next() {
                 merged.append(result)
             }
         }
-        return .ok(request.id, .bulk(merged))
+        return merged
     }
 
+    /// Validates a write to a database with validation functions. nil: it goes on as it is;
+    /// otherwise the answer (a refusal; or, for a bulk write of which some documents were
+    /// refused, the others' results with the refusals in their places).
     func validatedWrite(_ request: Request, principal: Principal?) async -> Response? {
         guard Self.validatedKinds.contains(request.operation.kind), !request.database.isEmpty,
               request.database != Identities.usersDatabase, request.database != ReplicationDocument.database else { return nil }
@@ -114,16 +120,7 @@ extension GatewayService {
             guard case .success(.bulk(let written)) = response.outcome else { return response }
             results = written
         }
-        var merged: [BulkItemResult] = []
-        var next = results.makeIterator()
-        for (item, verdict) in zip(items, verdicts) {
-            if let verdict {
-                merged.append(BulkItemResult(id: Self.writtenID(item), rev: "", sequence: 0, error: verdict))
-            } else if let result = next.next() {
-                merged.append(result)
-            }
-        }
-        return .ok(request.id, .bulk(merged))
+        return .ok(request.id, .bulk(Self.merged(items, refusals: verdicts, written: results)))
     }
 
     /// Each document a write makes a new revision of, as the functions see it (`_id`, `_rev`,

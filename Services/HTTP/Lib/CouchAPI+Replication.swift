@@ -33,10 +33,11 @@ extension CouchAPI {
         }
         var filter = ReplicationFilter.none
         if let ids = body["doc_ids"]?.arrayValue {
-            // No document named: nothing to replicate (Sofa's empty list would mean every document).
-            if ids.isEmpty { return Self.json(["ok": true, "no_changes": true]) }
-            // IDs as CouchDB takes them there: percent-encoded ones decoded (`_design%2Ffoo`).
-            filter.docIDs = ids.compactMap(\.stringValue).map { $0.removingPercentEncoding ?? $0 }
+            // A design document's ID may come with its slash encoded (`_design%2Ffoo`), as in
+            // CouchDB's replication tests; other IDs are taken as written.
+            filter.docIDs = ids.compactMap(\.stringValue).map { id in
+                id.lowercased().hasPrefix("_design%2f") ? "_design/" + id.dropFirst("_design%2f".count) : id
+            }
         }
         // `filter`: a design document's filter "ddoc/name" (with `query_params`), as in CouchDB;
         // Sofa's query condition otherwise.
@@ -51,15 +52,14 @@ extension CouchAPI {
         // CouchDB's replication keeps conflicts for the application, the winner chosen by its rule
         // on every replica (Sofa's `auto` would resolve them); `"conflicts": "auto"` asks for Sofa's.
         let conflicts = try ConflictPolicy.parse(body["conflicts"]?.stringValue ?? ConflictPolicy.couchdb.rawValue)
-        try await Self.prepareEnds(client, source: source, target: target, create: body["create_target"]?.boolValue == true)
-        let started = Date()
-        var since: UInt64 = 0
-        switch body["since_seq"] {
-        case nil, .null?: break
-        case .int(let number)? where number >= 0: since = UInt64(number)
-        case .string(let text)?: since = try CouchSequence.parse(text) ?? 0
-        default: throw CouchError(.badRequest, "bad_request", "since_seq must be a sequence")
+        let since: UInt64
+        do { since = try ReplicationSpec.sinceSequence(body["since_seq"]) } catch {
+            throw CouchError(.badRequest, "bad_request", error.message)
         }
+        try await Self.prepareEnds(client, source: source, target: target, create: body["create_target"]?.boolValue == true)
+        // No document named: nothing to replicate (Sofa's empty list would mean every document).
+        if let ids = body["doc_ids"]?.arrayValue, ids.isEmpty { return Self.json(["ok": true, "no_changes": true]) }
+        let started = Date()
         let handle = try await client.replicate(from: source, to: target, mode: continuous ? .continuous : .oneShot, filter: filter,
                                                 conflicts: conflicts, since: since)
         guard let id = handle.ids.first else { throw CouchError(.internalServerError, "unknown_error", "no replication started") }

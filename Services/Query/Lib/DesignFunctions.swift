@@ -45,9 +45,9 @@ public final class DesignFunctions: Sendable {
         }
     }
 
-    /// Every design document's `validate_doc_update` on each new revision, with the document's
-    /// current revision as `oldDoc` (null for a new or deleted one): per document, null or the
-    /// first refusal.
+    /// Every design document's `validate_doc_update` on each new revision, with the revision it
+    /// follows as `oldDoc`: the current one, or the conflicting leaf its `_rev` names (null for a
+    /// new or deleted document): per document, null or the first refusal.
     private func validate(_ state: inout State, _ main: SQLiteConnection, _ collection: String,
                           _ call: DesignCall) throws(SofaError) -> JSON {
         let sources: [JSON] = try designDocuments(main).compactMap { $0.body["validate_doc_update"]?.stringValue.map { .string($0) } }
@@ -57,9 +57,14 @@ public final class DesignFunctions: Sendable {
         for document in call.documents {
             var old = JSON.null
             if let id = document["_id"]?.stringValue {
-                try main.run("SELECT core_revid(version), body FROM \(table) WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
-                    var shown = JSONObject([("_id", .string(id)), ("_rev", .string(row.text(0)))])
-                    for (key, value) in JSON.tryParse(row.blob(1))?.objectValue ?? [:] { shown[key] = value }
+                try main.run("SELECT core_revid(version), body, extra FROM \(table) WHERE key = ? AND (flags & 1) = 0",
+                             [.text(id)]) { row in
+                    var (rev, body) = (row.text(0), row.blob(1))
+                    if let leaf = Self.conflictingLeaf(document["_rev"]?.stringValue, current: rev, extra: row.blob(2), body: body) {
+                        (rev, body) = leaf
+                    }
+                    var shown = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
+                    for (key, value) in JSON.tryParse(body)?.objectValue ?? [:] { shown[key] = value }
                     old = .object(shown)
                 }
             }
@@ -72,6 +77,16 @@ public final class DesignFunctions: Sendable {
             throw SofaError(.invalidQuery, "validate_doc_update failed: \(answer.result["reason"]?.stringValue ?? answer.result.compactString)")
         }
         return .array(verdicts)
+    }
+
+    /// The live leaf other than the current revision that a write names as its parent (`given`),
+    /// with its body, from the document's revision tree; nil when it names the current one, or no
+    /// such leaf (a version vector's row has no tree).
+    static func conflictingLeaf(_ given: String?, current: String, extra: [UInt8], body: [UInt8]) -> (String, [UInt8])? {
+        guard let given, given != current, !extra.isEmpty, let revID = RevID.tryParse(given),
+              let tree = RevTree.tryDecode(extra, currentBody: body), let leaf = tree[revID], leaf.isLeaf, !leaf.isDeleted,
+              let leafBody = leaf.body else { return nil }
+        return (given, leafBody)
     }
 
     /// `_design/<design>`'s filter `name` on each document: per document, true or false.

@@ -228,19 +228,14 @@ actor PersistentReplications {
                                collection: try string("collection"), owner: try string("owner"),
                                sourceAccess: sourceAccess, targetAccess: targetAccess,
                                designFilter: designFilter, queryParams: queryParams,
-                               since: try Self.sinceSequence(body["since_seq"], docID))
+                               since: try since(body["since_seq"], docID))
     }
 
-    /// CouchDB's `since_seq`: a sequence, as a number or a string (what precedes a `-` counts).
-    static func sinceSequence(_ value: JSON?, _ docID: String) throws(SofaError) -> UInt64 {
-        switch value {
-        case nil, .null?: return 0
-        case .int(let number)? where number >= 0: return UInt64(number)
-        case .string(let text)?:
-            if let number = UInt64(text.prefix { $0 != "-" }) { return number }
-        default: break
+    /// The document's `since_seq`, its errors naming the document.
+    private static func since(_ value: JSON?, _ docID: String) throws(SofaError) -> UInt64 {
+        do { return try ReplicationSpec.sinceSequence(value) } catch {
+            throw SofaError(.invalidParameter, "_replicator document '\(docID)': \(error.message)")
         }
-        throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"since_seq\" must be a sequence")
     }
 
     /// Keeps the document's `status` up to date while its replications run: written after each

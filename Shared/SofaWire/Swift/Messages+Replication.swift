@@ -98,6 +98,19 @@ public struct ReplicationSpec: Sendable, Equatable {
 }
 
 extension ReplicationSpec {
+    /// CouchDB's `since_seq` as a replication is given it: a sequence, as a number or as the
+    /// string a changes feed hands out (what precedes a `-` counts); absent or null: 0.
+    public static func sinceSequence(_ value: JSON?) throws(SofaError) -> UInt64 {
+        switch value {
+        case nil, .null?: return 0
+        case .int(let number)? where number >= 0: return UInt64(number)
+        case .string(let text)?:
+            if let number = UInt64(text.prefix { $0 != "-" }) { return number }
+        default: break
+        }
+        throw SofaError(.invalidParameter, "since_seq must be a sequence (a number, or a changes feed's string), not \(value?.compactString ?? "")")
+    }
+
     /// Whether a `filter` as CouchDB's replications give it names a design document's filter
     /// ("ddoc/name": two names, one slash, no spaces) rather than a query condition.
     public static func isDesignFilter(_ filter: String) -> Bool {
