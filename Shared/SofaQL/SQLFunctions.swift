@@ -71,10 +71,7 @@ public enum SQLFunctions {
         switch sqlite3_value_type(value) {
         case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
-        case SQLITE_TEXT:
-            guard let text = sqlite3_value_text(value) else { return .text("") }
-            let count = Int(sqlite3_value_bytes(value))
-            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_TEXT: return .text(SQLiteText.value(value))
         case SQLITE_BLOB:
             let count = Int(sqlite3_value_bytes(value))
             guard count > 0, let bytes = sqlite3_value_blob(value) else { return .null }

@@ -29,6 +29,13 @@ enum SQLiteText {
         }
     }
 
+    /// The text of a function's argument ("" for NULL).
+    static func value(_ value: OpaquePointer?) -> String {
+        guard let pointer = sqlite3_value_text(value) else { return "" }
+        let count = Int(sqlite3_value_bytes(value))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
     /// The text of a result column ("" for NULL).
     static func column(_ statement: OpaquePointer?, _ column: Int32) -> String {
         guard let pointer = sqlite3_column_text(statement, column) else { return "" }
