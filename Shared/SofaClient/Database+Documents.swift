@@ -5,7 +5,9 @@ import Foundation
 /// Documents: write, read (a revision, its history, the open leaves), delete; local documents.
 extension DocumentStore {
     /// Writes a document from raw JSON (an object). No `rev` (and no `_rev` in the body) creates
-    /// it; otherwise `rev` must be its current revision, or the write fails with `.conflict`.
+    /// it; otherwise `rev` must be its current revision or another live leaf (a conflict's
+    /// losing branch), or the write fails with `.conflict` (`.notFound` when the document does
+    /// not exist, as LiteCore answers).
     /// A nil `id` lets storage generate one.
     @discardableResult
     public func put(id: String? = nil, json: String, rev: String? = nil) async throws(SofaError) -> DocumentRevision {

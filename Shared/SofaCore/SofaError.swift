@@ -107,3 +107,17 @@ extension SofaError {
     public static func unauthorized(_ message: String) -> SofaError { SofaError(.unauthorized, message) }
     public static func forbidden(_ message: String) -> SofaError { SofaError(.forbidden, message) }
 }
+
+extension SofaError {
+    private static let noRevisionWords = "does not exist, so it has no revision"
+
+    /// A write names a revision of a document the collection does not have (never written, or
+    /// purged): LiteCore's NotFound. CouchDB's HTTP API answers the same write as an update
+    /// conflict (`isRevisionOfMissingDocument` lets it tell this not-found from the others).
+    public static func revisionOfMissingDocument(_ id: String, revision: String) -> SofaError {
+        SofaError(.notFound, "document '\(id)' \(noRevisionWords) \(revision)")
+    }
+
+    /// Whether this is `revisionOfMissingDocument`'s error.
+    public var isRevisionOfMissingDocument: Bool { self.is(.notFound) && message.contains(Self.noRevisionWords) }
+}

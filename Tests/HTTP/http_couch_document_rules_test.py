@@ -28,6 +28,17 @@ class DocumentRulesTests(CouchTestCase):
         self.assertEqual(self.session.put(URL + "/" + db + "/_design%2Fdd", json={"views": {}}, timeout=30).status_code, 201)
         self.assertEqual(self.session.get(URL + "/" + db + "/_design/dd", timeout=30).json()["_id"], "_design/dd")
 
+    def test_a_revision_of_a_missing_document_is_an_update_conflict(self):
+        db = self.new_db()
+        made = self.session.put(URL + "/" + db + "/gone", json={"a": 1}, timeout=30).json()
+        self.session.post(URL + "/" + db + "/_purge", json={"gone": [made["rev"]]}, timeout=30)
+        for doc_id in ["gone", "never"]:
+            answer = self.session.put(URL + "/" + db + "/" + doc_id, json={"_rev": made["rev"], "a": 2}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (409, "conflict"), doc_id)
+            bulk = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": doc_id, "_rev": made["rev"]}]},
+                                     timeout=30).json()
+            self.assertEqual(bulk[0]["error"], "conflict", doc_id)
+
     def test_ids_and_bodies_couchdb_refuses(self):
         db = self.new_db()
         answer = self.session.post(URL + "/" + db, json={"_id": "_invalid"}, timeout=30)

@@ -21,7 +21,7 @@ import Testing
     static let history: [(String, DocumentWrite, Expect)] = [
         ("deleting a document that never existed", put("doc", [:], deleted: true), .failure(.notFound)),
         ("a rev given for a document that does not exist", put("doc", ["x": 1], parent: try! RevID.parse(rev1)),
-         .failure(.conflict)),
+         .failure(.notFound)),
         ("create without rev", put("doc", ["x": 1]), .revision(rev1, sequence: 1)),
         ("create again without rev", put("doc", ["x": 1]), .failure(.conflict)),
         ("update with the current rev", put("doc", ["x": 2], parent: try! RevID.parse(rev1)), .revision(rev2, sequence: 2)),

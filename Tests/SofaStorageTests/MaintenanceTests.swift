@@ -20,6 +20,9 @@ import Testing
                 await expectError(.notFound, "\(id)") { try await db.purge(id: id) }
             }
             await expectError(.notFound) { try await db.read(id: "live", rev: live.rev) }
+            // An update naming its old revision: not found (LiteCore's "LoadRevisions After Purge").
+            await expectError(.notFound) { try await db.write(put("live", ["x": 2], parent: live.rev)) }
+            await expectError(.notFound) { try await db.write(put("live", [:], parent: live.rev, deleted: true)) }
             #expect(recorder.events.suffix(2).map(\.rev) == ["", ""])
             #expect(recorder.events.suffix(2).map(\.sequence) == [4, 5])
             // Written again: a new document, generation 1.

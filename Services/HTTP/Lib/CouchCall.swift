@@ -165,6 +165,8 @@ struct CouchError: Error, Sendable {
     /// A Sofa failure in CouchDB's words.
     init(_ sofa: SofaError) {
         switch sofa.sofaCode {
+        // A write naming a revision of a missing document: CouchDB's update conflict.
+        case .notFound where sofa.isRevisionOfMissingDocument: self.init(.conflict, "conflict", "Document update conflict.")
         case .notFound: self.init(.notFound, "not_found", sofa.message.isEmpty ? "missing" : Self.missing(sofa.message))
         case .conflict: self.init(.conflict, "conflict", "Document update conflict.")
         case .databaseExists:

@@ -117,7 +117,7 @@ extension Transaction {
         case (nil, nil):
             if write.deleted { return .failure(.notFound("document '\(write.id)' does not exist")) }
         case (nil, let given?):
-            return .failure(.conflict("document '\(write.id)' does not exist, so it has no revision \(given)"))
+            return .failure(.revisionOfMissingDocument(write.id, revision: given.ascii))
         case (let existing?, nil):
             guard existing.deleted else {
                 return .failure(.conflict("document '\(write.id)' exists (revision \(existing.rev)); give its current _rev to update it"))
