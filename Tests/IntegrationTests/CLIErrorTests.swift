@@ -1,4 +1,5 @@
 import Foundation
+import SofaCore
 import SofaCluster
 import SofaClient
 import Testing
@@ -7,7 +8,9 @@ import Testing
 /// with no cluster running, at once and with a hint.
 @Suite struct CLIErrorTests {
     @Test func withNoClusterACommandFailsFastWithAHint() async throws {
-        let gateway = "tcp://127.0.0.1:\(try freePort())"  // nothing listens there
+        let unlistened = try UnlistenedPort()  // nothing listens there, and no cluster can meanwhile
+        defer { withExtendedLifetime(unlistened) {} }
+        let gateway = "tcp://127.0.0.1:\(unlistened.port)"
         // The call's own timeout is 120 s, so a first contact bounded by it would take that
         // long; the connection's wait is 1 s (the message says so). Timing a process on a loaded
         // machine says little more than that, so the bound is half the call's timeout.
@@ -53,4 +56,32 @@ import Testing
             #expect(echoed.payload == [1, 2, 3])
         }
     }
+}
+
+/// A loopback port bound and not listened on, for as long as this value lives: a connection to
+/// it is refused, and no cluster started meanwhile can take it (a port merely found free can be,
+/// by a test running beside this one).
+final class UnlistenedPort {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SofaError(.posix, errno, "socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else {
+            close(fd)
+            throw SofaError(.posix, errno, "cannot bind a loopback port")
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
 }
