@@ -94,6 +94,14 @@ public struct DocumentRow: Sendable {
                               hasAttachments: revision.flags.contains(.hasAttachments))
     }
 
+    /// The body of revision `rev` (a revID's ASCII) of document `id` when this row's tree keeps it
+    /// and it is not a deletion; nil otherwise (a version vector's row included).
+    public func body(ofLiveRevision rev: String, id: String) -> [UInt8]? {
+        guard let version = try? DocumentVersion.parse(ascii: rev), case .revID = version, let tree = try? revisionTree(),
+              let record = try? record(id: id, tree: tree, rev: version, history: false), !record.deleted else { return nil }
+        return record.body
+    }
+
     /// What a read of the current revision of document `id` answers, from this row's columns
     /// alone: its version, body and flags are the current revision's, as the tree's writer set them
     /// (`RevTree.recordColumns`). Nil when the tree must be read after all: a deleted, purged or

@@ -64,13 +64,15 @@ extension GatewayService {
         guard design.contains(true) else { return nil }
         var rest = request
         rest.operation = .bulkWrite(zip(items, design).filter { !$0.1 }.map(\.0))
-        // The others must be the writer's to write (a member's), else the refusal stands.
-        guard case .success = await authorize(rest, peer: BusServer.peer) else { return nil }
+        // The others must be the writer's to write (a member's): `handle` checks that as it
+        // writes them, and its refusal is the whole request's.
         var written: [BulkItemResult] = []
         if design.contains(false) {
             let response = await handle(rest)
             guard case .success(.bulk(let results)) = response.outcome else { return response }
             written = results
+        } else {
+            guard case .success = await authorize(rest, peer: BusServer.peer) else { return nil }
         }
         return .ok(request.id, .bulk(Self.merged(items, refusals: design.map { $0 ? refused : nil }, written: written)))
     }

@@ -57,11 +57,12 @@ public final class DesignFunctions: Sendable {
         for document in call.documents {
             var old = JSON.null
             if let id = document["_id"]?.stringValue {
-                try main.run("SELECT core_revid(version), body, extra FROM \(table) WHERE key = ? AND (flags & 1) = 0",
-                             [.text(id)]) { row in
+                try main.run("SELECT core_revid(version), body FROM \(table) WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
                     var (rev, body) = (row.text(0), row.blob(1))
-                    if let leaf = Self.conflictingLeaf(document["_rev"]?.stringValue, current: rev, extra: row.blob(2), body: body) {
-                        (rev, body) = leaf
+                    if let given = document["_rev"]?.stringValue, given != rev,
+                       let leaf = (try? DocumentRow.load(main, table: table, id: id, statement: "revision of " + table))??
+                        .body(ofLiveRevision: given, id: id) {
+                        (rev, body) = (given, leaf)
                     }
                     var shown = JSONObject([("_id", .string(id)), ("_rev", .string(rev))])
                     for (key, value) in JSON.tryParse(body)?.objectValue ?? [:] { shown[key] = value }
@@ -77,16 +78,6 @@ public final class DesignFunctions: Sendable {
             throw SofaError(.invalidQuery, "validate_doc_update failed: \(answer.result["reason"]?.stringValue ?? answer.result.compactString)")
         }
         return .array(verdicts)
-    }
-
-    /// The live leaf other than the current revision that a write names as its parent (`given`),
-    /// with its body, from the document's revision tree; nil when it names the current one, or no
-    /// such leaf (a version vector's row has no tree).
-    static func conflictingLeaf(_ given: String?, current: String, extra: [UInt8], body: [UInt8]) -> (String, [UInt8])? {
-        guard let given, given != current, !extra.isEmpty, let revID = RevID.tryParse(given),
-              let tree = RevTree.tryDecode(extra, currentBody: body), let leaf = tree[revID], leaf.isLeaf, !leaf.isDeleted,
-              let leafBody = leaf.body else { return nil }
-        return (given, leafBody)
     }
 
     /// `_design/<design>`'s filter `name` on each document: per document, true or false.

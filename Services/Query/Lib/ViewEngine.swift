@@ -182,14 +182,12 @@ public final class ViewEngine: Sendable {
     /// nil when it is gone. With `rev`, that revision of it (nil when its body is not kept).
     static func document(_ main: SQLiteConnection, _ id: String, rev: String? = nil, conflicts: Bool = false) throws(SofaError) -> JSON? {
         var found: JSON?
-        let extra = rev == nil ? "CASE WHEN flags & 2 THEN extra END" : "extra"
-        try main.run("SELECT core_revid(version), body, flags, \(extra) FROM kv_default "
+        try main.run("SELECT core_revid(version), body, flags, CASE WHEN flags & 2 THEN extra END FROM kv_default "
                      + "WHERE key = ? AND (flags & 1) = 0", [.text(id)]) { row in
             var body = row.blob(1), shownRev = row.text(0)
             if let rev, rev != shownRev {
-                guard let wanted = try? RevID.parse(rev), let tree = try? RevTree(encoded: row.blob(3), currentBody: body),
-                      let index = tree.index(of: wanted), let old = tree.revisions[index].body,
-                      !tree.revisions[index].isDeleted else { return }
+                guard let old = (try? DocumentRow.load(main, table: "kv_default", id: id, statement: "revision of kv_default"))??
+                    .body(ofLiveRevision: rev, id: id) else { return }
                 body = old
                 shownRev = rev
             }
