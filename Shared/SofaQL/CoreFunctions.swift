@@ -12,9 +12,11 @@ public enum CoreFunctions {
         try registerRaw(on: db)
         try SQLFunctions.register(scalar + FunctionLibrary.all, on: db)
         try Collations.register(on: db)
-        let rc = sofa_fts_register_snowball(db)
+        let words = FullText.englishStopWords.map { strdup($0) }
+        defer { words.forEach { free($0) } }
+        let rc = words.map { UnsafePointer($0) }.withUnsafeBufferPointer { sofa_fts_register(db, $0.baseAddress, Int32($0.count)) }
         guard rc == SQLITE_OK else {
-            throw SofaError(.sqlite, rc, "cannot register the sofa_snowball tokenizer: \(String(cString: sqlite3_errmsg(db)))")
+            throw SofaError(.sqlite, rc, "cannot register the full-text tokenizer and rank: \(String(cString: sqlite3_errmsg(db)))")
         }
     }
 
@@ -80,6 +82,12 @@ public enum CoreFunctions {
             case .integer, .real: return .text(args[0].json!.compactString)
             case .json(.array(let items)):
                 return .text(items.compactMap { $0.stringValue }.joined(separator: " "))
+            case .json(.object(let members)):
+                // A dictionary's string values, as LiteCore indexes them.
+                return .text(members.values.compactMap { $0.stringValue }.joined(separator: " "))
+            case .json(.bool(let b)):
+                // LiteCore indexes true and false as "T" and "F".
+                return .text(b ? "T" : "F")
             default: return .missing
             }
         },

@@ -1,28 +1,40 @@
 internal import CSofaFTS
-public import SofaCore
+internal import SofaCore
 
 /// Full-text rules shared by index creation and MATCH.
 ///
 /// Words are split and case-folded by FTS5's `unicode61` tokenizer, then stemmed by the Snowball
 /// stemmer of the index's language (`sofa_snowball`, Sofa's tokenizer over libstemmer): "en" /
 /// "english" (the default), "fr", "de", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "ru",
-/// "hu", "ro", "tr" and the other Snowball languages, by ISO code or name. "none" splits
-/// without stemming. English also ignores English stop words in MATCH text (a query for "the
-/// dog" finds a document that has "dog" and not "the").
+/// "hu", "ro", "tr" and the other Snowball languages, by ISO code or name; a region after the
+/// language is ignored ("en_US" is "en"). "none", and a language without a stemmer, split
+/// without stemming (as LiteCore does). English leaves its stop words out of the index, and out
+/// of MATCH text's bare words (a query for "the dog" finds a document that has "dog").
 public enum FullText {
-    /// The FTS5 `tokenize` argument for a language; an unknown language is an error naming it.
-    public static func tokenizer(language: String?, ignoreDiacritics: Bool) throws(SofaError) -> String {
+    /// The FTS5 `tokenize` argument for a language.
+    public static func tokenizer(language: String?, ignoreDiacritics: Bool) -> String {
         let diacritics = "remove_diacritics \(ignoreDiacritics ? 2 : 0)"
+        guard let name = stemmer(language) else { return "unicode61 \(diacritics)" }
+        return "sofa_snowball \(name)\(stemsEnglish(language) ? " stopwords" : "") \(diacritics)"
+    }
+
+    /// The Snowball stemmer of a language (its name as given, lower case, without a region), or
+    /// nil for none.
+    static func stemmer(_ language: String?) -> String? {
+        let name = baseLanguage(language)
+        guard name != "none", !name.isEmpty, name.allSatisfy({ $0.isASCII && $0.isLetter }),
+              sofa_fts_has_stemmer(name) != 0 else { return nil }
+        return name
+    }
+
+    /// A language in lower case without its region ("en_US", "en-GB": "en"); English when none.
+    private static func baseLanguage(_ language: String?) -> String {
         let name = (language ?? "english").lowercased()
-        if name == "none" || name.isEmpty { return "unicode61 \(diacritics)" }
-        guard name.allSatisfy({ $0.isASCII && $0.isLetter }), sofa_fts_has_stemmer(name) != 0 else {
-            throw SofaError(.invalidParameter, "no stemmer for language '\(language ?? "")': use an ISO code or name such as en, fr, de, es, it, pt, nl, sv, ru, or none")
-        }
-        return "sofa_snowball \(name) \(diacritics)"
+        return String(name.prefix { $0 != "_" && $0 != "-" })
     }
 
     static func stemsEnglish(_ language: String?) -> Bool {
-        ["en", "eng", "english"].contains(language?.lowercased() ?? "en")
+        ["en", "eng", "english"].contains(baseLanguage(language))
     }
 
     /// The classic English stop-word list (Lucene's, which LiteCore's English list extends).
@@ -67,7 +79,8 @@ public enum FullText {
     /// parentheses, `NEAR(…, N)`, column filters (`c0:`, `{c0 c1}:`, `-c0:`), `^`, `+`, a
     /// trailing `*`, and text in double quotes; a query without such a word is not touched.
     static func quotingPunctuation(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isForeign) else { return text }
+        guard text.unicodeScalars.contains(where: isForeign)
+              || text.split(separator: " ").contains(where: isLoneMinus) else { return text }
         var out: [String] = []
         var inQuote = false
         for token in text.split(separator: " ", omittingEmptySubsequences: false) {
@@ -84,6 +97,14 @@ public enum FullText {
 
     /// A token with its word quoted when the word has a character FTS5 refuses (`isForeign`).
     private static func quotingWord(_ token: Substring) -> String {
+        if isLoneMinus(token) {
+            // `-41`: FTS4 splits the word (the tokenizer drops the `-`); FTS5 would read syntax.
+            let opens = token.prefix { $0 == "(" }
+            var word = token.dropFirst(opens.count)
+            var tail = ""
+            while let c = word.last, "),*".contains(c) { tail.insert(c, at: tail.startIndex); word.removeLast() }
+            return opens + "\"" + word + "\"" + tail
+        }
         guard token.unicodeScalars.contains(where: isForeign) else { return String(token) }
         var word = token
         var head = "", tail = ""
@@ -100,6 +121,12 @@ public enum FullText {
         }
         guard !word.isEmpty else { return String(token) }
         return head + "\"" + word + "\"" + tail
+    }
+
+    /// A word beginning with `-` that is not a column filter (`-c0:`), such as a negative number.
+    private static func isLoneMinus(_ token: Substring) -> Bool {
+        let word = token.drop { $0 == "(" }
+        return word.hasPrefix("-") && word.count > 1 && !word.contains(":") && !word.contains("\"")
     }
 
     /// An ASCII character that is neither in a bareword nor FTS5's syntax.

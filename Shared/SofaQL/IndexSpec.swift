@@ -78,6 +78,10 @@ public struct IndexSpec: Sendable, Hashable {
               name.utf8.allSatisfy({ CollectionName.allowed.contains($0) }) else {
             throw SofaError(.invalidParameter, "invalid index name '\(name)': 1–251 characters of A-Z a-z 0-9 _ % -")
         }
+        // An empty expression (`""`, `[]`, `[""]`) is refused, as LiteCore refuses it.
+        for expression in expressions where [JSON.string(""), .array([]), .array([.string("")])].contains(expression) {
+            throw SofaError(.invalidQuery, "an index expression cannot be empty")
+        }
         switch kind {
         case .value, .fullText:
             guard !expressions.isEmpty else { throw SofaError(.invalidQuery, "a \(kind.name) index needs at least one expression") }
@@ -119,7 +123,7 @@ public struct IndexSpec: Sendable, Hashable {
             return ["CREATE INDEX \(quoted) ON \(kv) (\(columns.joined(separator: ", ")))"]
         case .fullText:
             let columnNames = expressions.indices.map { "c\($0)" }
-            let tokenizer = try FullText.tokenizer(language: language, ignoreDiacritics: ignoreDiacritics)
+            let tokenizer = FullText.tokenizer(language: language, ignoreDiacritics: ignoreDiacritics)
             var newValues: [String] = [], rowValues: [String] = []
             for e in expressions {
                 newValues.append("core_fts_text(\(try expressionSQL(e, body: "new.body")))")

@@ -79,7 +79,7 @@ extension QueryCompiler {
             alias = nextAlias("f")
             fullTextJoins.append((indexName, table, alias, source.sqlAlias))
         }
-        if name == "rank" { return Expr(sql: "(- bm25(\(alias).\"\(table)\"))", isCondition: false) }
+        if name == "rank" { return Expr(sql: "sofa_rank(\(alias).\"\(table)\")", isCondition: false) }
         // One MATCH per index (LiteCore's rule and words): FTS cannot search one table twice.
         guard matched.insert(alias).inserted else {
             throw Self.invalid("Sorry, multiple MATCHes of the same property are not allowed")

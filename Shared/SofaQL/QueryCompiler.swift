@@ -256,7 +256,13 @@ public struct QueryCompiler {
             func field(_ name: String) -> JSON? { spec.first { $0.key.uppercased() == name }?.value }
             if let unnest = field("UNNEST") {
                 guard index > 0 else { throw Self.invalid("UNNEST cannot be the first FROM item") }
-                guard let alias = field("AS")?.stringValue else { throw Self.invalid("UNNEST needs an alias (AS)") }
+                if case .array(let parts) = unnest, parts.first?.stringValue == "[]" {
+                    throw Self.invalid("UNNEST of an array literal is not supported: UNNEST a property")
+                }
+                // Without AS, the alias is the property's last name (LiteCore's rule).
+                guard let alias = field("AS")?.stringValue ?? Self.lastPropertyName(unnest) else {
+                    throw Self.invalid("UNNEST of an expression needs an alias (AS)")
+                }
                 try addUnnest(unnest, alias: Self.unescapingDots(alias))
                 continue
             }
@@ -348,6 +354,13 @@ public struct QueryCompiler {
     /// `name` with its backslash-escaped dots (`foo\.bar`) unescaped.
     static func unescapingDots(_ name: String) -> String {
         name.contains("\\.") ? name.replacingOccurrences(of: "\\.", with: ".") : name
+    }
+
+    /// The last name of a property path (`[".a.b"]`, `[".", "a", "b"]`: "b"), or nil for another expression.
+    static func lastPropertyName(_ expression: JSON) -> String? {
+        guard case .array(let parts) = expression, let op = parts.first?.stringValue, op.hasPrefix("."),
+              let path = try? Self.path(op, Array(parts.dropFirst())), case .key(let name)? = path.components.last else { return nil }
+        return name
     }
 
     mutating func addUnnest(_ expression: JSON, alias: String) throws(SofaError) {

@@ -178,9 +178,10 @@ extension CouchAPI {
         case .delete:
             // /db/_index/{ddoc}/{type}/{name}, the ddoc with or without its `_design/`.
             var segments = Array(call.segments.dropFirst(2))
+            // (`_design%2Fname`, as a client that encodes the ID sends it, is one segment.)
             if segments.first == "_design" { segments.removeFirst() }
             guard segments.count == 3, segments[1] == "json" else { throw CouchError(.notFound, "not_found", "Index not found") }
-            let ddoc = "_design/" + segments[0]
+            let ddoc = segments[0].hasPrefix("_design/") ? segments[0] : "_design/" + segments[0]
             guard let name = try await mangoIndexEntries(database).first(where: {
                 $0.entry["ddoc"]?.stringValue == ddoc && $0.entry["name"]?.stringValue == segments[2]
             })?.sofaName else { throw CouchError(.notFound, "not_found", "Index not found") }

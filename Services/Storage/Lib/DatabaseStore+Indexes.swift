@@ -41,16 +41,15 @@ extension DatabaseStore {
         }
     }
 
-    /// Drops an index of the collection; `.notFound` if there is none by that name.
+    /// Drops an index of the collection (nothing to do when there is none by that name).
     public func deleteIndex(_ name: String, in collection: CollectionName) async throws(SofaError) {
         try check(collection)
         try await perform { (tx: Transaction) throws(SofaError) -> Result<Void, SofaError> in
             var found: (Int64, String)? = nil
             try tx.db.run("SELECT type, expression FROM indexes WHERE name = ? AND keyStore = ?",
                           [.text(name), .text(collection.keyStore)]) { row in found = (row.integer(0), row.text(1)) }
-            guard let (type, expression) = found, let kind = IndexKind(rawValue: Int(type)) else {
-                return .failure(SofaError(.notFound, "no index '\(name)' on \(collection)"))
-            }
+            // Deleting an index that does not exist does nothing (LiteCore's rule).
+            guard let (type, expression) = found, let kind = IndexKind(rawValue: Int(type)) else { return .success(()) }
             let spec = IndexSpec(name: name, kind: kind, collection: collection, descriptor: JSON.tryParse(expression) ?? [:])
             for sql in spec.dropSQL() { try tx.db.execute(sql) }
             try tx.db.run("DELETE FROM indexes WHERE name = ? AND keyStore = ?", [.text(name), .text(collection.keyStore)])
