@@ -804,12 +804,18 @@ class MultipartTests(SofaTestCase):
         self.assertEqual(mixed.status_code, 200)
         content_type = mixed.headers["Content-Type"]
         self.assertTrue(content_type.startswith("multipart/mixed"), content_type)
-        part_boundary = content_type.split("boundary=")[1].strip('"')
-        parts = [p for p in mixed.content.split(("--" + part_boundary).encode()) if p.strip() not in (b"", b"--")]
-        documents = [json.loads(p.split(b"\r\n\r\n", 1)[1]) for p in parts]
-        self.assertEqual(documents[0]["_rev"], rev)
-        self.assertEqual(documents[0]["kind"], "mp")
-        self.assertEqual(documents[1], {"missing": "9-" + "a" * 32})
+        # The document with its attachments following (CouchDB's replicator reads them from
+        # here), then the missing revision.
+        import email.parser
+        import email.policy
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + mixed.content)
+        parts = list(message.iter_parts())
+        inner = list(parts[0].iter_parts())
+        document = json.loads(inner[0].get_payload(decode=True))
+        self.assertEqual((document["_rev"], document["kind"]), (rev, "mp"))
+        self.assertEqual({p.get_filename(): p.get_payload(decode=True) for p in inner[1:]}, {"one.bin": first, "two.txt": second})
+        self.assertEqual(json.loads(parts[1].get_payload(decode=True)), {"missing": "9-" + "a" * 32})
 
     def test_bulk_get_as_multipart_mixed_with_attachments_following(self):
         # Accept: multipart/mixed (and not JSON): a part per document; one with attachments is a

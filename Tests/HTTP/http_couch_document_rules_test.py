@@ -157,6 +157,9 @@ class AttachmentRulesTests(CouchTestCase):
         self.assertEqual((whole.status_code, whole.headers.get("Content-Range"), whole.content), (200, None, b"hello world"))
         part = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=0-4"}, timeout=30)
         self.assertEqual((part.status_code, part.headers["Content-Range"], part.content), (206, "bytes 0-4/11", b"hello"))
+        # A range that covers the whole attachment is still a part (attachment_ranges.exs).
+        every = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=0-10"}, timeout=30)
+        self.assertEqual((every.status_code, every.headers["Content-Range"], every.content), (206, "bytes 0-10/11", b"hello world"))
 
     def test_all_docs_with_attachments_inline(self):
         db = self.new_db()

@@ -267,5 +267,93 @@ class ReplicationRulesTests(CouchTestCase):
             self.assertNotIn(hidden, mine[0])
 
 
+class ReplicatorClientTests(CouchTestCase):
+    """What CouchDB's own replicator (couch_replicator) and PouchDB send a remote endpoint."""
+
+    def test_open_revs_as_multipart_mixed_sends_the_attachments(self):
+        # couch_replicator asks `open_revs` with Accept: multipart/mixed and no attachments=true:
+        # the answer always carries the attachments' bytes (those newer than atts_since).
+        import email.parser
+        import email.policy
+        import json
+        db = self.new_db()
+        first = self.session.put(URL + "/" + db + "/d/a.txt", data=b"alpha", headers={"Content-Type": "text/plain"}, timeout=30).json()["rev"]
+        second = self.session.put(URL + "/" + db + "/d/b.txt", params={"rev": first}, data=b"beta",
+                                  headers={"Content-Type": "text/plain"}, timeout=30).json()["rev"]
+        missing = "9-" + "a" * 32
+        for atts_since, expected in ((None, {"a.txt": b"alpha", "b.txt": b"beta"}), ([first], {"b.txt": b"beta"})):
+            params = {"revs": "true", "latest": "true", "open_revs": json.dumps([second, missing])}
+            if atts_since:
+                params["atts_since"] = json.dumps(atts_since)
+            answer = self.session.get(URL + "/" + db + "/d", params=params, headers={"Accept": "multipart/mixed"}, timeout=30)
+            self.assertEqual(answer.status_code, 200, answer.text[:300])
+            message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                b"Content-Type: " + answer.headers["Content-Type"].encode() + b"\r\n\r\n" + answer.content)
+            parts = list(message.iter_parts())
+            self.assertEqual([p.get_content_type() for p in parts], ["multipart/related", "application/json"])
+            inner = list(parts[0].iter_parts())
+            doc = json.loads(inner[0].get_payload(decode=True))
+            self.assertEqual((doc["_rev"], doc["_revisions"]["start"]), (second, 2))
+            self.assertEqual({p.get_filename(): p.get_payload(decode=True) for p in inner[1:]}, expected)
+            self.assertEqual({n for n, a in doc["_attachments"].items() if a.get("follows")}, set(expected))
+            # A missing revision is an error part, as CouchDB marks it.
+            self.assertEqual(parts[1]["Content-Type"], 'application/json; error="true"')
+            self.assertEqual(json.loads(parts[1].get_payload(decode=True)), {"missing": missing})
+
+    def test_atts_since_inlines_the_newer_attachments(self):
+        db = self.new_db()
+        first = self.session.put(URL + "/" + db + "/d/a.txt", data=b"alpha", headers={"Content-Type": "text/plain"}, timeout=30).json()["rev"]
+        self.session.put(URL + "/" + db + "/d/b.txt", params={"rev": first}, data=b"beta", headers={"Content-Type": "text/plain"}, timeout=30)
+        doc = self.session.get(URL + "/" + db + "/d", params={"atts_since": '["%s"]' % first}, timeout=30).json()
+        self.assertEqual((doc["_attachments"]["a.txt"].get("stub"), doc["_attachments"]["b.txt"].get("data")), (True, "YmV0YQ=="))
+
+    def test_local_checkpoints_with_revisions_are_written(self):
+        # couch_replicator writes its checkpoint with `_revisions` {"start": 0, "ids": ["1"]} after the first.
+        db = self.new_db()
+        path = URL + "/" + db + "/_local/checkpoint"
+        made = self.session.put(path, json={"history": [], "_revisions": {"start": 0, "ids": []}}, timeout=30)
+        self.assertEqual(made.status_code, 201, made.text)
+        again = self.session.put(path, json={"_rev": made.json()["rev"], "history": [1], "_revisions": {"start": 0, "ids": ["1"]}}, timeout=30)
+        self.assertEqual(again.status_code, 201, again.text)
+        self.assertEqual(self.session.get(path, timeout=30).json()["history"], [1])
+
+    def test_revs_diff_takes_revisions_it_cannot_hold_as_missing(self):
+        db = self.new_db()
+        held = self.session.put(URL + "/" + db + "/doc1", json={"v": 1}, timeout=30).json()["rev"]
+        answer = self.session.post(URL + "/" + db + "/_revs_diff", json={"doc1": [held, "2-randomid"], "foo": ["1-a", "2-b"]}, timeout=30)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        self.assertEqual(answer.json(), {"doc1": {"missing": ["2-randomid"]}, "foo": {"missing": ["1-a", "2-b"]}})
+
+    def test_selector_changes_list_every_leaf(self):
+        db = self.new_db()
+        loser, winner = self.conflicted(db, "c")
+        self.session.put(URL + "/" + db + "/other", json={"v": "x"}, timeout=30)
+        feed = self.session.post(URL + "/" + db + "/_changes", params={"filter": "_selector", "style": "all_docs"},
+                                 json={"selector": {"v": {"$in": ["low", "high"]}}}, timeout=30).json()
+        self.assertEqual([(r["id"], [c["rev"] for c in r["changes"]]) for r in feed["results"]], [("c", [winner, loser])])
+        docs = self.session.post(URL + "/" + db + "/_changes", params={"filter": "_selector", "include_docs": "true", "conflicts": "true"},
+                                 json={"selector": {"v": "high"}}, timeout=30).json()
+        self.assertEqual([(r["id"], r["doc"]["_conflicts"]) for r in docs["results"]], [("c", [loser])])
+
+    def test_created_documents_have_a_location(self):
+        db = self.new_db()
+        put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)
+        self.assertEqual(put.headers.get("Location"), URL + "/" + db + "/some%20doc")
+        posted = self.session.post(URL + "/" + db, json={"_id": "p/1"}, timeout=30)
+        self.assertEqual(posted.headers.get("Location"), URL + "/" + db + "/p%2F1")
+        attached = self.session.put(URL + "/" + db + "/p%2F1/a.txt", params={"rev": posted.json()["rev"]}, data=b"x", timeout=30)
+        self.assertEqual(attached.headers.get("Location"), URL + "/" + db + "/p%2F1/a.txt")
+        self.assertIsNone(self.session.put(URL + "/" + db + "/some%20doc", json={"v": 2}, timeout=30).headers.get("Location"))
+
+    def test_mango_index_deleted_by_its_encoded_design_id(self):
+        db = self.new_db()
+        made = self.session.post(URL + "/" + db + "/_index", json={"index": {"fields": ["v"]}, "ddoc": "vidx", "name": "v-idx"}, timeout=30)
+        self.assertEqual(made.status_code, 200, made.text)
+        gone = self.session.delete(URL + "/" + db + "/_index/_design%2Fvidx/json/v-idx", timeout=30)
+        self.assertEqual((gone.status_code, gone.json()), (200, {"ok": True}))
+        names = [i["name"] for i in self.session.get(URL + "/" + db + "/_index", timeout=30).json()["indexes"]]
+        self.assertNotIn("v-idx", names)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -152,7 +152,7 @@ extension CouchAPI {
                                  "revpos": .int(generation + 1), "stub": true]
             object["_attachments"] = .object(attachments)
             let result = try await database.put(id: id, body: JSON.object(object).compactBytes(), rev: rev)
-            return Self.written(result, batch: false)
+            return Self.located(Self.written(result, batch: false), call, path: call.request.uri.path)
         case .delete:
             guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
@@ -201,8 +201,9 @@ extension CouchAPI {
                     headers[.contentRange] = "bytes */\(length)"
                     return Response(status: .rangeNotSatisfiable, headers: headers)
                 }
-                // A range of the whole attachment is the attachment (CouchDB's 200).
-                if start > 0 || end < length - 1 {
+                // `bytes=0-` is the whole attachment (CouchDB's 200); any other range, even one
+                // that covers it all, is a part (206).
+                if !(start == 0 && bounds[1].isEmpty && !bounds[0].isEmpty) {
                     status = .partialContent
                     headers[.contentRange] = "bytes \(start)-\(end)/\(length)"
                 }

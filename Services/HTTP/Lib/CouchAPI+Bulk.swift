@@ -287,7 +287,21 @@ extension CouchAPI {
             }
             asked[id] = list
         }
-        let entries = asked.isEmpty ? [] : try await database.revsDiff(asked)
+        // A revision ID Sofa cannot hold (CouchDB takes any `N-text`) is missing, on its own: it
+        // does not fail the whole request.
+        var unheld: [String: [String]] = [:]
+        for (id, list) in asked {
+            let (valid, invalid) = list.reduce(into: ([String](), [String]())) { split, rev in
+                if (try? RevID.parse(rev)) != nil { split.0.append(rev) } else { split.1.append(rev) }
+            }
+            if !invalid.isEmpty { unheld[id] = invalid; asked[id] = valid }
+        }
+        var entries = asked.isEmpty ? [] : try await database.revsDiff(asked.filter { !$0.value.isEmpty })
+        for (id, invalid) in unheld {
+            if let index = entries.firstIndex(where: { $0.id == id }) { entries[index].revs += invalid } else {
+                entries.append(RevsDiffEntry(id: id, revs: invalid, possibleAncestors: []))
+            }
+        }
         var out = JSONObject()
         for entry in entries where !entry.revs.isEmpty {
             if missingRevs {

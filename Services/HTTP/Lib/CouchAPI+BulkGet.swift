@@ -124,9 +124,10 @@ extension CouchAPI {
     /// `application/json` part; one with them a `multipart/related` part (`X-Doc-Id`, `X-Rev-Id`)
     /// holding the JSON (those attachments marked `"follows": true`) and then each attachment's
     /// bytes, read from sofa-blob a chunk at a time; a failure is an
-    /// `application/json; error="true"` part.
-    private func multipartBulkGet(_ call: CouchCall, _ database: Database, items: [BulkGetItem],
-                                  results: [Result<[StoredDocument], any Error>], kind: String) -> Response {
+    /// `application/json; error="true"` part (`failurePart`'s JSON).
+    func multipartBulkGet(_ call: CouchCall, _ database: Database, items: [BulkGetItem],
+                          results: [Result<[StoredDocument], any Error>], kind: String,
+                          failurePart: @escaping @Sendable (BulkGetItem, any Error) -> JSON = { failure($0, $1) }) -> Response {
         let boundary = Multipart.newBoundary()
         let body = ResponseBody { writer in
             for (item, result) in zip(items, results) {
@@ -135,7 +136,7 @@ extension CouchAPI {
                 case .success(let found): documents = found
                 case .failure(let error):
                     try await writer.write(ByteBuffer(bytes: Array("--\(boundary)\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
-                                                      + Self.failure(item, error).compactBytes() + Array("\r\n".utf8)))
+                                                      + failurePart(item, error).compactBytes() + Array("\r\n".utf8)))
                     continue
                 }
                 for document in documents {

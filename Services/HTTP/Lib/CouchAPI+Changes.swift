@@ -273,7 +273,7 @@ extension CouchAPI {
                 n1ql: "SELECT META().id, META().revisionID, META().sequence, * FROM _ WHERE META().sequence > $since AND (\(condition)) "
                     + "ORDER BY META().sequence LIMIT \(limit)", parameters: ["since": .int(Int64(since))])
         }
-        let changes = result.rows.compactMap { row -> Change? in
+        var changes = result.rows.compactMap { row -> Change? in
             guard row.count >= 4, let id = row[0]?.stringValue, let rev = row[1]?.stringValue, let sequence = row[2]?.intValue else {
                 return nil
             }
@@ -284,6 +284,12 @@ extension CouchAPI {
             return Change(sequence: UInt64(sequence), id: id, rev: rev, body: body)
         }
         let last = changes.count == limit ? changes.last!.sequence : max(before, changes.last?.sequence ?? since)
+        if options.query.allLeaves, !changes.isEmpty {
+            // `style=all_docs` and `conflicts`: each matching document's leaves, as the feed has them.
+            let feed = try await database.changes(ChangesQuery(since: since, allLeaves: true, docIDs: changes.map(\.id)))
+            let leaves = Dictionary(feed.changes.map { ($0.id, $0.leaves) }, uniquingKeysWith: { $1 })
+            for index in changes.indices { changes[index].leaves = leaves[changes[index].id] ?? [] }
+        }
         return ChangesBatch(changes: changes, lastSequence: last)
     }
 

@@ -28,9 +28,9 @@ extension CouchAPI {
             if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
             let newEdits = try call.flag("new_edits", default: true)
-            return try await Self.batched(call, id: id) {
+            return Self.located(try await Self.batched(call, id: id) {
                 try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
-            }
+            }, call, path: call.request.uri.path)
         case .delete:
             guard let rev = try Self.givenRev(call, body: nil) else {
                 // CouchDB looks the document up first: one that is not there is 404.
@@ -50,7 +50,26 @@ extension CouchAPI {
         var object = try await call.objectBody(limit: limits.maxDocumentBytes, what: "Document")
         if object["_id"] == nil { object["_id"] = .string(try Self.uuids.next()) }
         let id = object["_id"]?.stringValue ?? ""
-        return try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) }
+        let path = "/" + Self.pathSegment(database.name) + "/" + (id.hasPrefix("_design/") ? "_design/" + Self.pathSegment(String(id.dropFirst(8)))
+                                                                        : Self.pathSegment(id))
+        return Self.located(try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) },
+                            call, path: path)
+    }
+
+    /// A created document's (or attachment's) answer with its `Location`, absolute as CouchDB
+    /// sends it, from the `Host` the client used.
+    static func located(_ response: Response, _ call: CouchCall, path: String) -> Response {
+        guard response.status == .created else { return response }
+        var response = response
+        response.headers[.location] = "http://\(call.request.head.authority ?? "127.0.0.1")\(path)"
+        return response
+    }
+
+    /// Text as one URL path segment (percent-encoded, `/` included).
+    static func pathSegment(_ text: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove("/")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
     /// A document write's answer; with `batch=ok`, CouchDB's batch mode: 202 once the request is
@@ -205,7 +224,8 @@ extension CouchAPI {
                        attsSince: [String]? = nil) async throws -> [UInt8] {
         let extras = try await documentExtras(document, call, database)
         // A stub has a `digest`: a body the compact scan finds none in has no attachments.
-        if try call.flag("attachments") || attsSince != nil, JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
+        if try call.flag("attachments") || attsSince != nil || call.query["atts_since"] != nil,
+           JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
             var stored = document
             stored.body = try await inlineAttachments(document.body, database,
                                                       since: try Self.attachmentGeneration(document, call, attsSince: attsSince))
@@ -244,12 +264,18 @@ extension CouchAPI {
             .compactMap { Int64($0.prefix { $0 != "-" }) }.max()
     }
 
-    /// `open_revs=all` or `open_revs=["rev", …]`: each as `{"ok": doc}` or `{"missing": rev}`.
+    /// `open_revs=all` or `open_revs=["rev", …]`: each as `{"ok": doc}` or `{"missing": rev}`;
+    /// for a client that accepts `multipart/mixed` and not JSON (CouchDB's replicator), each
+    /// document with the bytes of its attachments following it (all of them, or those newer than
+    /// `atts_since`: that answer never leaves attachment data out), as `_bulk_get` sends them,
+    /// and each missing revision as an `error="true"` part.
     private func openRevisions(_ call: CouchCall, _ database: Database, id: String, _ given: String) async throws -> Response {
-        var items: [[UInt8]] = []
+        var found: [Result<[StoredDocument], any Error>] = []
+        var asked: [BulkGetItem] = []
         if given == "all" {
             for leaf in try await database.openLeaves(id: id) {
-                items.append(Array("{\"ok\":".utf8) + (try await documentBytes(leaf, call, database)) + [0x7D])
+                asked.append(BulkGetItem(id: id, rev: leaf.rev))
+                found.append(.success([leaf]))
             }
         } else {
             guard let revs = JSON.tryParse(given)?.arrayValue?.compactMap(\.stringValue) else {
@@ -258,33 +284,36 @@ extension CouchAPI {
             let latest = try call.flag("latest")
             var sent = Set<String>()
             for rev in revs {
+                asked.append(BulkGetItem(id: id, rev: rev))
                 do {
                     // `latest`: each leaf descending from the revision, in its place (once each).
                     let documents = latest ? try await Self.latestLeaves(of: rev, id: id, database)
                         : [try await read(call, database, id: id, rev: rev, history: true)]
                     if documents.isEmpty { throw SofaError(.notFound, "no leaf descends from \(rev)") }
-                    for document in documents where sent.insert(document.rev).inserted {
-                        items.append(Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D])
-                    }
+                    found.append(.success(documents.filter { sent.insert($0.rev).inserted }))
                 } catch {
                     guard let sofa = error as? SofaError, sofa.is(.notFound) else { throw error }
-                    items.append(JSON.object(["missing": .string(rev)]).compactBytes())
+                    found.append(.failure(sofa))
                 }
             }
         }
         if let accept = call.header(.accept), accept.contains("multipart/mixed"), !accept.contains("application/json") {
-            let okPrefix = Array("{\"ok\":".utf8)
-            let (body, boundary) = Multipart.mixed(items.map { item in
-                // Each part is the document alone (`{"ok": doc}` unwrapped), or `{"missing": rev}`.
-                item.starts(with: okPrefix) ? Array(item.dropFirst(okPrefix.count).dropLast()) : item
-            })
-            return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            return multipartBulkGet(call, database, items: asked, results: found, kind: "multipart/mixed") { item, _ in
+                ["missing": .string(item.rev ?? "")]
+            }
         }
         var bytes: [UInt8] = [0x5B]
-        for (index, item) in items.enumerated() {
-            if index > 0 { bytes.append(0x2C) }
-            bytes += item
+        for (item, result) in zip(asked, found) {
+            switch result {
+            case .success(let documents):
+                for document in documents {
+                    if bytes.count > 1 { bytes.append(0x2C) }
+                    bytes += Array("{\"ok\":".utf8) + (try await documentBytes(document, call, database)) + [0x7D]
+                }
+            case .failure:
+                if bytes.count > 1 { bytes.append(0x2C) }
+                bytes += JSON.object(["missing": .string(item.rev ?? "")]).compactBytes()
+            }
         }
         bytes.append(0x5D)
         return Self.json(bytes: bytes)

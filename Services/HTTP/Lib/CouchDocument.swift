@@ -10,6 +10,10 @@ struct IncomingDocument: Sendable {
     var deleted: Bool
     /// `_revisions` as full revision IDs, newest first (nil: none given).
     var history: [String]?
+    /// Why `_revisions` could not be read: only a write that takes its ancestry from it
+    /// (`new_edits=false`) fails for it. CouchDB's replicator writes its `_local` checkpoints
+    /// with `"_revisions": {"start": 0, "ids": ["1"]}`, which a new edit leaves alone.
+    var historyError: CouchError?
     var body: JSONObject
 
     /// The members CouchDB reserves that are not stored in the body.
@@ -18,7 +22,7 @@ struct IncomingDocument: Sendable {
 
     init(_ object: JSONObject) throws(CouchError) {
         var body = JSONObject()
-        var id: String?, rev: String?, deleted = false, history: [String]?
+        var id: String?, rev: String?, deleted = false, history: [String]?, historyError: CouchError?
         for (key, value) in object {
             switch key {
             case "_id":
@@ -28,7 +32,8 @@ struct IncomingDocument: Sendable {
                 guard let text = value.stringValue else { throw CouchError(.badRequest, "bad_request", "Invalid rev format") }
                 rev = text
             case "_deleted": deleted = value.boolValue ?? false
-            case "_revisions": history = try Self.history(value)
+            case "_revisions":
+                do throws(CouchError) { history = try Self.history(value) } catch { historyError = error }
             case "_attachments": body[key] = value
             case _ where Self.special.contains(key): break
             case _ where key.hasPrefix("_"):
@@ -40,6 +45,7 @@ struct IncomingDocument: Sendable {
         self.rev = rev
         self.deleted = deleted
         self.history = history
+        self.historyError = historyError
         self.body = body
     }
 
@@ -58,6 +64,7 @@ struct IncomingDocument: Sendable {
 
     /// A write's ancestry for `new_edits=false`: `_revisions`, else the one revision given.
     func ancestry() throws(CouchError) -> [String] {
+        if let historyError { throw historyError }
         if let history, !history.isEmpty {
             if let rev, rev != history[0] { throw CouchError(.badRequest, "bad_request", "_rev does not match _revisions") }
             return history
