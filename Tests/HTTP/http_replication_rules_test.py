@@ -335,6 +335,20 @@ class ReplicatorClientTests(CouchTestCase):
                                  json={"selector": {"v": "high"}}, timeout=30).json()
         self.assertEqual([(r["id"], r["doc"]["_conflicts"]) for r in docs["results"]], [("c", [loser])])
 
+    def test_view_filter_passes_what_the_map_emits_for(self):
+        # filter=_view&view=design/view (CouchDB's, and PouchDB's `view` option).
+        db = self.new_db()
+        design = {"views": {"kinds": {"map": "function (doc) { if (doc.kind === 'a') { emit(doc._id, null); } };"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/d", json=design, timeout=30).status_code, 201)
+        for doc_id, kind in (("x", "a"), ("y", "b"), ("z", "a")):
+            self.session.put(URL + "/" + db + "/" + doc_id, json={"kind": kind}, timeout=30)
+        for view in ("d/kinds", "_design/d/kinds"):
+            feed = self.session.get(URL + "/" + db + "/_changes", params={"filter": "_view", "view": view}, timeout=30)
+            self.assertEqual(feed.status_code, 200, feed.text)
+            self.assertEqual([r["id"] for r in feed.json()["results"]], ["x", "z"])
+        missing = self.session.get(URL + "/" + db + "/_changes", params={"filter": "_view", "view": "d/nope"}, timeout=30)
+        self.assertEqual(missing.status_code, 404, missing.text)
+
     def test_created_documents_have_a_location(self):
         db = self.new_db()
         put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)

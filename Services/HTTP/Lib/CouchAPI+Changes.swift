@@ -75,7 +75,14 @@ extension CouchAPI {
                 throw CouchError(.badRequest, "bad_request", "Filter _sofa_where needs a N1QL condition in `where`")
             }
             options.filter = .n1ql(condition)
-        case let name? where !name.hasPrefix("_") && name.contains("/"):
+        case let name? where (!name.hasPrefix("_") && name.contains("/")) || name == "_view":
+            var name = name
+            if name == "_view" {
+                // CouchDB's `_view` filter (`view=design/view`): the documents the view's map emits for.
+                let parts = (call.query["view"] ?? "").split(separator: "/").map(String.init).filter { $0 != "_design" && $0 != "_view" }
+                guard parts.count == 2 else { throw CouchError(.badRequest, "bad_request", "filter=_view needs view=designname/viewname") }
+                name = parts[0] + "/" + DesignCall.viewFilterPrefix + parts[1]
+            }
             let query = JSONObject(call.query.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) })
             let user: JSON = ["db": .string(database.name), "name": call.user.map { .string($0.name) } ?? .null]
             options.filter = .javascript(name, request: ["method": .string(call.method.rawValue), "query": .object(query),

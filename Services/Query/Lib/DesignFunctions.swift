@@ -80,13 +80,24 @@ public final class DesignFunctions: Sendable {
         return .array(verdicts)
     }
 
-    /// `_design/<design>`'s filter `name` on each document: per document, true or false.
+    /// `_design/<design>`'s filter `name` on each document: per document, true or false. The
+    /// name `_view/<view>` is CouchDB's `_view` filter: a document passes when the view's map
+    /// function emits at least one row for it.
     private func filter(_ state: inout State, _ main: SQLiteConnection, _ call: DesignCall) throws(SofaError) -> JSON {
         var source: String?
+        let view = call.name.hasPrefix(DesignCall.viewFilterPrefix) ? String(call.name.dropFirst(DesignCall.viewFilterPrefix.count)) : nil
         try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + call.design)]) {
-            source = JSON.tryParse($0.blob(0))?["filters"]?[call.name]?.stringValue
+            let design = JSON.tryParse($0.blob(0))
+            if let view {
+                source = design?["views"]?[view]?["map"]?.stringValue.map(Self.emitting)
+            } else {
+                source = design?["filters"]?[call.name]?.stringValue
+            }
         }
-        guard let source else { throw SofaError(.notFound, "no filter '\(call.name)' in design document '_design/\(call.design)'") }
+        guard let source else {
+            throw SofaError(.notFound, view.map { "no view '\($0)' in design document '_design/\(call.design)'" }
+                ?? "no filter '\(call.name)' in design document '_design/\(call.design)'")
+        }
         guard !call.documents.isEmpty else { return [] }
         let answer = try state.js.call(["filter", .string(source), .array(call.documents), call.context], timeout: Self.timeout)
         log(answer, "filter")
@@ -94,6 +105,15 @@ public final class DesignFunctions: Sendable {
             throw SofaError(.invalidQuery, "the filter failed: \(answer.result["reason"]?.stringValue ?? answer.result.compactString)")
         }
         return .array(passed.map { .bool($0.boolValue == true) })
+    }
+
+    /// A filter made of a map function: true when the map emits for the document. The map is
+    /// written inside the filter, so the `emit` it calls is the filter's own.
+    static func emitting(_ map: String) -> String {
+        var text = map
+        while let last = text.last, ";\t\n\r ".contains(last) { text.removeLast() }
+        return "function (doc, req) { var emitted = false; var emit = function () { emitted = true; };\n"
+            + "(\(text)\n)(doc); return emitted; }"
     }
 
     private func log(_ answer: JavaScriptProcess.Answer, _ function: String) {

@@ -82,6 +82,10 @@ public struct IndexDefinition: Sendable, Equatable {
 
 /// A call of a design document's other functions (query workers); see `DesignCall` in sofa.proto.
 public struct DesignCall: Sendable, Equatable {
+    /// A `.filter` call's name that stands for a view's map function (`_view/<view>`, CouchDB's
+    /// `_view` filter): a document passes when the map emits at least one row for it.
+    public static let viewFilterPrefix = "_view/"
+
     public enum Kind: String, Sendable, CaseIterable {
         /// Every design document's `validate_doc_update` on new revisions: per document, null
         /// (accepted) or `{"forbidden"|"unauthorized": reason}`.
