@@ -161,6 +161,15 @@ class ViewRulesTests(CouchTestCase):
         db = self.view_db()
         row = self.view(db, "linked", {"key": "12", "include_docs": "true"}).json()["rows"][0]
         self.assertEqual((row["id"], row["doc"]["_id"]), ("12", "11"))
+        # A value's `_rev` without `_id` shows the row's own document at that revision
+        # (view_include_docs.exs, "emitted _rev controls things").
+        first = self.session.put(URL + "/" + db + "/0", json={"integer": 0}, timeout=30).json()["rev"]
+        self.session.put(URL + "/" + db + "/0", json={"_rev": first, "integer": 100, "prev": first}, timeout=30)
+        design = {"views": {"with_prev": {"map": "function (doc) { emit(doc._id, {'_rev': doc.prev}); }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/prev", json=design, timeout=30).status_code, 201)
+        rows = self.session.post(URL + "/" + db + "/_design/prev/_view/with_prev", params={"include_docs": "true"},
+                                 json={"keys": ["0"]}, timeout=30).json()["rows"]
+        self.assertEqual([(r["doc"]["_rev"], r["doc"]["integer"], "prev" in r["doc"]) for r in rows], [(first, 0, False)])
         before = self.view(db, "nulls", {"update_seq": "true"}).json()
         self.session.put(URL + "/" + db + "/late", json={"integer": 99}, timeout=30)
         stale = self.view(db, "nulls", {"stale": "ok", "update_seq": "true"}).json()

@@ -155,11 +155,10 @@ public final class ViewEngine: Sendable {
             var listed: [JSON] = []
             for row in rows {
                 var item = JSONObject([("id", .string(row.id)), ("key", row.key), ("value", row.value)])
-                // A value `{"_id": …}` links the row to that document instead, at its `_rev` if
-                // it names one (CouchDB's rule).
+                // A value `{"_id": …}` links the row to that document instead, and a value's
+                // `_rev` (with or without `_id`) names the revision shown (CouchDB's rule).
                 if includeDocs {
-                    let linked = row.value["_id"]?.stringValue
-                    item["doc"] = try Self.document(main, linked ?? row.id, rev: linked == nil ? nil : row.value["_rev"]?.stringValue,
+                    item["doc"] = try Self.document(main, row.value["_id"]?.stringValue ?? row.id, rev: row.value["_rev"]?.stringValue,
                                                     conflicts: options["conflicts"]?.boolValue == true) ?? .null
                 }
                 listed.append(.object(item))
