@@ -976,9 +976,12 @@ class ListingsTests(SofaTestCase):
         self.assertEqual(requests.post(URL + "/" + db + "/_ensure_full_commit", auth=auth, json={}, timeout=10).json()["ok"], True)
         self.assertEqual(requests.get(URL + "/" + db + "/_revs_limit", auth=auth, timeout=10).json(), 1000)
         self.assertEqual(requests.put(URL + "/" + db + "/_revs_limit", auth=auth, data="500", timeout=10).json(), {"ok": True})
+        before = requests.get(URL + "/" + db, auth=auth, timeout=10).json()["purge_seq"]
         purged = requests.post(URL + "/" + db + "/_purge", auth=auth, json={"p": [rev]}, timeout=10)
         self.assertEqual(purged.status_code, 201, purged.text)
         self.assertEqual(purged.json()["purged"], {"p": [rev]})
+        # purge_seq moves on with a purge (purge.exs).
+        self.assertNotEqual(requests.get(URL + "/" + db, auth=auth, timeout=10).json()["purge_seq"], before)
         self.assert_api_error(lambda: self.admin.get_document(db=db, doc_id="p"), 404, "not_found")
 
     def test_copy_range_and_eventsource(self):

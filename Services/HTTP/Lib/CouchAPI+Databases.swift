@@ -179,7 +179,7 @@ extension CouchAPI {
         let info = try await database.info()
         return [
             "db_name": .string(database.name), "doc_count": .int(Int64(info.documentCount)), "doc_del_count": .int(Int64(info.deletedCount)),
-            "update_seq": .string(CouchSequence.text(info.lastSequence)), "purge_seq": "0", "compact_running": false,
+            "update_seq": .string(CouchSequence.text(info.lastSequence)), "purge_seq": .string(CouchSequence.text(info.purgeCount)), "compact_running": false,
             "sizes": ["file": .int(Int64(info.fileBytes + info.walBytes)), "active": .int(Int64(info.fileBytes)),
                       "external": .int(Int64(info.fileBytes))],
             "instance_start_time": "0", "disk_format_version": 8, "props": [:],

@@ -184,7 +184,7 @@ public final class StorageService: Sendable {
                 updateSequence: stats.updateSequence, fileBytes: stats.fileBytes, walBytes: stats.walBytes,
                 publicUUID: stats.publicUUID, privateUUID: stats.privateUUID, versioning: stats.versioning,
                 collections: UInt32(stats.collections), deletedCount: UInt64(stats.deleted),
-                revsLimit: UInt32(clamping: stats.revsLimit)))
+                revsLimit: UInt32(clamping: stats.revsLimit), purgeCount: stats.purgeCount))
         case .createCollection:
             try await db.createCollection(collection)
             return .none

@@ -9040,7 +9040,7 @@ const ProtobufCMessageDescriptor sofa__wire__document_list__descriptor =
   (ProtobufCMessageInit) sofa__wire__document_list__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[12] =
+static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descriptors[13] =
 {
   {
     "name",
@@ -9186,6 +9186,18 @@ static const ProtobufCFieldDescriptor sofa__wire__database_info__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "purge_count",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Sofa__Wire__DatabaseInfo, purge_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
   9,   /* field[9] = collections */
@@ -9196,6 +9208,7 @@ static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
   0,   /* field[0] = name */
   7,   /* field[7] = private_uuid */
   6,   /* field[6] = public_uuid */
+  12,   /* field[12] = purge_count */
   11,   /* field[11] = revs_limit */
   3,   /* field[3] = update_sequence */
   8,   /* field[8] = versioning */
@@ -9204,7 +9217,7 @@ static const unsigned sofa__wire__database_info__field_indices_by_name[] = {
 static const ProtobufCIntRange sofa__wire__database_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
 {
@@ -9214,7 +9227,7 @@ const ProtobufCMessageDescriptor sofa__wire__database_info__descriptor =
   "Sofa__Wire__DatabaseInfo",
   "sofa.wire",
   sizeof(Sofa__Wire__DatabaseInfo),
-  12,
+  13,
   sofa__wire__database_info__field_descriptors,
   sofa__wire__database_info__field_indices_by_name,
   1,  sofa__wire__database_info__number_ranges,

@@ -99,11 +99,14 @@ public struct DatabaseInfo: Sendable, Equatable {
     /// How many revisions of a document's history the database keeps (`setRevsLimit`); 0: none
     /// set (the history is kept whole until compaction prunes it).
     public var revsLimit: UInt32
+    /// Purges of the collection's documents so far (CouchDB's `purge_seq`).
+    public var purgeCount: UInt64
 
     public init(name: String, documentCount: UInt64, lastSequence: UInt64, updateSequence: UInt64, fileBytes: UInt64,
                 walBytes: UInt64, publicUUID: String, privateUUID: String, versioning: Versioning, collections: UInt32,
-                deletedCount: UInt64 = 0, revsLimit: UInt32 = 0) {
+                deletedCount: UInt64 = 0, revsLimit: UInt32 = 0, purgeCount: UInt64 = 0) {
         self.deletedCount = deletedCount
+        self.purgeCount = purgeCount
         self.revsLimit = revsLimit
         self.name = name
         self.documentCount = documentCount

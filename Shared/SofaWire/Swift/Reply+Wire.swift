@@ -74,6 +74,7 @@ extension Reply {
             r.pointee.collections = info.collections
             r.pointee.deleted_count = info.deletedCount
             r.pointee.revs_limit = info.revsLimit
+            r.pointee.purge_count = info.purgeCount
             message.pointee.result_case = SOFA__WIRE__RESPONSE__RESULT_DATABASE_INFO
             message.pointee.database_info = r
         case .collections(let names):
@@ -281,7 +282,7 @@ extension Reply {
                 publicUUID: try decodeString(r.public_uuid, "info.publicUUID"),
                 privateUUID: try decodeString(r.private_uuid, "info.privateUUID"),
                 versioning: try Versioning.parse(decodeString(r.versioning, "info.versioning")), collections: r.collections,
-                deletedCount: r.deleted_count, revsLimit: r.revs_limit))
+                deletedCount: r.deleted_count, revsLimit: r.revs_limit, purgeCount: r.purge_count))
         case SOFA__WIRE__RESPONSE__RESULT_COLLECTIONS:
             let r = try required(m.collections, "collections")
             return .collections(try decodeStrings(r.n_names, r.names, "collections.names"))

@@ -1478,10 +1478,14 @@ struct  Sofa__Wire__DatabaseInfo
    * the limit set with SetRevsLimit; 0 = none set
    */
   uint32_t revs_limit;
+  /*
+   * purges of the collection's documents so far (CouchDB's purge_seq)
+   */
+  uint64_t purge_count;
 };
 #define SOFA__WIRE__DATABASE_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&sofa__wire__database_info__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
 
 
 struct  Sofa__Wire__CollectionList
