@@ -179,6 +179,16 @@ class ViewRulesTests(CouchTestCase):
         # update_after brought the index up to date after answering: a stale read now sees the new row.
         self.assertEqual(len(self.view(db, "nulls", {"stale": "ok"}).json()["rows"]), len(before["rows"]) + 1)
 
+    def test_stale_reads_answer_the_index_s_sequence_on_every_worker(self):
+        # view_update_seq.exs: with several query workers sharing the index, a stale read's
+        # update_seq is the index's, whichever worker answers.
+        db = self.view_db()
+        for round_ in range(3):
+            self.session.put(URL + "/" + db + "/late%d" % round_, json={"integer": round_}, timeout=30)
+            fresh = self.view(db, "nulls", {"update_seq": "true"}).json()
+            seen = {self.view(db, "nulls", {"stale": "ok", "update_seq": "true"}).json()["update_seq"] for _ in range(8)}
+            self.assertEqual(seen, {fresh["update_seq"]}, round_)
+
     def test_map_functions_and_included_documents_see_conflicts(self):
         db = self.new_db()
         first, second = self.conflicted(db, "c")

@@ -159,6 +159,11 @@ public final class ViewIndex {
     /// SQLite without reading the rows. The ungrouped reduction of the whole view is made of the
     /// reductions stored per bucket of rows (`ViewIndex+Reduce`), only changed buckets read again.
     public func query(_ options: ViewQueryOptions, countsRows: Bool = false, reduce: ViewReducer? = nil) throws(SofaError) -> ViewResult {
+        // Another worker may have brought the shared index further than this one knows: the
+        // sequence answered (`update_seq`) and the offsets counted go by the file's.
+        try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) {
+            self.lastSequence = UInt64($0.integer(0))
+        }
         let ungrouped = options.reduce && !options.group && options.groupLevel == nil && options.keys == nil && options.key == nil
         if countsRows, reduce != nil, ungrouped {
             let count = try countRange(options)
