@@ -179,6 +179,20 @@ class ViewRulesTests(CouchTestCase):
         # update_after brought the index up to date after answering: a stale read now sees the new row.
         self.assertEqual(len(self.view(db, "nulls", {"stale": "ok"}).json()["rows"]), len(before["rows"]) + 1)
 
+    def test_a_reduction_that_does_not_shrink_is_an_error_row(self):
+        # view_errors.exs, "reduce overflow error" (CouchDB's reduce_limit).
+        db = self.view_db()
+        design = {"views": {"big": {"map": "function (doc) { emit(doc.integer, doc.integer); }",
+                                    "reduce": "function (keys, values) { var c = []; for (var i = 0; i < 1000; i++) { c.push('wazzap'); } return c; }"},
+                            "small": {"map": "function (doc) { emit(doc.integer, doc.integer); }",
+                                      "reduce": "function (keys, values) { return values.length; }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/big", json=design, timeout=30).status_code, 201)
+        answer = self.session.get(URL + "/" + db + "/_design/big/_view/big", timeout=30)
+        self.assertEqual(answer.status_code, 200, answer.text[:300])
+        self.assertEqual(answer.json()["rows"][0]["error"], "reduce_overflow_error")
+        self.assertIn("Reduce output must shrink more rapidly", answer.json()["rows"][0]["reason"])
+        self.assertEqual(self.session.get(URL + "/" + db + "/_design/big/_view/small", timeout=30).json()["rows"], [{"key": None, "value": 5}])
+
     def test_stale_reads_answer_the_index_s_sequence_on_every_worker(self):
         # view_update_seq.exs: with several query workers sharing the index, a stale read's
         # update_seq is the index's, whichever worker answers.

@@ -122,16 +122,25 @@ public final class ViewEngine: Sendable {
                     return value
                 }
                 reducer = ViewReducer(reduce: { (keys, values) throws(SofaError) -> JSON in
-                    try run(["reduce", [.string(reduceSource)], .array(zip(keys, values).map { .array([$0, $1]) })])
+                    let input = JSON.array(zip(keys, values).map { .array([$0, $1]) })
+                    return try Self.shrinking(run(["reduce", [.string(reduceSource)], input]), from: input)
                 }, rereduce: { (reductions) throws(SofaError) -> JSON in
-                    try run(["rereduce", [.string(reduceSource)], .array(reductions)])
+                    let input = JSON.array(reductions)
+                    return try Self.shrinking(run(["rereduce", [.string(reduceSource)], input]), from: input)
                 })
             }
         } else {
             query.reduce = false
         }
         let counts = reduceSource.flatMap(BuiltinReduce.init(named:)) == .count
-        let result = try index.query(query, countsRows: counts, reduce: reducer)
+        let result: ViewResult
+        do throws(SofaError) {
+            result = try index.query(query, countsRows: counts, reduce: reducer)
+        } catch where error.message.hasPrefix(Self.reduceOverflow) {
+            // CouchDB answers a reduction that does not shrink as the row of its error.
+            let reason = String(error.message.dropFirst(Self.reduceOverflow.count + 2))
+            return ["rows": [["error": .string(Self.reduceOverflow), "reason": .string(reason)]]]
+        }
         let answeredSequence = index.lastSequence
         if update == "lazy" {
             // After the answer: the next job on this queue, before any later query of the view.
@@ -169,6 +178,17 @@ public final class ViewEngine: Sendable {
         }
         if options["update_seq"]?.boolValue == true { answer["update_seq"] = .string("\(answeredSequence)") }
         return .object(answer)
+    }
+
+    /// CouchDB's error for a JavaScript reduction that does not shrink (its `reduce_limit`).
+    static let reduceOverflow = "reduce_overflow_error"
+
+    /// A JavaScript reduction, refused (`reduceOverflow`) as CouchDB refuses it when it does not
+    /// shrink: over 4096 bytes of JSON and more than half the size of what it reduced.
+    static func shrinking(_ reduction: JSON, from input: JSON) throws(SofaError) -> JSON {
+        let output = reduction.compactBytes().count, given = input.compactBytes().count
+        guard output > 4096, output * 2 > given else { return reduction }
+        throw SofaError(.invalidQuery, "\(reduceOverflow): Reduce output must shrink more rapidly: input size: \(given) output size: \(output)")
     }
 
     /// A view's code, summed up: an index built from other code is rebuilt.
