@@ -349,6 +349,26 @@ class ReplicatorClientTests(CouchTestCase):
         missing = self.session.get(URL + "/" + db + "/_changes", params={"filter": "_view", "view": "d/nope"}, timeout=30)
         self.assertEqual(missing.status_code, 404, missing.text)
 
+    def test_attachments_inline_are_not_counted_as_document_bytes(self):
+        # PouchDB pushes 100 documents a batch with their attachments inline (base64): a batch of
+        # 20 MB, and a document with 9 MB of attachment, are written; 9 MB of JSON is still refused.
+        import base64
+        import os
+        db = self.new_db()
+        blobs = [os.urandom(1_500_000) for _ in range(10)]
+        docs = [{"_id": "p%d" % i, "_attachments": {"a.bin": {"content_type": "application/octet-stream",
+                                                              "data": base64.b64encode(b).decode()}}} for i, b in enumerate(blobs)]
+        bulk = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=120)
+        self.assertEqual(bulk.status_code, 201, bulk.text[:300])
+        self.assertEqual(self.session.get(URL + "/" + db + "/p7/a.bin", timeout=30).content, blobs[7])
+        big = os.urandom(9_000_000)
+        put = self.session.put(URL + "/" + db + "/big", timeout=120, json={"_attachments": {"b.bin": {
+            "content_type": "application/octet-stream", "data": base64.b64encode(big).decode()}}})
+        self.assertEqual(put.status_code, 201, put.text[:300])
+        self.assertEqual(self.session.get(URL + "/" + db + "/big/b.bin", timeout=30).content, big)
+        refused = self.session.put(URL + "/" + db + "/json", json={"text": "x" * 9_000_000}, timeout=120)
+        self.assertEqual(refused.status_code, 413, refused.text[:300])
+
     def test_created_documents_have_a_location(self):
         db = self.new_db()
         put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)

@@ -15,7 +15,7 @@ extension CouchAPI {
     /// result. With `new_edits=false` only failures are listed, as CouchDB does.
     func bulkDocs(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         try Self.requireMethod(call, .post)
-        let body = try await call.objectBody(limit: limits.maxRequestBytes)
+        let body = try await call.objectBody(limit: limits.maxBodyWithAttachments)
         guard let given = body["docs"] else {
             throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
         }

@@ -23,7 +23,7 @@ extension CouchAPI {
             if let boundary = Multipart.boundary(of: call.header(.contentType)) {
                 (object, followed) = try await multipartDocument(&call, boundary: boundary)
             } else {
-                object = try await call.objectBody(limit: limits.maxDocumentBytes, what: "Document")
+                object = try await call.objectBody(limit: limits.maxBodyWithAttachments, what: "Document")
             }
             if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
@@ -47,7 +47,7 @@ extension CouchAPI {
     }
 
     func postDocument(_ call: inout CouchCall, _ database: Database) async throws -> Response {
-        var object = try await call.objectBody(limit: limits.maxDocumentBytes, what: "Document")
+        var object = try await call.objectBody(limit: limits.maxBodyWithAttachments, what: "Document")
         if object["_id"] == nil { object["_id"] = .string(try Self.uuids.next()) }
         let id = object["_id"]?.stringValue ?? ""
         let path = "/" + Self.pathSegment(database.name) + "/" + (id.hasPrefix("_design/") ? "_design/" + Self.pathSegment(String(id.dropFirst(8)))
@@ -333,7 +333,7 @@ extension CouchAPI {
     /// A `multipart/related` write: the document (first part), and the bytes of each attachment
     /// marked `"follows": true`, by name, in the order of `_attachments`.
     private func multipartDocument(_ call: inout CouchCall, boundary: String) async throws -> (JSONObject, [String: [UInt8]]) {
-        let body = try await call.body(limit: Self.maxMultipartBytes)
+        let body = try await call.body(limit: limits.maxBodyWithAttachments)
         guard let parts = Multipart.parts(body, boundary: boundary), let first = parts.first,
               let object = JSON.tryParse(first.body)?.objectValue else {
             throw CouchError(.badRequest, "bad_request", "invalid multipart/related body: the first part must be the JSON document")
@@ -347,10 +347,6 @@ extension CouchAPI {
         }
         return (object, followed)
     }
-
-    /// The largest `multipart/related` document write (it is read whole; a larger attachment is
-    /// PUT on its own, streamed).
-    static let maxMultipartBytes = 64 << 20
 
     private func copy(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
         guard var destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {

@@ -11,6 +11,12 @@ internal import Foundation
 struct CouchLimits: Sendable {
     var maxRequestBytes: Int
     var maxDocumentBytes: Int
+
+    /// The largest body that may carry attachments' bytes (a document or a `_bulk_docs` with
+    /// attachments inline, as PouchDB pushes them; a `multipart/related` document): it is read
+    /// whole, the attachments go to sofa-blob, and what is left must pass the request and
+    /// document limits on its way to storage. A larger attachment is PUT on its own, streamed.
+    var maxBodyWithAttachments: Int { max(maxRequestBytes, maxDocumentBytes, 64 << 20) }
 }
 
 /// CouchDB's HTTP API over the gateway: each request is routed by its path (`/`, `/_session`,
