@@ -369,6 +369,22 @@ class ReplicatorClientTests(CouchTestCase):
         refused = self.session.put(URL + "/" + db + "/json", json={"text": "x" * 9_000_000}, timeout=120)
         self.assertEqual(refused.status_code, 413, refused.text[:300])
 
+    def test_a_long_poll_with_a_heartbeat_writes_newlines_until_a_change(self):
+        # PouchDB's live feeds ask feed=longpoll&heartbeat=10000: CouchDB writes a newline each
+        # heartbeat and waits for a change instead of timing out.
+        import json
+        db = self.new_db()
+        answer = self.session.get(URL + "/" + db + "/_changes", timeout=60, stream=True,
+                                  params={"feed": "longpoll", "heartbeat": "100", "since": "now", "timeout": "150"})
+        self.assertEqual(answer.status_code, 200)
+        received = answer.iter_content(chunk_size=1)
+        head = b""
+        while head.count(b"\n") < 4:  # the opening line, then three heartbeats (past the timeout)
+            head += next(received)
+        self.session.put(URL + "/" + db + "/late", json={"v": 1}, timeout=30)
+        body = json.loads(head + b"".join(received))
+        self.assertEqual([r["id"] for r in body["results"]], ["late"])
+
     def test_created_documents_have_a_location(self):
         db = self.new_db()
         put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)

@@ -168,10 +168,14 @@ extension CouchAPI {
         var prefetched = prefetched
         let deadline = ContinuousClock.now + .milliseconds(options.timeoutMs)
         let waits = options.feed == "longpoll" && !options.query.descending
+        // A long poll with a heartbeat writes a newline each heartbeat while it waits, and waits
+        // until there is a change (CouchDB's: the heartbeat takes the timeout's place).
+        let heartbeat = waits ? options.heartbeatMs : nil
         while options.limit.map({ sent < $0 }) ?? true {
             let limit = min(options.pageSize, (options.limit ?? Int.max) - sent)
             let left = deadline - ContinuousClock.now
-            let waitMs = waits && sent == 0 ? max(0, min(ChangesOptions.maxWaitMs, Int(left.components.seconds * 1000))) : 0
+            let leftMs = heartbeat ?? Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            let waitMs = waits && sent == 0 ? max(0, min(ChangesOptions.maxWaitMs, leftMs)) : 0
             let batch: ChangesBatch
             if let ready = prefetched, !(waitMs > 0 && ready.changes.isEmpty) {
                 batch = ready
@@ -193,6 +197,10 @@ extension CouchAPI {
             since = Self.next(after: since, batch, limit: limit)
             if batch.changes.count == limit, limit > 0 { continue }
             // A short page: everything up to now is answered, unless a long poll still waits.
+            if waits && sent == 0 && heartbeat != nil {
+                try await write([0x0A])
+                continue
+            }
             if waits && sent == 0 && ContinuousClock.now < deadline { continue }
             break
         }
