@@ -385,6 +385,17 @@ class ReplicatorClientTests(CouchTestCase):
         body = json.loads(head + b"".join(received))
         self.assertEqual([r["id"] for r in body["results"]], ["late"])
 
+    def test_pending_counts_the_changes_a_limit_left_out(self):
+        db = self.new_db()
+        for i in range(5):
+            self.session.put(URL + "/" + db + "/d%d" % i, json={"v": i}, timeout=30)
+        first = self.session.get(URL + "/" + db + "/d1", timeout=30).json()["_rev"]
+        self.session.delete(URL + "/" + db + "/d1", params={"rev": first}, timeout=30)
+        page = self.session.get(URL + "/" + db + "/_changes", params={"limit": "2"}, timeout=30).json()
+        self.assertEqual(([r["id"] for r in page["results"]], page["pending"]), (["d0", "d2"], 3))
+        rest = self.session.get(URL + "/" + db + "/_changes", params={"since": page["last_seq"], "limit": "10"}, timeout=30).json()
+        self.assertEqual(([r["id"] for r in rest["results"]], rest["pending"]), (["d3", "d4", "d1"], 0))
+
     def test_created_documents_have_a_location(self):
         db = self.new_db()
         put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)

@@ -149,12 +149,24 @@ extension CouchAPI {
                 let last = try await self.collect(options0, database, first: first) { bytes in
                     try await writer.write(ByteBuffer(bytes: bytes))
                 }
-                try await writer.write(ByteBuffer(bytes: Array("],\n\"last_seq\":\"\(last)\",\"pending\":0}\n".utf8)))
+                let pending = await self.pending(options0, database, after: last)
+                try await writer.write(ByteBuffer(bytes: Array("],\n\"last_seq\":\"\(last)\",\"pending\":\(pending)}\n".utf8)))
                 try await writer.finish(nil)
             }
         }
         let type = options.feed == "eventsource" ? "text/event-stream" : "application/json"
         return Response(status: .ok, headers: [.contentType: type, .cacheControl: "must-revalidate"], body: response)
+    }
+
+    /// `pending`: how many documents changed after `last` (CouchDB's count, unfiltered), which a
+    /// replicator shows as its progress. Counted only when a `limit` may have left some out; 0
+    /// when it cannot be counted (the answer is under way: a count that fails does not end it).
+    private func pending(_ options: ChangesOptions, _ database: Database, after last: UInt64) async -> Int64 {
+        guard options.limit != nil, !options.query.descending,
+              let counted = try? await database.query(
+                  n1ql: "SELECT COUNT(*) FROM _ WHERE META().sequence > $last AND (META().deleted OR NOT (META().deleted))",
+                  parameters: ["last": .int(Int64(clamping: last))]) else { return 0 }
+        return counted.rows.first?.first??.intValue ?? 0
     }
 
     /// `normal` and `longpoll`: the changes since `since`, page by page (`longpoll` first waits
