@@ -120,4 +120,16 @@ extension SofaError {
 
     /// Whether this is `revisionOfMissingDocument`'s error.
     public var isRevisionOfMissingDocument: Bool { self.is(.notFound) && message.contains(Self.noRevisionWords) }
+
+    private static let noDatabaseWords = "does not exist"
+
+    /// The database named is not there (as opposed to something in it).
+    public static func databaseNotFound(_ name: String) -> SofaError {
+        SofaError(.notFound, "database '\(name)' \(noDatabaseWords)")
+    }
+
+    /// Whether this is `databaseNotFound`'s error.
+    public var isDatabaseNotFound: Bool {
+        self.is(.notFound) && message.hasPrefix("database '") && message.hasSuffix("' " + Self.noDatabaseWords)
+    }
 }

@@ -49,7 +49,7 @@ public struct ReadConnections {
         var info = stat()
         guard stat(path, &info) == 0 else {
             open[database] = nil
-            throw SofaError(.notFound, "no database '\(database)'")
+            throw SofaError.databaseNotFound(database)
         }
         let device = UInt64(info.st_dev), inode = UInt64(info.st_ino)
         if let known, known.device == device, known.inode == inode {

@@ -396,6 +396,17 @@ class ReplicatorClientTests(CouchTestCase):
         rest = self.session.get(URL + "/" + db + "/_changes", params={"since": page["last_seq"], "limit": "10"}, timeout=30).json()
         self.assertEqual(([r["id"] for r in rest["results"]], rest["pending"]), (["d3", "d4", "d1"], 0))
 
+    def test_a_database_that_does_not_exist_is_not_found_for_any_user(self):
+        # PouchDB asks GET /db first and creates the database on a 404; a user who is nobody's
+        # member is told the database is not there, as CouchDB tells them.
+        db = self.new_db()
+        name, password = self.new_member(db)
+        missing = requests.get(URL + "/" + "m" + uuid.uuid4().hex, auth=(name, password), timeout=30)
+        self.assertEqual((missing.status_code, missing.json()), (404, {"error": "not_found", "reason": "Database does not exist."}))
+        other = self.new_db()
+        refused = requests.get(URL + "/" + other, auth=(name, password), timeout=30)
+        self.assertEqual(refused.status_code, 403, refused.text)
+
     def test_created_documents_have_a_location(self):
         db = self.new_db()
         put = self.session.put(URL + "/" + db + "/some%20doc", json={"v": 1}, timeout=30)

@@ -120,7 +120,7 @@ final class StoreSlot: Sendable {
     /// On the queue only.
     private func openStore(_ open: inout Open?) throws -> BlobStore {
         guard FileManager.default.fileExists(atPath: databaseDirectory.appendingPathComponent("db.sqlite3").path) else {
-            throw SofaError.notFound("database '\(name)' does not exist")
+            throw SofaError.databaseNotFound(name)
         }
         if let current = open, try fileIdentity(attachments.path) == current.folder { return current.store }
         let folder = attachments.path

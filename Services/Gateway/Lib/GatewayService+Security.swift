@@ -126,6 +126,9 @@ extension GatewayService {
             }
             object = try SecurityObject(json: json)
         case .success: throw SofaError(.unexpectedError, "storage answered a security object with something else")
+        // A database that does not exist is not found, for anyone (CouchDB's answer: its
+        // security object is in it); one without a security object is for its admins only.
+        case .failure(let error) where error.isDatabaseNotFound: throw error
         case .failure(let error) where error.is(.notFound): object = .adminOnly
         case .failure(let error): throw error
         }

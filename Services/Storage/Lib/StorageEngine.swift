@@ -126,7 +126,7 @@ public final class StorageEngine: Sendable {
     public func deleteDatabase(_ name: String) async throws(SofaError) {
         try Self.validate(databaseName: name)
         try await admin { () throws(SofaError) in
-            guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
+            guard self.exists(name) else { throw .databaseNotFound(name) }
             let directory = self.directory(of: name)
             let attachments = StorageLayout.attachmentsDirectory(ofDatabaseDirectory: directory)
             // Only sofa-blob deletes in `Attachments/`: it goes first, and while sofa-blob cannot
@@ -178,7 +178,7 @@ public final class StorageEngine: Sendable {
         try Self.validate(databaseName: name)
         return try await admin { () throws(SofaError) -> DatabaseStore in
             if let store = self.open.withLock({ $0[name] }) { return store }
-            guard self.exists(name) else { throw .notFound("database '\(name)' does not exist") }
+            guard self.exists(name) else { throw .databaseNotFound(name) }
             let store = try self.openStore(name, versioning: .revisionTrees)
             self.open.withLock { $0[name] = store }
             return store
