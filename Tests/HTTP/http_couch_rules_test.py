@@ -193,6 +193,18 @@ class ViewRulesTests(CouchTestCase):
         self.assertIn("Reduce output must shrink more rapidly", answer.json()["rows"][0]["reason"])
         self.assertEqual(self.session.get(URL + "/" + db + "/_design/big/_view/small", timeout=30).json()["rows"], [{"key": None, "value": 5}])
 
+    def test_emitted_objects_keep_their_members_order(self):
+        # view_collation.exs compares keys as emitted: an object's members come back in their order.
+        import json
+        db = self.new_db()
+        self.session.put(URL + "/" + db + "/o", json={"v": 1}, timeout=30)
+        design = {"views": {"objects": {"map": "function (doc) { emit({b: 2, a: 1}, {z: 1, y: [{d: 1, c: 2}]}); }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/o", json=design, timeout=30).status_code, 201)
+        text = self.session.get(URL + "/" + db + "/_design/o/_view/objects", timeout=30).text
+        row = json.loads(text, object_pairs_hook=lambda pairs: pairs)[2][1][0]
+        self.assertEqual(dict(row)["key"], [("b", 2), ("a", 1)])
+        self.assertEqual(dict(row)["value"], [("z", 1), ("y", [[("d", 1), ("c", 2)]])])
+
     def test_stale_reads_answer_the_index_s_sequence_on_every_worker(self):
         # view_update_seq.exs: with several query workers sharing the index, a stale read's
         # update_seq is the index's, whichever worker answers.

@@ -57,7 +57,8 @@ public struct ViewGroup: Sendable, Equatable {
 ///
 /// Tables, for view `N` (a hash of its name): `view_meta(name, signature, last_seq, row_count)`,
 /// `view_rows_N(sortkey, docid, key, value)` with indexes on `(sortkey, docid)` and `docid`, keys
-/// and values as canonical JSON text; `view_reduce_N` (see `ViewIndex+Reduce`).
+/// and values as JSON text as emitted (an object's members in their order, as CouchDB shows
+/// them); `view_reduce_N` (see `ViewIndex+Reduce`).
 public final class ViewIndex {
     let connection: SQLiteConnection
     let rows: String
@@ -120,8 +121,8 @@ public final class ViewIndex {
                 }
                 for row in document.rows {
                     try connection.run("INSERT INTO \(rows) (sortkey, docid, key, value) VALUES (?, ?, ?, ?) RETURNING rowid",
-                                       [.blob(ViewSortKey.of(row.key)), .text(document.id), .text(row.key.canonicalString),
-                                        .text(row.value.canonicalString)]) { touched.insert($0.integer(0) >> Self.bucketBits) }
+                                       [.blob(ViewSortKey.of(row.key)), .text(document.id), .text(row.key.compactString),
+                                        .text(row.value.compactString)]) { touched.insert($0.integer(0) >> Self.bucketBits) }
                 }
                 delta += document.rows.count
             }
