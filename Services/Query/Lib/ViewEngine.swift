@@ -194,7 +194,7 @@ public final class ViewEngine: Sendable {
     /// A view's code, summed up: an index built from other code is rebuilt.
     /// (With the index's format: an index of an earlier format is rebuilt.)
     static func signature(map: String, reduce: String?) -> String {
-        (try? sha256(Array(("3\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
+        (try? sha256(Array(("4\u{0}" + map + "\u{0}" + (reduce ?? "")).utf8)).hexString) ?? map
     }
 
     /// A document as CouchDB shows it (for `include_docs`), with its `_conflicts` when asked;
