@@ -193,6 +193,29 @@ class ViewRulesTests(CouchTestCase):
         self.assertIn("Reduce output must shrink more rapidly", answer.json()["rows"][0]["reason"])
         self.assertEqual(self.session.get(URL + "/" + db + "/_design/big/_view/small", timeout=30).json()["rows"], [{"key": None, "value": 5}])
 
+    def test_raw_collation(self):
+        # view_collation_raw.exs: a view with "options": {"collation": "raw"} orders keys as
+        # Erlang orders terms (numbers, false, null, true, objects, arrays, then strings by bytes).
+        import json
+        values = [1, 2, 3, 4, False, None, True, {"a": 1}, {"a": 2}, {"b": 1}, {"b": 2}, {"b": 2, "a": 1}, {"b": 2, "c": 2},
+                  ["a"], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"], "A", "B", "a", "aa", "b", "ba", "bb"]
+        db = self.new_db()
+        docs = [{"_id": str(i + 1), "foo": v} for i, v in enumerate(values)]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        design = {"views": {"test": {"map": "function (doc) { emit(doc.foo, null); }", "options": {"collation": "raw"}}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/test", json=design, timeout=30).status_code, 201)
+        url = URL + "/" + db + "/_design/test/_view/test"
+        self.assertEqual([r["key"] for r in self.session.get(url, timeout=30).json()["rows"]], values)
+        self.assertEqual([r["key"] for r in self.session.get(url, params={"descending": "true"}, timeout=30).json()["rows"]],
+                         list(reversed(values)))
+        ranged = self.session.get(url, params={"startkey": '"Z"', "endkey": '"a"'}, timeout=30).json()["rows"]
+        self.assertEqual([r["key"] for r in ranged], ["a"])
+        for value in (2, None, {"b": 2, "a": 1}, ["b", "c"], "aa"):
+            rows = self.session.get(url, params={"key": json.dumps(value)}, timeout=30).json()["rows"]
+            self.assertEqual([r["key"] for r in rows], [value])
+        before_b = self.session.get(url, params={"endkey": '"b"', "inclusive_end": "false"}, timeout=30).json()["rows"]
+        self.assertEqual(before_b[-1]["key"], "aa")
+
     def test_emitted_objects_keep_their_members_order(self):
         # view_collation.exs compares keys as emitted: an object's members come back in their order.
         import json

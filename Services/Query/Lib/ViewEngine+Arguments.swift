@@ -8,7 +8,7 @@ import SofaQL
 extension ViewEngine {
     /// CouchDB's query options (JSON values, as in a view URL's query string or a POST body) for a
     /// view with a reduce function or without (`reduces`).
-    static func options(_ given: JSONObject, reduces: Bool) throws(SofaError) -> ViewQueryOptions {
+    static func options(_ given: JSONObject, reduces: Bool, rawCollation: Bool = false) throws(SofaError) -> ViewQueryOptions {
         func refuse(_ message: String) -> SofaError { SofaError(.invalidParameter, message) }
         func bool(_ name: String, _ value: Bool) throws(SofaError) -> Bool {
             guard let given = given[name] else { return value }
@@ -26,6 +26,7 @@ extension ViewEngine {
             return id
         }
         var options = ViewQueryOptions()
+        options.rawCollation = rawCollation
         options.key = given["key"]
         if let keys = given["keys"] {
             guard let list = keys.arrayValue else { throw refuse("`keys` must be an array of strings.") }
@@ -70,7 +71,7 @@ extension ViewEngine {
     static func checkRange(_ options: ViewQueryOptions) throws(SofaError) {
         // Equal keys never refuse, whatever the document IDs (CouchDB's rule).
         guard let start = options.startKey, let end = options.endKey, start != end else { return }
-        var order = ViewCollation.compare(start, end)
+        var order = ViewCollation.compare(start, end, raw: options.rawCollation)
         if order == 0, let startID = options.startKeyDocID, let endID = options.endKeyDocID {
             // Keys that collate equal (1 and 1.0): the IDs decide, by their bytes, as the index orders them.
             order = startID.utf8.lexicographicallyPrecedes(endID.utf8) ? -1 : startID == endID ? 0 : 1

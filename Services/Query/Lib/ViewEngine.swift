@@ -96,16 +96,17 @@ public final class ViewEngine: Sendable {
         }
         let reduceSource = code["reduce"]?.stringValue
         let input = MapInput(designOptions: designDocument?["options"])
-        let signature = Self.signature(map: map, reduce: reduceSource) + input.signature
+        let raw = code["options"]?["collation"]?.stringValue == "raw"
+        let signature = Self.signature(map: map, reduce: reduceSource) + input.signature + (raw ? "\u{0}raw" : "")
         let indexKey = database + "\u{0}" + design + "/" + view
         let index: ViewIndex
         if let open = state.indexes[indexKey], open.signature == signature {
             index = open.index
         } else {
-            index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature)
+            index = try ViewIndex(connection: views, name: "\(design)/\(view)", signature: signature, rawCollation: raw)
             state.indexes[indexKey] = (signature, index)
         }
-        var query = try Self.options(options, reduces: reduceSource != nil)
+        var query = try Self.options(options, reduces: reduceSource != nil, rawCollation: raw)
         let update = Self.updateMode(options)
         if update == "true" { try bringUpToDate(&state, index, main, map: map, input: input) }
         var reducer: ViewReducer?

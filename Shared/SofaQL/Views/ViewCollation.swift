@@ -35,6 +35,13 @@ public enum ViewCollation {
 
     public static func isOrdered(_ a: JSON, _ b: JSON) -> Bool { compare(a, b) < 0 }
 
+    /// The same in CouchDB's raw collation when `raw` (`ViewSortKey.raw`'s order).
+    public static func compare(_ a: JSON, _ b: JSON, raw: Bool) -> Int {
+        guard raw else { return compare(a, b) }
+        let (x, y) = (ViewSortKey.raw(a), ViewSortKey.raw(b))
+        return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
+    }
+
     /// Strings by the Unicode Collation Algorithm (the root locale), ties broken by code points.
     public static func compare(_ a: String, _ b: String) -> Int {
         if a == b { return 0 }

@@ -29,8 +29,13 @@ public struct ViewQueryOptions: Sendable {
     public var reduce = true
     public var group = false
     public var groupLevel: Int?
+    /// The view collates keys raw (its `"options": {"collation": "raw"}`), as its index does.
+    public var rawCollation = false
 
     public init() {}
+
+    /// A key's bytes in the view's collation.
+    func sortKey(_ key: JSON) -> [UInt8] { rawCollation ? ViewSortKey.raw(key) : ViewSortKey.of(key) }
 }
 
 /// What a view query answers: rows (with the view's row count and the offset of the first), or
@@ -68,9 +73,15 @@ public final class ViewIndex {
     /// (its last sequence): counting the rows before a key reads them all.
     private var offsets: [String: (sequence: Int64, offset: Int)] = [:]
 
-    public init(connection: SQLiteConnection, name: String, signature: String) throws(SofaError) {
+    /// Keys are kept in CouchDB's raw collation (`ViewSortKey.raw`); queries say so with
+    /// `ViewQueryOptions.rawCollation`. Part of the signature: an index changes collation only by
+    /// being built again.
+    public let rawCollation: Bool
+
+    public init(connection: SQLiteConnection, name: String, signature: String, rawCollation: Bool = false) throws(SofaError) {
         self.connection = connection
         self.name = name
+        self.rawCollation = rawCollation
         rows = "view_rows_" + Self.tableSuffix(name)
         try connection.execute("CREATE TABLE IF NOT EXISTS view_meta (name TEXT PRIMARY KEY, signature TEXT NOT NULL, "
                                + "last_seq INTEGER NOT NULL, row_count INTEGER NOT NULL DEFAULT 0)")
@@ -121,7 +132,7 @@ public final class ViewIndex {
                 }
                 for row in document.rows {
                     try connection.run("INSERT INTO \(rows) (sortkey, docid, key, value) VALUES (?, ?, ?, ?) RETURNING rowid",
-                                       [.blob(ViewSortKey.of(row.key)), .text(document.id), .text(row.key.compactString),
+                                       [.blob(rawCollation ? ViewSortKey.raw(row.key) : ViewSortKey.of(row.key)), .text(document.id), .text(row.key.compactString),
                                         .text(row.value.compactString)]) { touched.insert($0.integer(0) >> Self.bucketBits) }
                 }
                 delta += document.rows.count
@@ -200,7 +211,7 @@ public final class ViewIndex {
             let key: JSON? = groupAll ? Optional<JSON>.none : .some(Self.groupKey(selected[start].key, level: options.groupLevel))
             var end = start + 1
             while end < selected.endIndex,
-                  key.map({ ViewCollation.compare(Self.groupKey(selected[end].key, level: options.groupLevel), $0) == 0 }) ?? true {
+                  key.map({ ViewCollation.compare(Self.groupKey(selected[end].key, level: options.groupLevel), $0, raw: options.rawCollation) == 0 }) ?? true {
                 end += 1
             }
             let slice = selected[start..<end]
@@ -249,19 +260,19 @@ public final class ViewIndex {
         if let start = options.startKey {
             if let id = options.startKeyDocID {
                 conditions.append("(sortkey \(after) ? OR (sortkey = ? AND docid \(after)= ?))")
-                bindings += [.blob(ViewSortKey.of(start)), .blob(ViewSortKey.of(start)), .text(id)]
+                bindings += [.blob(options.sortKey(start)), .blob(options.sortKey(start)), .text(id)]
             } else {
                 conditions.append("sortkey \(after)= ?")
-                bindings.append(.blob(ViewSortKey.of(start)))
+                bindings.append(.blob(options.sortKey(start)))
             }
         }
         if let end = options.endKey {
             if let id = options.endKeyDocID {
                 conditions.append("(sortkey \(before) ? OR (sortkey = ? AND docid \(before)\(options.inclusiveEnd ? "=" : "") ?))")
-                bindings += [.blob(ViewSortKey.of(end)), .blob(ViewSortKey.of(end)), .text(id)]
+                bindings += [.blob(options.sortKey(end)), .blob(options.sortKey(end)), .text(id)]
             } else {
                 conditions.append("sortkey \(before)\(options.inclusiveEnd ? "=" : "") ?")
-                bindings.append(.blob(ViewSortKey.of(end)))
+                bindings.append(.blob(options.sortKey(end)))
             }
         }
         return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), bindings)
@@ -287,10 +298,10 @@ public final class ViewIndex {
         var before = 0
         let below = options.descending ? ">" : "<"
         var sql = "SELECT COUNT(*) FROM \(rows) WHERE sortkey \(below) ?"
-        var bindings: [SQLiteValue] = [.blob(ViewSortKey.of(start))]
+        var bindings: [SQLiteValue] = [.blob(options.sortKey(start))]
         if let startID {
             sql += " OR (sortkey = ? AND docid \(below) ?)"
-            bindings += [.blob(ViewSortKey.of(start)), .text(startID)]
+            bindings += [.blob(options.sortKey(start)), .text(startID)]
         }
         try connection.run(sql, bindings) { before = Int($0.integer(0)) }
         if offsets.count > 1000 { offsets.removeAll() }

@@ -43,8 +43,49 @@ public enum ViewSortKey {
         }
     }
 
-    static func appendNumber(_ number: Double, to out: inout [UInt8]) {
-        out.append(0x04)
+    /// The key's bytes in CouchDB's raw collation (a view's `"options": {"collation": "raw"}`:
+    /// Erlang's order of terms), memcmp order as `of`'s:
+    ///
+    ///     number 01 + 8 bytes · false 02 · null 03 · true 04
+    ///     object 05 + each member's key (as a string) and value + 00 · array 06 + each element + 00
+    ///     string 07 + its UTF-8 bytes (00 written 00 FF) + 00 00
+    public static func raw(_ key: JSON) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        appendRaw(key, to: &out)
+        return out
+    }
+
+    static func appendRaw(_ value: JSON, to out: inout [UInt8]) {
+        switch value {
+        case .int(let number): appendNumber(Double(number), tag: 0x01, to: &out)
+        case .double(let number): appendNumber(number, tag: 0x01, to: &out)
+        case .bool(false): out.append(0x02)
+        case .null: out.append(0x03)
+        case .bool(true): out.append(0x04)
+        case .object(let members):
+            out.append(0x05)
+            for (name, member) in members {
+                appendRaw(.string(name), to: &out)
+                appendRaw(member, to: &out)
+            }
+            out.append(0x00)
+        case .array(let items):
+            out.append(0x06)
+            for item in items { appendRaw(item, to: &out) }
+            out.append(0x00)
+        case .string(let text):
+            out.append(0x07)
+            for byte in text.utf8 {
+                out.append(byte)
+                if byte == 0 { out.append(0xFF) }
+            }
+            out += [0x00, 0x00]
+        }
+    }
+
+    static func appendNumber(_ number: Double, tag: UInt8 = 0x04, to out: inout [UInt8]) {
+        out.append(tag)
         let value = number == 0 ? 0.0 : number  // -0 sorts with 0
         let bits = value.bitPattern
         let ordered = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
