@@ -166,6 +166,13 @@ public struct IndexSpec: Sendable, Hashable {
                 statements.append("CREATE INDEX \"\(name):value\" ON \(tables[level]) (value)")
                 statements.append("CREATE INDEX \"\(name):docid\" ON \(tables[level]) (docid)")
             }
+            // The index's expressions, over the deepest level's elements: a query on a property of
+            // the UNNEST alias (`shape.color`) searches them, as LiteCore's array index serves it.
+            if !expressions.isEmpty {
+                var columns: [String] = []
+                for e in expressions { columns.append(try expressionSQL(e, body: "value")) }
+                statements.append("CREATE INDEX \"\(table):expressions\" ON \(tables[segments.count - 1]) (\(columns.joined(separator: ", ")))")
+            }
             statements += [
                 "CREATE TRIGGER \"\(table)::ins\" AFTER INSERT ON \(kv) BEGIN \(try insertFor("new.rowid", live: live)) END",
                 "CREATE TRIGGER \"\(table)::del\" AFTER DELETE ON \(kv) BEGIN \(deleteFor("old.rowid")) END",

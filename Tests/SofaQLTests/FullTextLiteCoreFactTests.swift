@@ -104,6 +104,21 @@ import Testing
         #expect { _ = try db.rows(query) } throws: { ($0 as? SofaError)?.is(.invalidQuery) == true }
     }
 
+    /// "C4Query UNNEST objects": an array index with expressions serves a query on them.
+    @Test func anArrayIndexsExpressionsServeAQueryOnThem() throws {
+        let db = try Self.profiles()
+        try db.createIndex(IndexSpec(name: "byState", kind: .array, collection: .default, expressions: [[".address.state"]],
+                                     arrayPath: "contacts"))
+        let query = #"""
+            {"WHAT":[[".p.pid"]],"FROM":[{"AS":"p"},{"UNNEST":[".p.contacts"],"AS":"c"}],
+             "WHERE":["=",[".c.address.state"],"NV"]}
+            """#
+        let compiled = try db.compile(JSON.parse(query))
+        let plan = try db.read { (connection) throws(SofaError) in try connection.explain(compiled) }
+        #expect(plan.contains("byState:expressions"), "\(plan)")
+        #expect(try db.rows(query) == [#"["p-1"]"#])
+    }
+
     /// "Create Array Index with Invalid Expressions": an empty expression is refused.
     @Test func anIndexWithAnEmptyExpressionIsRefused() throws {
         let db = try Self.profiles()
