@@ -95,8 +95,8 @@ static void snowball_delete(Fts5Tokenizer *state) {
 static int snowball_stem(void *context, int flags, const char *token, int length, int start, int end) {
     StemContext *stem = (StemContext *)context;
     // A stop word is left out of what is indexed (the text of a document, and the same text as
-    // auxiliary functions read it); in MATCH text it stays, so that a prefix such as `on*` keeps
-    // its meaning.
+    // auxiliary functions read it) and of MATCH text, as LiteCore's tokenizer leaves it out; a
+    // prefix in MATCH text (`on*`) keeps its meaning.
     if (stem->dropping && is_stop_word(stem->tokenizer->registration, token, length)) return SQLITE_OK;
     const sb_symbol *stemmed = sb_stemmer_stem(stem->tokenizer->stemmer, (const sb_symbol *)token, length);
     if (!stemmed) return stem->emit(stem->ctx, flags, token, length, start, end);
@@ -106,7 +106,7 @@ static int snowball_stem(void *context, int flags, const char *token, int length
 static int snowball_tokenize(Fts5Tokenizer *state, void *ctx, int flags, const char *text, int length,
                              int (*emit)(void *, int, const char *, int, int, int)) {
     SnowballTokenizer *tokenizer = (SnowballTokenizer *)state;
-    int dropping = tokenizer->dropsStopWords && (flags & FTS5_TOKENIZE_QUERY) == 0;
+    int dropping = tokenizer->dropsStopWords && (flags & FTS5_TOKENIZE_PREFIX) == 0;
     StemContext stem = { tokenizer, ctx, dropping, emit };
     return tokenizer->base.xTokenize(tokenizer->baseState, &stem, flags, text, length, snowball_stem);
 }
@@ -195,7 +195,10 @@ int sofa_fts_register(sqlite3 *db, const char *const *stopWords, int stopWordCou
     }
     fts5_tokenizer methods = { snowball_create, snowball_delete, snowball_tokenize };
     int rc = api->xCreateTokenizer(api, "sofa_snowball", registration, &methods, registration_free);
-    if (rc != SQLITE_OK) return rc;  // (xCreateTokenizer frees the registration when it fails)
+    if (rc != SQLITE_OK) {
+        registration_free(registration);  // (not registered: nothing else frees it)
+        return rc;
+    }
     return api->xCreateFunction(api, "sofa_rank", NULL, sofa_rank, NULL);
 }
 

@@ -160,6 +160,9 @@ class AttachmentRulesTests(CouchTestCase):
         # A range that covers the whole attachment is still a part (attachment_ranges.exs).
         every = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=0-10"}, timeout=30)
         self.assertEqual((every.status_code, every.headers["Content-Range"], every.content), (206, "bytes 0-10/11", b"hello world"))
+        # A range that does not parse is left alone: the whole attachment.
+        odd = self.session.get(URL + "/" + db + "/d/foo.txt", headers={"Range": "bytes=5-abc"}, timeout=30)
+        self.assertEqual((odd.status_code, odd.headers.get("Content-Range"), odd.content), (200, None, b"hello world"))
 
     def test_all_docs_with_attachments_inline(self):
         db = self.new_db()

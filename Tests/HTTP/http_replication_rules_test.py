@@ -415,7 +415,12 @@ class ReplicatorClientTests(CouchTestCase):
         self.assertEqual(posted.headers.get("Location"), URL + "/" + db + "/p%2F1")
         attached = self.session.put(URL + "/" + db + "/p%2F1/a.txt", params={"rev": posted.json()["rev"]}, data=b"x", timeout=30)
         self.assertEqual(attached.headers.get("Location"), URL + "/" + db + "/p%2F1/a.txt")
-        self.assertIsNone(self.session.put(URL + "/" + db + "/some%20doc", json={"v": 2}, timeout=30).headers.get("Location"))
+        # Every 201 names the document (an update too); a refused write names nothing.
+        current = put.json()["rev"]
+        updated = self.session.put(URL + "/" + db + "/some%20doc", json={"_rev": current, "v": 2}, timeout=30)
+        self.assertEqual((updated.status_code, updated.headers.get("Location")), (201, URL + "/" + db + "/some%20doc"))
+        refused = self.session.put(URL + "/" + db + "/some%20doc", json={"_rev": current, "v": 3}, timeout=30)
+        self.assertEqual((refused.status_code, refused.headers.get("Location")), (409, None))
 
     def test_mango_index_deleted_by_its_encoded_design_id(self):
         db = self.new_db()

@@ -17,6 +17,7 @@ struct HTTPAPITests {
             try await Self.python("couch_client_test.py", cluster, ["SOFA_TEST_CORS_ORIGIN": origin])
             try await Self.python("http_replication_rules_test.py", cluster, [:])
             try await Self.python("http_couch_rules_test.py", cluster, [:])
+            try await Self.python("http_couch_view_rules_test.py", cluster, [:])
             try await Self.python("http_couch_document_rules_test.py", cluster, [:])
         }
     }

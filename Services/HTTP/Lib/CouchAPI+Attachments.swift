@@ -152,7 +152,7 @@ extension CouchAPI {
                                  "revpos": .int(generation + 1), "stub": true]
             object["_attachments"] = .object(attachments)
             let result = try await database.put(id: id, body: JSON.object(object).compactBytes(), rev: rev)
-            return Self.located(Self.written(result, batch: false), call, path: call.request.uri.path)
+            return located(Self.written(result, batch: false), call, path: call.request.uri.path)
         case .delete:
             guard let rev = call.query["rev"] ?? Self.ifMatch(call) else {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
@@ -190,13 +190,18 @@ extension CouchAPI {
         var status = HTTPResponse.Status.ok
         if let range = call.header(.range), range.hasPrefix("bytes="), length > 0, !range.contains(",") {
             let bounds = range.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            var parsed = false
             if bounds.count == 2 {
                 if bounds[0].isEmpty, let suffix = UInt64(bounds[1]) {
                     start = length - min(length, suffix)
-                } else if let first = UInt64(bounds[0]) {
+                    parsed = true
+                } else if let first = UInt64(bounds[0]), bounds[1].isEmpty || UInt64(bounds[1]) != nil {
                     start = first
                     if let last = UInt64(bounds[1]) { end = min(last, length - 1) }
+                    parsed = true
                 }
+            }
+            if parsed {
                 guard start <= end, start < length else {
                     headers[.contentRange] = "bytes */\(length)"
                     return Response(status: .rangeNotSatisfiable, headers: headers)

@@ -15,7 +15,7 @@ extension CouchAPI {
     /// result. With `new_edits=false` only failures are listed, as CouchDB does.
     func bulkDocs(_ call: inout CouchCall, _ database: Database) async throws -> Response {
         try Self.requireMethod(call, .post)
-        let body = try await call.objectBody(limit: limits.maxBodyWithAttachments)
+        let body = try await call.objectBody(limit: limits.body(call, otherwise: limits.maxRequestBytes))
         guard let given = body["docs"] else {
             throw CouchError(.badRequest, "bad_request", "POST body must include `docs` parameter.")
         }
@@ -296,7 +296,8 @@ extension CouchAPI {
             }
             if !invalid.isEmpty { unheld[id] = invalid; asked[id] = valid }
         }
-        var entries = asked.isEmpty ? [] : try await database.revsDiff(asked.filter { !$0.value.isEmpty })
+        let held = asked.filter { !$0.value.isEmpty }
+        var entries = held.isEmpty ? [] : try await database.revsDiff(held)
         for (id, invalid) in unheld {
             if let index = entries.firstIndex(where: { $0.id == id }) { entries[index].revs += invalid } else {
                 entries.append(RevsDiffEntry(id: id, revs: invalid, possibleAncestors: []))

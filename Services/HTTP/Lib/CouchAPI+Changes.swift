@@ -290,7 +290,7 @@ extension CouchAPI {
         case .selector(let condition):
             result = try await database.query(json: [
                 "WHAT": [["._id"], ["._revisionID"], ["._sequence"], ["."]],
-                "WHERE": ["AND", [">", ["._sequence"], .int(Int64(since))], condition],
+                "WHERE": ["AND", [">", ["._sequence"], .int(Int64(clamping: since))], condition],
                 "ORDER_BY": [["._sequence"]], "LIMIT": .int(Int64(limit)),
             ])
         case .javascript:
@@ -298,7 +298,7 @@ extension CouchAPI {
         case .n1ql(let condition):
             result = try await database.query(
                 n1ql: "SELECT META().id, META().revisionID, META().sequence, * FROM _ WHERE META().sequence > $since AND (\(condition)) "
-                    + "ORDER BY META().sequence LIMIT \(limit)", parameters: ["since": .int(Int64(since))])
+                    + "ORDER BY META().sequence LIMIT \(limit)", parameters: ["since": .int(Int64(clamping: since))])
         }
         var changes = result.rows.compactMap { row -> Change? in
             guard row.count >= 4, let id = row[0]?.stringValue, let rev = row[1]?.stringValue, let sequence = row[2]?.intValue else {

@@ -23,12 +23,12 @@ extension CouchAPI {
             if let boundary = Multipart.boundary(of: call.header(.contentType)) {
                 (object, followed) = try await multipartDocument(&call, boundary: boundary)
             } else {
-                object = try await call.objectBody(limit: limits.maxBodyWithAttachments, what: "Document")
+                object = try await call.objectBody(limit: limits.body(call, otherwise: limits.maxDocumentBytes), what: "Document")
             }
             if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
             let newEdits = try call.flag("new_edits", default: true)
-            return Self.located(try await Self.batched(call, id: id) {
+            return located(try await Self.batched(call, id: id) {
                 try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
             }, call, path: call.request.uri.path)
         case .delete:
@@ -47,21 +47,21 @@ extension CouchAPI {
     }
 
     func postDocument(_ call: inout CouchCall, _ database: Database) async throws -> Response {
-        var object = try await call.objectBody(limit: limits.maxBodyWithAttachments, what: "Document")
+        var object = try await call.objectBody(limit: limits.body(call, otherwise: limits.maxDocumentBytes), what: "Document")
         if object["_id"] == nil { object["_id"] = .string(try Self.uuids.next()) }
         let id = object["_id"]?.stringValue ?? ""
         let path = "/" + Self.pathSegment(database.name) + "/" + (id.hasPrefix("_design/") ? "_design/" + Self.pathSegment(String(id.dropFirst(8)))
                                                                         : Self.pathSegment(id))
-        return Self.located(try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) },
+        return located(try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) },
                             call, path: path)
     }
 
     /// A created document's (or attachment's) answer with its `Location`, absolute as CouchDB
     /// sends it, from the `Host` the client used.
-    static func located(_ response: Response, _ call: CouchCall, path: String) -> Response {
+    func located(_ response: Response, _ call: CouchCall, path: String) -> Response {
         guard response.status == .created else { return response }
         var response = response
-        response.headers[.location] = "http://\(call.request.head.authority ?? "127.0.0.1")\(path)"
+        response.headers[.location] = "\(scheme)://\(call.request.head.authority ?? "127.0.0.1")\(path)"
         return response
     }
 

@@ -17,6 +17,10 @@ struct CouchLimits: Sendable {
     /// whole, the attachments go to sofa-blob, and what is left must pass the request and
     /// document limits on its way to storage. A larger attachment is PUT on its own, streamed.
     var maxBodyWithAttachments: Int { max(maxRequestBytes, maxDocumentBytes, 64 << 20) }
+
+    /// `maxBodyWithAttachments` for a signed-in user; `otherwise` for an anonymous request (its
+    /// body is read before the gateway says whether it may write at all).
+    func body(_ call: CouchCall, otherwise: Int) -> Int { call.user == nil ? otherwise : maxBodyWithAttachments }
 }
 
 /// CouchDB's HTTP API over the gateway: each request is routed by its path (`/`, `/_session`,
@@ -30,10 +34,13 @@ final class CouchAPI: Sendable {
     let uuid: String
     /// Plain gets read here from the database files (nil: the data directory is not reachable).
     let reads: HTTPReads?
+    /// "https" when sofa-http serves TLS (a `Location` names it), else "http".
+    let scheme: String
 
     init(gateway: GatewayPool, sessions: HTTPSessions, logger: Logger, limits: CouchLimits, cors: CORSRules, uuid: String,
-         reads: HTTPReads? = nil) {
+         reads: HTTPReads? = nil, scheme: String = "http") {
         self.reads = reads
+        self.scheme = scheme
         self.gateway = gateway
         self.sessions = sessions
         self.logger = logger

@@ -38,15 +38,15 @@ public enum HTTPService {
         let cookieSecret = try settings.keysFolder.readOrCreate("http-cookie.key") { try randomBytes(32) }
         let admins = try AdminsFile.read(in: settings.keysFolder)?.admins ?? [:]
         let sessions = HTTPSessions(gateway: gateway, secret: cookieSecret, admins: admins, logger: logger)
+        let cert = settings.string(.httpTLSCert, default: ""), key = settings.string(.httpTLSKey, default: "")
         let api = CouchAPI(gateway: gateway, sessions: sessions, logger: logger,
                            limits: .init(maxRequestBytes: settings.maxRequestBytes, maxDocumentBytes: settings.maxDocumentBytes),
                            cors: CORSRules(settings.string(.corsOrigins, default: "")),
                            uuid: try serverUUID(),
                            reads: settings.value(Setting.dataDir.rawValue).map {
                                HTTPReads(dataDirectory: URL(fileURLWithPath: $0), admins: Set(admins.keys))
-                           })
+                           }, scheme: cert.isEmpty && key.isEmpty ? "http" : "https")
         let server: HTTPServerBuilder
-        let cert = settings.string(.httpTLSCert, default: ""), key = settings.string(.httpTLSKey, default: "")
         if !cert.isEmpty || !key.isEmpty {
             guard !cert.isEmpty, !key.isEmpty else {
                 throw SofaError(.invalidParameter, "HTTPS needs both SOFA_HTTP_TLS_CERT and SOFA_HTTP_TLS_KEY")

@@ -67,15 +67,4 @@ enum Multipart {
     static func newBoundary() -> String {
         UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }
-
-    /// A `multipart/mixed` body of JSON parts, and its boundary.
-    static func mixed(_ documents: [[UInt8]]) -> (body: [UInt8], boundary: String) {
-        let boundary = newBoundary()
-        var body: [UInt8] = []
-        for document in documents {
-            body += Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8) + document + Array("\r\n".utf8)
-        }
-        body += Array("--\(boundary)--".utf8)
-        return (body, boundary)
-    }
 }

@@ -187,8 +187,10 @@ public final class ViewEngine: Sendable {
     /// A JavaScript reduction, refused (`reduceOverflow`) as CouchDB refuses it when it does not
     /// shrink: over 4096 bytes of JSON and more than half the size of what it reduced.
     static func shrinking(_ reduction: JSON, from input: JSON) throws(SofaError) -> JSON {
-        let output = reduction.compactBytes().count, given = input.compactBytes().count
-        guard output > 4096, output * 2 > given else { return reduction }
+        let output = reduction.compactBytes().count
+        guard output > 4096 else { return reduction }
+        let given = input.compactBytes().count
+        guard output * 2 > given else { return reduction }
         throw SofaError(.invalidQuery, "\(reduceOverflow): Reduce output must shrink more rapidly: input size: \(given) output size: \(output)")
     }
 

@@ -12,8 +12,8 @@
 ///   Text is split and case-folded by FTS5's own `unicode61` tokenizer (the options, e.g.
 ///   `remove_diacritics 2`, go to it), then each token is reduced to its stem by the Snowball
 ///   stemmer for LANGUAGE (libstemmer's names: english, french, german, …). With `stopwords`, the
-///   words of `stopWords` (case-folded, as unicode61 gives them) are left out of what is indexed;
-///   MATCH text keeps them.
+///   words of `stopWords` (case-folded, as unicode61 gives them) are left out of what is indexed
+///   and of MATCH text, but for a prefix there (`on*`).
 /// * the FTS5 auxiliary function `sofa_rank(table)`: the sum, over the query's phrases and the
 ///   table's columns, of the phrase's hits in the row's column divided by its hits in that
 ///   column over all rows (how LiteCore ranks a match).

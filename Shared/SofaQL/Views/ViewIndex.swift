@@ -35,7 +35,7 @@ public struct ViewQueryOptions: Sendable {
     public init() {}
 
     /// A key's bytes in the view's collation.
-    func sortKey(_ key: JSON) -> [UInt8] { rawCollation ? ViewSortKey.raw(key) : ViewSortKey.of(key) }
+    func sortKey(_ key: JSON) -> [UInt8] { ViewSortKey.of(key, raw: rawCollation) }
 }
 
 /// What a view query answers: rows (with the view's row count and the offset of the first), or
@@ -132,7 +132,7 @@ public final class ViewIndex {
                 }
                 for row in document.rows {
                     try connection.run("INSERT INTO \(rows) (sortkey, docid, key, value) VALUES (?, ?, ?, ?) RETURNING rowid",
-                                       [.blob(rawCollation ? ViewSortKey.raw(row.key) : ViewSortKey.of(row.key)), .text(document.id), .text(row.key.compactString),
+                                       [.blob(ViewSortKey.of(row.key, raw: rawCollation)), .text(document.id), .text(row.key.compactString),
                                         .text(row.value.compactString)]) { touched.insert($0.integer(0) >> Self.bucketBits) }
                 }
                 delta += document.rows.count
@@ -293,7 +293,9 @@ public final class ViewIndex {
         var sequence: Int64 = -1
         try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) { sequence = $0.integer(0) }
         let startID = options.startKey != nil ? options.startKeyDocID : nil
-        let cacheKey = (options.descending ? "d" : "a") + start.canonicalString + (startID.map { "\u{0}" + $0 } ?? "")
+        // By the start key's bytes in the view's collation: objects with the same members in
+        // another order are other keys.
+        let cacheKey = (options.descending ? "d" : "a") + options.sortKey(start).map { String($0, radix: 16) }.joined(separator: ".") + (startID.map { "\u{0}" + $0 } ?? "")
         if let known = offsets[cacheKey], known.sequence == sequence { return known.offset + options.skip }
         var before = 0
         let below = options.descending ? ">" : "<"

@@ -12,6 +12,9 @@ internal import Synchronization
 ///
 /// A shorter array or object sorts first: its 00 is below every kind's first byte.
 public enum ViewSortKey {
+    /// `raw(key)` when `raw`, else `of(key)`: the key in its view's collation.
+    public static func of(_ key: JSON, raw: Bool) -> [UInt8] { raw ? Self.raw(key) : of(key) }
+
     public static func of(_ key: JSON) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(32)
