@@ -23,6 +23,11 @@ class CouchRulesTests(CouchTestCase):
                               ("abc", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")):
             answer = self.session.get(URL + "/" + db + "/_changes", params={"feed": "continuous", "heartbeat": value}, timeout=30)
             self.assertEqual((answer.status_code, answer.json()), (400, {"error": "bad_request", "reason": reason}))
+        # A sequence past the largest the filtered feeds can ask for answers nothing after it.
+        for name, extra in (("_selector", {"selector": {"v": 1}}), ("_sofa_where", {"where": "v = 1"})):
+            far = self.session.post(URL + "/" + db + "/_changes", params={"filter": name, "since": "18446744073709551615"},
+                                    json=extra, timeout=30)
+            self.assertEqual((far.status_code, far.json()["results"]), (200, []), name)
         live = self.session.get(URL + "/" + db + "/_changes", params={"feed": "live", "timeout": "100"}, timeout=30)
         self.assertEqual(live.status_code, 200)
         self.assertEqual(json.loads(live.text.splitlines()[0])["id"], "d")
