@@ -24,6 +24,10 @@ static inline const char *sofa_duk_top_string(duk_context *ctx) {
     return duk_safe_to_string(ctx, -1);
 }
 
+static inline void sofa_duk_destroy(duk_context *ctx) {
+    duk_destroy_heap(ctx);
+}
+
 static inline void sofa_duk_pop(duk_context *ctx) {
     duk_pop(ctx);
 }

@@ -72,11 +72,22 @@ public struct IndexSpec: Sendable, Hashable {
         }
     }
 
+    /// The most expressions an index may have, and the most bytes of JSON they may take.
+    public static let maxExpressions = 64
+    public static let maxDefinitionBytes = 16 * 1024
+
     /// Checks the name and the definition.
     public func validate() throws(SofaError) {
         guard !name.isEmpty, name.utf8.count <= CollectionName.maxNameLength,
               name.utf8.allSatisfy({ CollectionName.allowed.contains($0) }) else {
             throw SofaError(.invalidParameter, "invalid index name '\(name)': 1–251 characters of A-Z a-z 0-9 _ % -")
+        }
+        // Every write evaluates an index's expressions: a definition's size and width are bounded.
+        guard expressions.count <= Self.maxExpressions else {
+            throw SofaError(.invalidQuery, "an index has at most \(Self.maxExpressions) expressions, not \(expressions.count)")
+        }
+        guard JSON.array(expressions).compactBytes().count <= Self.maxDefinitionBytes else {
+            throw SofaError(.invalidQuery, "an index's expressions are at most \(Self.maxDefinitionBytes) bytes of JSON")
         }
         // An empty expression (`""`, `[]`, `[""]`) is refused, as LiteCore refuses it.
         for expression in expressions where [JSON.string(""), .array([]), .array([.string("")])].contains(expression) {

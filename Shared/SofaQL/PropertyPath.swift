@@ -20,6 +20,9 @@ public struct PropertyPath: Sendable, Hashable, CustomStringConvertible {
 
     public init(_ components: [Component]) { self.components = components }
 
+    /// The most keys and indexes a path may have (every write evaluates an index's paths).
+    public static let maxComponents = 512
+
     public static func parse(_ text: String) throws(SofaError) -> PropertyPath {
         var components: [Component] = []
         var chars = Array(text.unicodeScalars)[...]
@@ -70,6 +73,9 @@ public struct PropertyPath: Sendable, Hashable, CustomStringConvertible {
             }
         }
         if keyStarted { components.append(.key(key)) }
+        guard components.count <= maxComponents else {
+            throw bad("more than \(maxComponents) components (keys and indexes)")
+        }
         return PropertyPath(components)
     }
 

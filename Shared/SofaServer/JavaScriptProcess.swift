@@ -24,6 +24,8 @@ public final class JavaScriptProcess {
     private var buffer: [UInt8] = []
     /// The functions added since the last reset, added again to a new child.
     private var functions: [String] = []
+    /// Whose functions the child's heap has run since it was last new (`isolate`).
+    private var tenant: String?
 
     /// `executable` nil: `sofa-js` beside this process's own executable.
     public init(executable: String? = nil) {
@@ -37,10 +39,23 @@ public final class JavaScriptProcess {
         return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
-    /// Forgets the added functions.
-    public func reset(timeout: Duration = .seconds(5)) throws(SofaError) {
+    /// Forgets the added functions, and everything they left in the heap (a new one), which
+    /// then runs `tenant`'s functions (see `isolate`).
+    public func reset(for tenant: String? = nil, timeout: Duration = .seconds(5)) throws(SofaError) {
         functions = []
+        self.tenant = nil
         _ = try call(["reset"], timeout: timeout)
+        self.tenant = tenant
+    }
+
+    /// Makes sure the heap has run no one else's functions (another database's) since it was
+    /// new: what one database's functions leave in globals, another's cannot read. True when it
+    /// was made new (the functions added before are gone).
+    @discardableResult
+    public func isolate(for tenant: String, timeout: Duration = .seconds(5)) throws(SofaError) -> Bool {
+        guard self.tenant != tenant else { return false }
+        try reset(for: tenant, timeout: timeout)
+        return true
     }
 
     /// Adds a function (its source); `.invalidQuery` with the engine's reason when it does not compile.
@@ -127,6 +142,7 @@ public final class JavaScriptProcess {
         close(input)
         close(output)
         (pid, input, output, buffer) = (0, -1, -1, [])
+        tenant = nil
     }
 
     private func write(_ bytes: [UInt8]) throws(SofaError) {

@@ -24,6 +24,9 @@ public enum ServiceRuntime {
         // Every file and folder a service creates (databases, their WAL, blobs, keys, sockets) is
         // readable and writable by the service's user alone.
         umask(0o077)
+        // A write to a pipe whose reader is gone (a `sofa-js` child that died, a client gone) is
+        // an error the writer handles, never the end of the process.
+        signal(SIGPIPE, SIG_IGN)
         let settings = Settings(role: ServiceRole(rawValue: service))
         let level = Logger.Level(rawValue: settings.logLevel.lowercased()) ?? .info
         LoggingSystem.bootstrap { label in SofaLogHandler(label: label, level: level) }

@@ -121,6 +121,23 @@ import Testing
         #expect(try db.rows(query) == [#"["p-1"]"#])
     }
 
+    /// An index's definition is bounded (every write evaluates it): its expressions' number and
+    /// size, and a path's components.
+    @Test func anIndexDefinitionIsBounded() throws {
+        let db = try Self.profiles()
+        let wide = IndexSpec(name: "wide", kind: .value, collection: .default,
+                             expressions: (0...IndexSpec.maxExpressions).map { [.string(".f\($0)")] })
+        let deep = IndexSpec(name: "deep", kind: .value, collection: .default,
+                             expressions: [[.string(String(repeating: ".a", count: PropertyPath.maxComponents + 1))]])
+        let long = IndexSpec(name: "long", kind: .value, collection: .default,
+                             expressions: [[.string("." + String(repeating: "x", count: IndexSpec.maxDefinitionBytes))]])
+        for spec in [wide, deep, long] {
+            #expect { try db.createIndex(spec) } throws: { ($0 as? SofaError)?.is(.invalidQuery) == true }
+        }
+        try db.createIndex(IndexSpec(name: "fine", kind: .value, collection: .default,
+                                     expressions: [[.string(String(repeating: ".a", count: PropertyPath.maxComponents))]]))
+    }
+
     /// "Create Array Index with Invalid Expressions": an empty expression is refused.
     @Test func anIndexWithAnEmptyExpressionIsRefused() throws {
         let db = try Self.profiles()

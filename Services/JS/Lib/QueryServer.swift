@@ -11,7 +11,8 @@ internal import SofaCore
 ///
 /// Commands (JSON arrays) and answers, each `{"logs": [...], "result": …}`:
 ///
-///     ["reset"]                                   → true
+///     ["reset"]                                   → true (a new heap: nothing of earlier functions stays,
+///                                                    not even the globals they set)
 ///     ["add_fun", "function (doc) {…}"]           → true, or {"error": "compilation_error", "reason": …}
 ///     ["map_doc", doc]                            → per function, [[key, value], …] or {"error": …}
 ///     ["map_docs", [doc, …]]                      → the same per document (Sofa's: one round trip a batch)
@@ -111,21 +112,17 @@ public enum QueryServer {
         outliveNoParent()
         var limit = rlimit(rlim_cur: rlim_t(memoryLimit), rlim_max: rlim_t(memoryLimit))
         setrlimit(Int32(RLIMIT_DATA.rawValue), &limit)
-        guard let context = sofa_duk_create({ _, message in
-            // Duktape cannot go on (an error outside any protected call): the parent starts another.
-            FileHandle.standardError.write(Data("sofa-js: fatal: \(message.map { String(cString: $0) } ?? "")\n".utf8))
-            exit(70)
-        }) else {
-            FileHandle.standardError.write(Data("sofa-js: cannot create a JavaScript heap\n".utf8))
-            return 70
-        }
-        guard sofa_duk_eval(context, runtime) == 0 else {
-            FileHandle.standardError.write(Data("sofa-js: the runtime does not load: \(String(cString: sofa_duk_top_string(context)))\n".utf8))
-            return 70
-        }
-        sofa_duk_pop(context)
+        guard var context = newHeap() else { return 70 }
         while let line = readLine(strippingNewline: true) {
             if line.isEmpty { continue }
+            if line == Self.resetCommand {
+                // A new heap: one design document's functions never see what another's left.
+                sofa_duk_destroy(context)
+                guard let fresh = newHeap() else { return 70 }
+                context = fresh
+                guard reply(Array(#"{"logs":[],"result":true}"#.utf8) + [0x0A]) else { return 74 }
+                continue
+            }
             let status = sofa_duk_call1(context, "__dispatch", line)
             let answer = String(cString: sofa_duk_top_string(context))
             sofa_duk_pop(context)
@@ -134,6 +131,28 @@ public enum QueryServer {
             guard reply(Array((status == 0 ? answer : failure.compactString).utf8) + [0x0A]) else { return 74 }
         }
         return 0
+    }
+
+    /// The command that starts over (as `JavaScriptProcess` sends it).
+    static let resetCommand = #"["reset"]"#
+
+    /// A heap with the runtime loaded; nil (said on stderr) when it cannot be made.
+    static func newHeap() -> OpaquePointer? {
+        guard let context = sofa_duk_create({ _, message in
+            // Duktape cannot go on (an error outside any protected call): the parent starts another.
+            FileHandle.standardError.write(Data("sofa-js: fatal: \(message.map { String(cString: $0) } ?? "")\n".utf8))
+            exit(70)
+        }) else {
+            FileHandle.standardError.write(Data("sofa-js: cannot create a JavaScript heap\n".utf8))
+            return nil
+        }
+        guard sofa_duk_eval(context, runtime) == 0 else {
+            FileHandle.standardError.write(Data("sofa-js: the runtime does not load: \(String(cString: sofa_duk_top_string(context)))\n".utf8))
+            sofa_duk_destroy(context)
+            return nil
+        }
+        sofa_duk_pop(context)
+        return context
     }
 
     /// Ends this process when the one that started it is gone, even in the middle of a function

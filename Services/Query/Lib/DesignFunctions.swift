@@ -33,6 +33,7 @@ public final class DesignFunctions: Sendable {
         do throws(SofaError) {
             let answer = try await state.run { (state) throws(SofaError) -> JSON in
                 let (main, _) = try state.reads.connection(request.database, in: self.dataDirectory, queue: self.state.queue)
+                try state.js.isolate(for: request.database)
                 switch call.kind {
                 case .validate: return try self.validate(&state, main, request.collection, call)
                 case .filter: return try self.filter(&state, main, call)

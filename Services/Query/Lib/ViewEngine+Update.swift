@@ -36,9 +36,10 @@ extension ViewEngine {
     }
 
     func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String,
-                       input: MapInput) throws(SofaError) {
+                       input: MapInput, database: String) throws(SofaError) {
+        if try state.js.isolate(for: database) { state.loaded = nil }
         if state.loaded != map {
-            try state.js.reset()
+            try state.js.reset(for: database)
             state.loaded = nil
             try state.js.add(function: map)
             state.loaded = map
@@ -62,7 +63,13 @@ extension ViewEngine {
                 // One by one, so that only the documents the function fails on are left out (a batch
                 // of one that failed is not tried again).
                 let mappable = current.filter { $0.mappable != nil }
-                rows = mappable.count == 1 && sent ? current.map { _ in [] } : current.map { mapped(&state, $0) }
+                if mappable.count == 1 && sent {
+                    rows = current.map { _ in [] }
+                } else {
+                    var each: [[(key: JSON, value: JSON)]] = []
+                    for document in current { each.append(try mapped(&state, document)) }
+                    rows = each
+                }
                 if mappable.count == 1 && sent {
                     logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(mappable[0].id)"])
                 }
@@ -162,14 +169,20 @@ extension ViewEngine {
         }
     }
 
-    /// One document's rows; none (logged) when the function throws or takes too long for it.
-    private func mapped(_ state: inout State, _ document: Changed) -> [(key: JSON, value: JSON)] {
+    /// One document's rows; none (logged) when the function throws for it, or makes its process
+    /// die. A function that takes too long for one document fails the update, as CouchDB's does
+    /// (`timeout`): the view stays where it was, and the worker is not held by a function that
+    /// may never end, document after document.
+    private func mapped(_ state: inout State, _ document: Changed) throws(SofaError) -> [(key: JSON, value: JSON)] {
         guard let bytes = document.mappable else { return [] }
         do throws(SofaError) {
             try state.js.send(Array(#"["map_doc","#.utf8) + bytes + [UInt8(ascii: "]")])
             let answer = try state.js.receive(until: ContinuousClock.now + Self.mapTimeout)
             for line in answer.logs { logger.info("view log", metadata: ["doc": "\(document.id)", "message": "\(line)"]) }
             return Self.rows(answer.result, of: document.id, logger)
+        } catch where error.is(.timeout) {
+            throw SofaError(.timeout, "the map function did not finish within \(Self.mapTimeout) for document '\(document.id)': "
+                + "the view is not updated (os_process_error)")
         } catch {
             logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(document.id)", "reason": "\(error.message)"])
             return []

@@ -86,6 +86,8 @@ public final class ViewEngine: Sendable {
     private func run(_ state: inout State, _ database: String, design: String, view: String,
                      options: JSONObject) throws(SofaError) -> JSON {
         let (main, views) = try connections(&state, database)
+        // (A heap another database's functions have not run in, for the reduce functions too.)
+        if try state.js.isolate(for: database) { state.loaded = nil }
         var designBody: [UInt8]?
         try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + design)]) {
             designBody = $0.blob(0)
@@ -108,7 +110,7 @@ public final class ViewEngine: Sendable {
         }
         var query = try Self.options(options, reduces: reduceSource != nil, rawCollation: raw)
         let update = Self.updateMode(options)
-        if update == "true" { try bringUpToDate(&state, index, main, map: map, input: input) }
+        if update == "true" { try bringUpToDate(&state, index, main, map: map, input: input, database: database) }
         var reducer: ViewReducer?
         if let reduceSource, query.reduce {
             if let builtin = BuiltinReduce(named: reduceSource) {
@@ -150,7 +152,7 @@ public final class ViewEngine: Sendable {
                 do throws(SofaError) {
                     let (main, _) = try self.connections(&state, database)
                     guard let open = state.indexes[indexKey], open.signature == signature else { return }
-                    try self.bringUpToDate(&state, open.index, main, map: map, input: input)
+                    try self.bringUpToDate(&state, open.index, main, map: map, input: input, database: database)
                 } catch {
                     self.logger.warning("view not brought up to date after a stale read", metadata: ["view": "\(indexKey)", "error": "\(error)"])
                 }
