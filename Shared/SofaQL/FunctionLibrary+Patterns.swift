@@ -13,7 +13,9 @@ internal import SofaCore
 ///                                replaced by r, where `$&` is the match, `$1`…`$99` groups,
 ///                                `` $` `` / `$'` the text before / after the match, `$$` a `$`
 ///
-/// MISSING in → MISSING, null → null, non-strings → null; an invalid pattern is a query error.
+/// MISSING in → MISSING, null → null, non-strings → null; an invalid pattern is a query error, and
+/// so is one that searches one value for longer than `regexBudget` (a pattern that backtracks
+/// without end, `(a+)+$`, would otherwise hold its query worker, whose deadline cannot stop it).
 extension FunctionLibrary {
     static let patterns: [SQLFunction] = [
         search("regexp_contains"),
@@ -22,7 +24,7 @@ extension FunctionLibrary {
             if let unknown = unknown(args) { return unknown }
             guard case .text(let string) = args[0], case .text(let pattern) = args[1] else { return .null }
             let regex = try regexCache.regex(pattern)
-            guard let match = regex.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)),
+            guard let match = try matches(regex, in: string, limit: 1).first,
                   let range = Range(match.range, in: string) else { return .integer(-1) }
             return .integer(Int64(string.utf8.distance(from: string.startIndex, to: range.lowerBound)))
         },
@@ -36,7 +38,7 @@ extension FunctionLibrary {
                 limit = Int(clamping: n)
             }
             let regex = try regexCache.regex(pattern)
-            return .text(replace(string, regex, replacement, limit: limit))
+            return .text(try replace(string, regex, replacement, limit: limit))
         },
     ]
 
@@ -47,16 +49,42 @@ extension FunctionLibrary {
             if let unknown = unknown(args) { return unknown }
             guard case .text(let string) = args[0], case .text(let pattern) = args[1] else { return .null }
             let regex = try regexCache.regex(pattern)
-            return .bool(regex.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil)
+            return .bool(try !matches(regex, in: string, limit: 1).isEmpty)
         }
+    }
+
+    /// How long one pattern may search one value.
+    static let regexBudget: Duration = .milliseconds(500)
+
+    /// The first `limit` matches (all when negative) of `regex` in `string`, within `regexBudget`
+    /// (ICU reports its progress while it searches, and stops when told).
+    static func matches(_ regex: NSRegularExpression, in string: String, limit: Int) throws(SofaError) -> [NSTextCheckingResult] {
+        guard limit != 0 else { return [] }
+        var found: [NSTextCheckingResult] = []
+        var outOfTime = false
+        let deadline = ContinuousClock.now + regexBudget
+        regex.enumerateMatches(in: string, options: [.reportProgress], range: NSRange(location: 0, length: (string as NSString).length)) {
+            match, _, stop in
+            if let match {
+                found.append(match)
+                if limit >= 0 && found.count >= limit { stop.pointee = true }
+            } else if ContinuousClock.now > deadline {
+                outOfTime = true
+                stop.pointee = true
+            }
+        }
+        guard !outOfTime else {
+            throw SofaError(.invalidQuery, "the regular expression '\(regex.pattern)' searched one value for longer than "
+                + "\(regexBudget) (it backtracks too much: simplify nested repetitions such as (a+)+)")
+        }
+        return found
     }
 
     /// `string` with its first `limit` matches (all if negative) replaced per ECMAScript's
     /// replacement syntax.
-    static func replace(_ string: String, _ regex: NSRegularExpression, _ template: String, limit: Int) -> String {
+    static func replace(_ string: String, _ regex: NSRegularExpression, _ template: String, limit: Int) throws(SofaError) -> String {
         let text = string as NSString
-        var matches = regex.matches(in: string, range: NSRange(location: 0, length: text.length))
-        if limit >= 0 { matches = Array(matches.prefix(limit)) }
+        let matches = try matches(regex, in: string, limit: limit)
         var out = ""
         var copied = 0
         for match in matches {

@@ -36,6 +36,19 @@ import Testing
         try call.check(on: FunctionHarness())
     }
 
+    /// A pattern that backtracks without end on a value (`(a+)+$` on a's then a `!`) is a query
+    /// error once it has searched that value for `regexBudget`, not a worker held for minutes.
+    @Test func aPatternThatBacktracksWithoutEndStopsWithAQueryError() throws {
+        let harness = try FunctionHarness()
+        let value = "'" + String(repeating: "a", count: 2000) + "!'"
+        for function in ["regexp_contains", "regexp_position"] {
+            let started = ContinuousClock.now
+            #expect { try harness.call(function, value, "'(a+)+$'") } throws: { "\($0)".contains("backtracks too much") }
+            #expect(ContinuousClock.now - started < .seconds(30))
+        }
+        #expect { try harness.call("regexp_replace", value, "'(a+)+$'", "'x'") } throws: { "\($0)".contains("backtracks too much") }
+    }
+
     @Test func invalidPatternIsAQueryError() throws {
         let harness = try FunctionHarness()
         #expect(throws: SofaError.self) { try harness.call("regexp_like", "'a'", "'('") }
