@@ -32,6 +32,15 @@ class CouchRulesTests(CouchTestCase):
         self.assertEqual(live.status_code, 200)
         self.assertEqual(json.loads(live.text.splitlines()[0])["id"], "d")
 
+    def test_json_that_does_not_parse_says_why(self):
+        db = self.new_db()
+        for body, why in ((b"[" * 600 + b"]" * 600, "nesting deeper than 512"), (b'{"a":1e400}', "number out of range"),
+                          (b'{"a":"x\x00y"}', "control character in string")):
+            answer = self.session.put(URL + "/" + db + "/d", data=body, headers={"Content-Type": "application/json"}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "bad_request"))
+            self.assertTrue(answer.json()["reason"].startswith("invalid UTF-8 JSON: "), answer.text)
+            self.assertIn(why, answer.json()["reason"])
+
     def test_changes_with_documents_list_conflicts_and_inline_attachments(self):
         db = self.new_db()
         first, second = self.conflicted(db, "c")

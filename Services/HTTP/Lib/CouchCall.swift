@@ -125,10 +125,12 @@ struct CouchCall: Sendable {
             throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
         }
         let bytes = try await body(limit: limit)
-        guard let json = JSON.tryParse(bytes) else {
-            throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+        do throws(SofaError) {
+            return try JSON.parse(bytes)
+        } catch {
+            // CouchDB's words, then what is wrong (nesting, a number out of range, a NUL…).
+            throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON: \(error.message)")
         }
-        return json
     }
 
     /// The body, a JSON object; `what` names it in the refusal of anything else ("Document" for
