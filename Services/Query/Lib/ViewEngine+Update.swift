@@ -58,7 +58,7 @@ extension ViewEngine {
         var sent = send(&state, current)
         var applied = 0
         while true {
-            var rows = sent ? mappedBatch(&state, current) : nil
+            var rows = sent ? try mappedBatch(&state, current) : nil
             if rows == nil {
                 // One by one, so that only the documents the function fails on are left out (a batch
                 // of one that failed is not tried again).
@@ -143,11 +143,21 @@ extension ViewEngine {
     /// The rows of each document of the batch sent (a document the function throws on has
     /// none, logged); nil when the batch as a whole did not finish in time (the child was
     /// stopped: the documents are then mapped one by one, so that only those it fails on are
-    /// left out).
-    private func mappedBatch(_ state: inout State, _ batch: [Changed]) -> [[(key: JSON, value: JSON)]]? {
+    /// left out, and one it runs out of time on fails the update); a batch of one document that
+    /// ran out of time fails it at once.
+    private func mappedBatch(_ state: inout State, _ batch: [Changed]) throws(SofaError) -> [[(key: JSON, value: JSON)]]? {
         let mappable = batch.filter { $0.mappable != nil }
-        guard let answer = try? state.js.receive(until: ContinuousClock.now + Self.mapTimeout),
-              let perDocument = answer.result.arrayValue, perDocument.count == mappable.count else { return nil }
+        let received: JavaScriptProcess.Answer
+        do throws(SofaError) {
+            received = try state.js.receive(until: ContinuousClock.now + Self.mapTimeout)
+        } catch where error.is(.timeout) && mappable.count == 1 {
+            // The one document it was mapping took too long (see `mapped`).
+            throw Self.tooLong(mappable[0].id)
+        } catch {
+            return nil
+        }
+        guard let perDocument = received.result.arrayValue, perDocument.count == mappable.count else { return nil }
+        let answer = received
         for line in answer.logs { logger.info("view log", metadata: ["message": "\(line)"]) }
         var results = perDocument.makeIterator()
         return batch.map { document in
@@ -169,6 +179,11 @@ extension ViewEngine {
         }
     }
 
+    /// The map function took longer than its time for a document: the update fails.
+    static func tooLong(_ id: String) -> SofaError {
+        SofaError(.timeout, "the map function did not finish within \(mapTimeout) for document '\(id)': the view is not updated (os_process_error)")
+    }
+
     /// One document's rows; none (logged) when the function throws for it, or makes its process
     /// die. A function that takes too long for one document fails the update, as CouchDB's does
     /// (`timeout`): the view stays where it was, and the worker is not held by a function that
@@ -181,8 +196,7 @@ extension ViewEngine {
             for line in answer.logs { logger.info("view log", metadata: ["doc": "\(document.id)", "message": "\(line)"]) }
             return Self.rows(answer.result, of: document.id, logger)
         } catch where error.is(.timeout) {
-            throw SofaError(.timeout, "the map function did not finish within \(Self.mapTimeout) for document '\(document.id)': "
-                + "the view is not updated (os_process_error)")
+            throw Self.tooLong(document.id)
         } catch {
             logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(document.id)", "reason": "\(error.message)"])
             return []
