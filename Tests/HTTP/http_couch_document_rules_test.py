@@ -51,6 +51,13 @@ class DocumentRulesTests(CouchTestCase):
                                       headers={"Destination": "http://localhost:5984/" + db + "/copy"})
         self.assertEqual((answer.status_code, answer.json()["reason"]), (400, "Destination URL must be relative."))
         self.assertEqual(self.session.get(URL + "/" + db + "/_all_docs", timeout=30).json()["total_rows"], 1)
+        # `_attachments` that are not attachments are refused, not stored as given.
+        for attachments, expected in (("x", ("doc_validation", "Bad special document member: _attachments")),
+                                      ({"a.txt": {"data": 5}}, ("bad_request", "Invalid attachment data for a.txt")),
+                                      ({"a.txt": "x"}, ("bad_request", "Invalid attachment data for a.txt"))):
+            answer = self.session.put(URL + "/" + db + "/odd", json={"_attachments": attachments}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"], answer.json()["reason"]), (400,) + expected)
+        self.assertEqual(self.session.get(URL + "/" + db + "/odd", timeout=30).status_code, 404)
 
     def test_bulk_docs_options_and_ids(self):
         db = self.new_db()

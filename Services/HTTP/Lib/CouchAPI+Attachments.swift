@@ -19,11 +19,17 @@ extension CouchAPI {
     /// changed by any of it.
     func storeInlineAttachments(_ body: JSONObject, _ database: Database, id: String, parent: String? = nil, revpos: Int64 = 1,
                                 followed: [String: [UInt8]] = [:]) async throws -> JSONObject {
-        guard case .object(var attachments)? = body["_attachments"] else { return body }
+        guard let given = body["_attachments"] else { return body }
+        // CouchDB's words for `_attachments` that is not an object of attachments.
+        guard case .object(var attachments) = given else {
+            throw CouchError(.badRequest, "doc_validation", "Bad special document member: _attachments")
+        }
         var changed = false
         var current: JSONObject?? = .none
         for (name, value) in attachments {
-            guard var attachment = value.objectValue else { continue }
+            guard var attachment = value.objectValue, attachment["data"].map({ $0.stringValue != nil }) ?? true else {
+                throw CouchError(.badRequest, "bad_request", "Invalid attachment data for \(name)")
+            }
             var bytes: [UInt8]?
             // A new attachment's name follows CouchDB's rule (one stored before is left alone).
             if attachment["data"] != nil || attachment["follows"] != nil { try Self.checkAttachmentName(name) }
