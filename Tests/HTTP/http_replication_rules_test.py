@@ -207,6 +207,9 @@ class ReplicationRulesTests(CouchTestCase):
         # Anything else is refused before the replication starts.
         for since in ["now", "x1", -1]:
             self.assertEqual(replicate(since_seq=since).status_code, 400, since)
+        # A filter the source does not have is not found, before anything starts.
+        missing = replicate(filter="nope/f")
+        self.assertEqual((missing.status_code, missing.json()["error"]), (404, "not_found"), missing.text)
         # A filter that changes replicates from the start again (CouchDB's COUCHDB-892).
         target = self.new_db()
         design = {"filters": {"f": "function(doc) { return doc.n !== 3 && doc.n !== 4; }"}}

@@ -57,6 +57,11 @@ extension CouchAPI {
             throw CouchError(.badRequest, "bad_request", error.message)
         }
         try await Self.prepareEnds(client, source: source, target: target, create: body["create_target"]?.boolValue == true)
+        // A design filter the source does not have is 404 before anything starts (it would fail
+        // the replication as it ran).
+        if !filter.design.isEmpty, !source.hasPrefix("tcp://") {
+            _ = try await client.database(source).filter(filter.design, documents: [], request: [:])
+        }
         // No document named: nothing to replicate (Sofa's empty list would mean every document).
         if let ids = body["doc_ids"]?.arrayValue, ids.isEmpty { return Self.json(["ok": true, "no_changes": true]) }
         let started = Date()
