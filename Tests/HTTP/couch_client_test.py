@@ -1227,7 +1227,7 @@ class DesignFunctionTests(SofaTestCase):
         self.assertEqual([row["id"] for row in rows], ["n6", "n7", "n8", "n9"])
         missing = requests.post(URL + "/_replicate", auth=auth, timeout=120, json={
             "source": source, "target": target, "filter": "rules/nope"})
-        self.assertEqual(missing.status_code, 500, missing.text)
+        self.assertEqual((missing.status_code, missing.json()["error"]), (404, "not_found"), missing.text)
         self.assertIn("rules/nope", missing.json()["reason"])
         # A _replicator document: the target's feed is followed (long polls) until the documents arrived.
         created = requests.put(URL + "/_replicator/filtered-" + other, auth=auth, timeout=30, json={

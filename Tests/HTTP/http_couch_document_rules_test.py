@@ -59,6 +59,20 @@ class DocumentRulesTests(CouchTestCase):
             self.assertEqual((answer.status_code, answer.json()["error"], answer.json()["reason"]), (400,) + expected)
         self.assertEqual(self.session.get(URL + "/" + db + "/odd", timeout=30).status_code, 404)
 
+    def test_a_connection_whose_head_never_ends_is_closed(self):
+        # A client holding connections open with half-sent heads (slowloris) loses them after
+        # 10 s, before the idle timeout, so it cannot fill the connection cap for long.
+        import socket
+        import time
+        from urllib.parse import urlparse
+        address = urlparse(URL)
+        started = time.monotonic()
+        with socket.create_connection((address.hostname, address.port), timeout=60) as raw:
+            raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            self.assertEqual(raw.recv(1024), b"")  # closed by the server (waits at most 60 s)
+        self.assertLess(time.monotonic() - started, 40)
+        self.assertEqual(self.session.get(URL + "/", timeout=30).status_code, 200)
+
     def test_bulk_docs_options_and_ids(self):
         db = self.new_db()
         bulk = URL + "/" + db + "/_bulk_docs"

@@ -59,8 +59,10 @@ extension CouchAPI {
         try await Self.prepareEnds(client, source: source, target: target, create: body["create_target"]?.boolValue == true)
         // A design filter the source does not have is 404 before anything starts (it would fail
         // the replication as it ran).
-        if !filter.design.isEmpty, !source.hasPrefix("tcp://") {
-            _ = try await client.database(source).filter(filter.design, documents: [], request: [:])
+        if !filter.design.isEmpty, !source.hasPrefix("tcp://"),
+           let failure = await Self.outcome({ _ = try await client.database(source).filter(filter.design, documents: [], request: [:]) }) {
+            guard (failure as? SofaError)?.is(.notFound) == true else { throw failure }
+            throw CouchError(.notFound, "not_found", "filter \(filter.design) is not in the source: \((failure as? SofaError)?.message ?? "")")
         }
         // No document named: nothing to replicate (Sofa's empty list would mean every document).
         if let ids = body["doc_ids"]?.arrayValue, ids.isEmpty { return Self.json(["ok": true, "no_changes": true]) }

@@ -30,12 +30,42 @@ struct SofaHTTPChannel: ServerChildChannel {
             let pipeline = channel.pipeline.syncOperations
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             try pipeline.addHandler(DirectGets(api: api, batch: batches.batch(for: channel.eventLoop)), position: .after(state))
+            try pipeline.addHandler(FirstHeadDeadline(), position: .after(state))
             return value
         }
     }
 
     func handle(value: HTTP1Channel.Value, logger: Logger) async {
         await http1.handle(value: value, logger: logger)
+    }
+}
+
+/// Closes a connection whose first request head has not arrived within `limit` of its opening:
+/// a client that opens connections and sends their heads a byte at a time (or never) would
+/// otherwise hold them until the idle timeout, enough of them to fill the connection cap.
+final class FirstHeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    static let limit: TimeAmount = .seconds(10)
+    private var timer: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: Self.limit) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if timer != nil, case .head = unwrapInboundIn(data) {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireChannelRead(data)
     }
 }
 
