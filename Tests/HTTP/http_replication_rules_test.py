@@ -398,6 +398,9 @@ class ReplicatorClientTests(CouchTestCase):
         self.assertEqual(([r["id"] for r in page["results"]], page["pending"]), (["d0", "d2"], 3))
         rest = self.session.get(URL + "/" + db + "/_changes", params={"since": page["last_seq"], "limit": "10"}, timeout=30).json()
         self.assertEqual(([r["id"] for r in rest["results"]], rest["pending"]), (["d3", "d4", "d1"], 0))
+        # CouchDB's replicator asks limit=0 for the count alone.
+        counted = self.session.get(URL + "/" + db + "/_changes", params={"since": "0", "limit": "0"}, timeout=30).json()
+        self.assertEqual((counted["results"], counted["pending"]), ([], 5))
 
     def test_a_database_that_does_not_exist_is_not_found_for_any_user(self):
         # PouchDB asks GET /db first and creates the database on a 404; a user who is nobody's

@@ -146,10 +146,10 @@ extension CouchAPI {
         default:
             response = ResponseBody { writer in
                 try await writer.write(ByteBuffer(bytes: Array("{\"results\":[\n".utf8)))
-                let last = try await self.collect(options0, database, first: first) { bytes in
+                let (last, full) = try await self.collect(options0, database, first: first) { bytes in
                     try await writer.write(ByteBuffer(bytes: bytes))
                 }
-                let pending = await self.pending(options0, database, after: last)
+                let pending = full ? await self.pending(database, after: last) : 0
                 try await writer.write(ByteBuffer(bytes: Array("],\n\"last_seq\":\"\(last)\",\"pending\":\(pending)}\n".utf8)))
                 try await writer.finish(nil)
             }
@@ -159,21 +159,22 @@ extension CouchAPI {
     }
 
     /// `pending`: how many documents changed after `last` (CouchDB's count, unfiltered), which a
-    /// replicator shows as its progress. Counted only when a `limit` may have left some out; 0
-    /// when it cannot be counted (the answer is under way: a count that fails does not end it).
-    private func pending(_ options: ChangesOptions, _ database: Database, after last: UInt64) async -> Int64 {
-        guard options.limit != nil, !options.query.descending,
-              let counted = try? await database.query(
+    /// replicator shows as its progress. Asked only when the answer reached its `limit` (one that
+    /// did not read the feed to its end); 0 when it cannot be counted (the answer is under way: a
+    /// count that fails does not end it).
+    private func pending(_ database: Database, after last: UInt64) async -> Int64 {
+        guard let counted = try? await database.query(
                   n1ql: "SELECT COUNT(*) FROM _ WHERE META().sequence > $last AND (META().deleted OR NOT (META().deleted))",
                   parameters: ["last": .int(Int64(clamping: last))]) else { return 0 }
         return counted.rows.first?.first??.intValue ?? 0
     }
 
     /// `normal` and `longpoll`: the changes since `since`, page by page (`longpoll` first waits
-    /// until there is one to answer, or the timeout); the last sequence. `prefetched`: the first
-    /// page, read without waiting (a long poll that found nothing in it waits for the next).
+    /// until there is one to answer, or the timeout); the last sequence, and whether the answer
+    /// reached its `limit` (changes may follow). `prefetched`: the first page, read without
+    /// waiting (a long poll that found nothing in it waits for the next).
     private func collect(_ options: ChangesOptions, _ database: Database, first prefetched: ChangesBatch?,
-                         write: (_ bytes: [UInt8]) async throws -> Void) async throws -> UInt64 {
+                         write: (_ bytes: [UInt8]) async throws -> Void) async throws -> (last: UInt64, full: Bool) {
         var since = options.query.since
         var sent = 0
         var first = true
@@ -205,7 +206,7 @@ extension CouchAPI {
                 sent += 1
             }
             if !chunk.isEmpty { try await write(chunk) }
-            if options.query.descending { return batch.lastSequence }
+            if options.query.descending { return (batch.lastSequence, false) }
             since = Self.next(after: since, batch, limit: limit)
             if batch.changes.count == limit, limit > 0 { continue }
             // A short page: everything up to now is answered, unless a long poll still waits.
@@ -216,7 +217,7 @@ extension CouchAPI {
             if waits && sent == 0 && ContinuousClock.now < deadline { continue }
             break
         }
-        return since
+        return (since, options.limit.map { sent >= $0 } ?? false)
     }
 
     /// `continuous` and `eventsource`: a line (or event) per change, a newline every heartbeat,

@@ -65,13 +65,11 @@ extension ViewEngine {
                 let mappable = current.filter { $0.mappable != nil }
                 if mappable.count == 1 && sent {
                     rows = current.map { _ in [] }
+                    logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(mappable[0].id)"])
                 } else {
                     var each: [[(key: JSON, value: JSON)]] = []
                     for document in current { each.append(try mapped(&state, document)) }
                     rows = each
-                }
-                if mappable.count == 1 && sent {
-                    logger.warning("map function failed for a document: skipped", metadata: ["doc": "\(mappable[0].id)"])
                 }
             }
             applied += current.count
@@ -147,17 +145,16 @@ extension ViewEngine {
     /// ran out of time fails it at once.
     private func mappedBatch(_ state: inout State, _ batch: [Changed]) throws(SofaError) -> [[(key: JSON, value: JSON)]]? {
         let mappable = batch.filter { $0.mappable != nil }
-        let received: JavaScriptProcess.Answer
+        let answer: JavaScriptProcess.Answer
         do throws(SofaError) {
-            received = try state.js.receive(until: ContinuousClock.now + Self.mapTimeout)
+            answer = try state.js.receive(until: ContinuousClock.now + Self.mapTimeout)
         } catch where error.is(.timeout) && mappable.count == 1 {
             // The one document it was mapping took too long (see `mapped`).
             throw Self.tooLong(mappable[0].id)
         } catch {
             return nil
         }
-        guard let perDocument = received.result.arrayValue, perDocument.count == mappable.count else { return nil }
-        let answer = received
+        guard let perDocument = answer.result.arrayValue, perDocument.count == mappable.count else { return nil }
         for line in answer.logs { logger.info("view log", metadata: ["message": "\(line)"]) }
         var results = perDocument.makeIterator()
         return batch.map { document in

@@ -71,7 +71,7 @@ public final class ViewIndex {
     public private(set) var lastSequence: UInt64 = 0
     /// Offsets counted, by start key and direction, with the index's state they were counted in
     /// (its last sequence): counting the rows before a key reads them all.
-    private var offsets: [String: (sequence: Int64, offset: Int)] = [:]
+    private var offsets: [[UInt8]: (sequence: Int64, offset: Int)] = [:]
 
     /// Keys are kept in CouchDB's raw collation (`ViewSortKey.raw`); queries say so with
     /// `ViewQueryOptions.rawCollation`. Part of the signature: an index changes collation only by
@@ -289,21 +289,23 @@ public final class ViewIndex {
     /// of lower keys, and with `startkey_docid` those of the start key with lower document IDs.
     private func offset(_ options: ViewQueryOptions) throws(SofaError) -> Int {
         guard let start = options.startKey ?? options.key ?? options.keys?.first else { return options.skip }
-        // The index as it is now (another worker may have updated it since this one looked).
-        var sequence: Int64 = -1
-        try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) { sequence = $0.integer(0) }
+        // The index as it is now: `query` read its sequence from the file (another worker may
+        // have updated it since this one looked).
+        let sequence = Int64(lastSequence)
         let startID = options.startKey != nil ? options.startKeyDocID : nil
-        // By the start key's bytes in the view's collation: objects with the same members in
-        // another order are other keys.
-        let cacheKey = (options.descending ? "d" : "a") + options.sortKey(start).map { String($0, radix: 16) }.joined(separator: ".") + (startID.map { "\u{0}" + $0 } ?? "")
+        let startKey = options.sortKey(start)
+        // By the start key's bytes in the view's collation (objects with the same members in
+        // another order are other keys); a sort key ends where it ends, so the ID follows it.
+        var cacheKey = [options.descending ? 1 : 0] + startKey
+        if let startID { cacheKey += [0xFF] + Array(startID.utf8) }
         if let known = offsets[cacheKey], known.sequence == sequence { return known.offset + options.skip }
         var before = 0
         let below = options.descending ? ">" : "<"
         var sql = "SELECT COUNT(*) FROM \(rows) WHERE sortkey \(below) ?"
-        var bindings: [SQLiteValue] = [.blob(options.sortKey(start))]
+        var bindings: [SQLiteValue] = [.blob(startKey)]
         if let startID {
             sql += " OR (sortkey = ? AND docid \(below) ?)"
-            bindings += [.blob(options.sortKey(start)), .text(startID)]
+            bindings += [.blob(startKey), .text(startID)]
         }
         try connection.run(sql, bindings) { before = Int($0.integer(0)) }
         if offsets.count > 1000 { offsets.removeAll() }
