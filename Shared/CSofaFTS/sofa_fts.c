@@ -33,9 +33,9 @@ static void registration_free(void *state) {
     free(registration);
 }
 
-static int is_stop_word(const Registration *registration, const char *token, int length) {
-    for (int i = 0; i < registration->stopWordCount; i++) {
-        const char *word = registration->stopWords[i];
+static int is_stop_word(char *const *words, int count, const char *token, int length) {
+    for (int i = 0; i < count; i++) {
+        const char *word = words[i];
         if ((int)strlen(word) == length && memcmp(word, token, (size_t)length) == 0) return 1;
     }
     return 0;
@@ -44,10 +44,37 @@ static int is_stop_word(const Registration *registration, const char *token, int
 typedef struct {
     fts5_tokenizer base;       // unicode61's methods
     Fts5Tokenizer *baseState;  // unicode61's instance
-    struct sb_stemmer *stemmer;
+    struct sb_stemmer *stemmer;  // NULL: words are not stemmed
     const Registration *registration;
     int dropsStopWords;
+    // The index's own stop words ("stopwordlist"), in place of the registration's.
+    char **ownWords;
+    int ownWordCount;
+    char *ownList;
 } SnowballTokenizer;
+
+/// Splits `list` (words separated by spaces) into the tokenizer's own stop words.
+static int own_stop_words(SnowballTokenizer *tokenizer, const char *list) {
+    tokenizer->ownList = sqlite3_mprintf("%s", list);
+    if (!tokenizer->ownList) return SQLITE_NOMEM;
+    int count = 0;
+    for (const char *c = list; *c; c++) if (*c != ' ' && (c == list || c[-1] == ' ')) count++;
+    tokenizer->ownWords = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)(count > 0 ? count : 1));
+    if (!tokenizer->ownWords) return SQLITE_NOMEM;
+    char *saved = NULL;
+    for (char *word = strtok_r(tokenizer->ownList, " ", &saved); word; word = strtok_r(NULL, " ", &saved)) {
+        tokenizer->ownWords[tokenizer->ownWordCount++] = word;
+    }
+    return SQLITE_OK;
+}
+
+static void snowball_free(SnowballTokenizer *tokenizer) {
+    if (tokenizer->baseState) tokenizer->base.xDelete(tokenizer->baseState);
+    if (tokenizer->stemmer) sb_stemmer_delete(tokenizer->stemmer);
+    sqlite3_free(tokenizer->ownWords);
+    sqlite3_free(tokenizer->ownList);
+    sqlite3_free(tokenizer);
+}
 
 typedef struct {
     SnowballTokenizer *tokenizer;
@@ -64,21 +91,27 @@ static int snowball_create(void *userData, const char **args, int count, Fts5Tok
     if (!tokenizer) return SQLITE_NOMEM;
     memset(tokenizer, 0, sizeof(*tokenizer));
     tokenizer->registration = registration;
+    // Arguments: the stemmer's language ("none": no stemming), then "stopwords" (the
+    // registration's list) or "stopwordlist" and the words, then unicode61's own.
     int consumed = 1;
+    int rc = SQLITE_OK;
     if (count > 1 && strcmp(args[1], "stopwords") == 0) {
         tokenizer->dropsStopWords = 1;
         consumed = 2;
+    } else if (count > 2 && strcmp(args[1], "stopwordlist") == 0) {
+        tokenizer->dropsStopWords = 1;
+        consumed = 3;
+        rc = own_stop_words(tokenizer, args[2]);
     }
     void *baseData = NULL;
-    int rc = api->xFindTokenizer(api, "unicode61", &baseData, &tokenizer->base);
+    if (rc == SQLITE_OK) rc = api->xFindTokenizer(api, "unicode61", &baseData, &tokenizer->base);
     if (rc == SQLITE_OK) rc = tokenizer->base.xCreate(baseData, args + consumed, count - consumed, &tokenizer->baseState);
-    if (rc == SQLITE_OK) {
+    if (rc == SQLITE_OK && strcmp(args[0], "none") != 0) {
         tokenizer->stemmer = sb_stemmer_new(args[0], "UTF_8");
         if (!tokenizer->stemmer) rc = SQLITE_ERROR;
     }
     if (rc != SQLITE_OK) {
-        if (tokenizer->baseState) tokenizer->base.xDelete(tokenizer->baseState);
-        sqlite3_free(tokenizer);
+        snowball_free(tokenizer);
         return rc;
     }
     *out = (Fts5Tokenizer *)tokenizer;
@@ -86,10 +119,7 @@ static int snowball_create(void *userData, const char **args, int count, Fts5Tok
 }
 
 static void snowball_delete(Fts5Tokenizer *state) {
-    SnowballTokenizer *tokenizer = (SnowballTokenizer *)state;
-    if (tokenizer->baseState) tokenizer->base.xDelete(tokenizer->baseState);
-    if (tokenizer->stemmer) sb_stemmer_delete(tokenizer->stemmer);
-    sqlite3_free(tokenizer);
+    snowball_free((SnowballTokenizer *)state);
 }
 
 static int snowball_stem(void *context, int flags, const char *token, int length, int start, int end) {
@@ -97,7 +127,14 @@ static int snowball_stem(void *context, int flags, const char *token, int length
     // A stop word is left out of what is indexed (the text of a document, and the same text as
     // auxiliary functions read it) and of MATCH text, as LiteCore's tokenizer leaves it out; a
     // prefix in MATCH text (`on*`) keeps its meaning.
-    if (stem->dropping && is_stop_word(stem->tokenizer->registration, token, length)) return SQLITE_OK;
+    if (stem->dropping) {
+        const SnowballTokenizer *tokenizer = stem->tokenizer;
+        int stop = tokenizer->ownList
+            ? is_stop_word(tokenizer->ownWords, tokenizer->ownWordCount, token, length)
+            : is_stop_word(tokenizer->registration->stopWords, tokenizer->registration->stopWordCount, token, length);
+        if (stop) return SQLITE_OK;
+    }
+    if (!stem->tokenizer->stemmer) return stem->emit(stem->ctx, flags, token, length, start, end);
     const sb_symbol *stemmed = sb_stemmer_stem(stem->tokenizer->stemmer, (const sb_symbol *)token, length);
     if (!stemmed) return stem->emit(stem->ctx, flags, token, length, start, end);
     return stem->emit(stem->ctx, flags, (const char *)stemmed, sb_stemmer_length(stem->tokenizer->stemmer), start, end);

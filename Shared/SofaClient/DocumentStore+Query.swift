@@ -24,8 +24,12 @@ public struct QueryResult: Sendable, Equatable {
 public enum IndexKind: Sendable, Equatable {
     /// A value index on the expressions.
     case value
-    /// A full-text index on the expressions' strings; `language` "en" (default) stems words.
-    case fullText(language: String? = nil, ignoreDiacritics: Bool = false)
+    /// A full-text index on the expressions' strings; `language` "en" (default) stems words and
+    /// leaves English's stop words out. `disableStemming` indexes words as written; `stopWords`
+    /// (separated by spaces or commas) replaces the language's list, "" for none — LiteCore's
+    /// index options.
+    case fullText(language: String? = nil, ignoreDiacritics: Bool = false, disableStemming: Bool = false,
+                  stopWords: String? = nil)
     /// An array index on a path (`likes`, or nested `a[].b`), for UNNEST and ANY…SATISFIES.
     case array(path: String)
 }
@@ -83,10 +87,12 @@ extension DocumentStore {
         let code: Int32
         switch kind {
         case .value: code = 0
-        case .fullText(let language, let ignoreDiacritics):
+        case .fullText(let language, let ignoreDiacritics, let disableStemming, let stopWords):
             code = 1
             if let language { descriptor["language"] = .string(language) }
             if ignoreDiacritics { descriptor["ignoreDiacritics"] = true }
+            if disableStemming { descriptor["disableStemming"] = true }
+            if let stopWords { descriptor["stopWords"] = .string(stopWords) }
         case .array(let path):
             code = 2
             descriptor["path"] = .string(path)

@@ -77,10 +77,13 @@ public struct FullTextIndexTable: Sendable, Hashable {
     public var table: String
     public var language: String?
     public var columns: [String]
+    /// The index's stop words, which MATCH text leaves out.
+    public var stopWords: [String]
 
-    public init(table: String, language: String?, columns: [String]) {
+    public init(table: String, language: String?, columns: [String], stopWords: [String] = []) {
         self.table = table
         self.language = language
         self.columns = columns
+        self.stopWords = stopWords
     }
 }

@@ -61,11 +61,14 @@ public enum CoreFunctions {
         },
         SQLFunction("core_fts_query", arity: 1...3) { args in
             guard var text = args[0].string else { return .missing }
-            let language = args.count > 1 ? args[1].string ?? "" : ""
+            let stopWords = args.count > 1 ? args[1].string ?? "" : ""
             if args.count > 2, let columns = args[2].string.flatMap({ JSON.tryParse($0)?.arrayValue }) {
                 text = FullText.namingColumns(text, columns.map { $0.stringValue ?? "" })
             }
-            return .text(FullText.quotingPunctuation(language == "en" ? FullText.withoutStopWords(text) : text))
+            if !stopWords.isEmpty {
+                text = FullText.withoutStopWords(text, Set(stopWords.split(separator: " ").map(String.init)))
+            }
+            return .text(FullText.quotingPunctuation(text))
         },
         SQLFunction("core_contains", arity: 3) { args in
             let flags = args[2].string ?? ""

@@ -7,15 +7,43 @@ internal import SofaCore
 /// stemmer of the index's language (`sofa_snowball`, Sofa's tokenizer over libstemmer): "en" /
 /// "english" (the default), "fr", "de", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "ru",
 /// "hu", "ro", "tr" and the other Snowball languages, by ISO code or name; a region after the
-/// language is ignored ("en_US" is "en"). "none", and a language without a stemmer, split
-/// without stemming (as LiteCore does). English leaves its stop words out of the index, and out
-/// of MATCH text's bare words (a query for "the dog" finds a document that has "dog").
+/// language is ignored ("en_US" is "en"). "none", a language without a stemmer, and an index that
+/// disables stemming split without stemming (as LiteCore does). Stop words stay out of the index,
+/// and out of MATCH text's bare words (a query for "the dog" finds a document that has "dog"):
+/// English's list, or the index's own (LiteCore's `stopWords`: words separated by spaces or
+/// commas; "" for none).
 public enum FullText {
-    /// The FTS5 `tokenize` argument for a language.
-    public static func tokenizer(language: String?, ignoreDiacritics: Bool) -> String {
+    /// The FTS5 `tokenize` argument for an index, as it stands inside a SQL string literal.
+    public static func tokenizer(language: String?, ignoreDiacritics: Bool, disableStemming: Bool = false,
+                                 stopWords custom: String? = nil) -> String {
         let diacritics = "remove_diacritics \(ignoreDiacritics ? 2 : 0)"
-        guard let name = stemmer(language) else { return "unicode61 \(diacritics)" }
-        return "sofa_snowball \(name)\(stemsEnglish(language) ? " stopwords" : "") \(diacritics)"
+        let stemmer = disableStemming ? nil : stemmer(language)
+        let stopping: String
+        if let custom {
+            let words = stopWordList(custom)
+            // One argument in FTS5's single quotes (a quote in it doubled), inside the SQL literal
+            // (which doubles each quote again).
+            let argument = "'" + words.joined(separator: " ").replacingOccurrences(of: "'", with: "''") + "'"
+            stopping = words.isEmpty ? "" : " stopwordlist " + argument.replacingOccurrences(of: "'", with: "''")
+        } else {
+            stopping = stemsEnglish(language) ? " stopwords" : ""
+        }
+        guard stemmer != nil || !stopping.isEmpty else { return "unicode61 \(diacritics)" }
+        return "sofa_snowball \(stemmer ?? "none")\(stopping) \(diacritics)"
+    }
+
+    /// An index's stop words: its own list (`custom`, words separated by spaces or commas, in
+    /// lower case as the tokenizer folds them), else its language's (English has one).
+    public static func stopWords(language: String?, custom: String?) -> [String] {
+        if let custom { return stopWordList(custom) }
+        return stemsEnglish(language) ? englishStopWords.sorted() : []
+    }
+
+    /// Words separated by spaces, commas or double quotes (as LiteCore reads the list), lower case.
+    static func stopWordList(_ text: String) -> [String] {
+        var seen = Set<String>()
+        return text.lowercased().split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\"" || $0.isWhitespace })
+            .map(String.init).filter { seen.insert($0).inserted }
     }
 
     /// The Snowball stemmer of a language (its name as given, lower case, without a region), or
@@ -44,10 +72,10 @@ public enum FullText {
         "they", "this", "to", "was", "will", "with",
     ]
 
-    /// MATCH text without its stop words: bare words only; quoted phrases, operators (AND, OR,
-    /// NOT, NEAR — upper case, as FTS5 reads them) and prefixes (`run*`) are kept. When every word
-    /// is a stop word, the text is left as it was.
-    static func withoutStopWords(_ text: String) -> String {
+    /// MATCH text without the index's stop words: bare words only; quoted phrases, operators
+    /// (AND, OR, NOT, NEAR — upper case, as FTS5 reads them) and prefixes (`run*`) are kept. When
+    /// every word is a stop word, the text is left as it was.
+    static func withoutStopWords(_ text: String, _ stopWords: Set<String> = englishStopWords) -> String {
         var kept: [Substring] = []
         var inQuote = false
         var dropped = false
@@ -58,7 +86,7 @@ public enum FullText {
                 if quotes % 2 == 1 { inQuote.toggle() }
                 continue
             }
-            if englishStopWords.contains(token.lowercased()) && token != "AND" && token != "OR" && token != "NOT" {
+            if stopWords.contains(token.lowercased()) && token != "AND" && token != "OR" && token != "NOT" {
                 dropped = true
                 continue
             }

@@ -35,9 +35,15 @@ public struct IndexSpec: Sendable, Hashable {
     public var arrayPath: String?
     public var language: String?
     public var ignoreDiacritics: Bool
+    /// Full-text: words are indexed as written, not stemmed (LiteCore's `disableStemming`).
+    public var disableStemming: Bool
+    /// Full-text: the stop words, separated by spaces (or commas), in place of the language's
+    /// list; "" for none. Nil: the language's list (English has one).
+    public var stopWords: String?
 
     public init(name: String, kind: IndexKind, collection: CollectionName, expressions: [JSON] = [],
-                arrayPath: String? = nil, language: String? = nil, ignoreDiacritics: Bool = false) {
+                arrayPath: String? = nil, language: String? = nil, ignoreDiacritics: Bool = false,
+                disableStemming: Bool = false, stopWords: String? = nil) {
         self.name = name
         self.kind = kind
         self.collection = collection
@@ -45,6 +51,8 @@ public struct IndexSpec: Sendable, Hashable {
         self.arrayPath = arrayPath
         self.language = language
         self.ignoreDiacritics = ignoreDiacritics
+        self.disableStemming = disableStemming
+        self.stopWords = stopWords
     }
 
     /// The JSON kept in the `indexes` table's `expression` column.
@@ -53,6 +61,8 @@ public struct IndexSpec: Sendable, Hashable {
         if let arrayPath { object["path"] = .string(arrayPath) }
         if let language { object["language"] = .string(language) }
         if ignoreDiacritics { object["ignoreDiacritics"] = true }
+        if disableStemming { object["disableStemming"] = true }
+        if let stopWords { object["stopWords"] = .string(stopWords) }
         return .object(object)
     }
 
@@ -60,7 +70,14 @@ public struct IndexSpec: Sendable, Hashable {
         self.init(name: name, kind: kind, collection: collection,
                   expressions: descriptor["expressions"]?.arrayValue ?? [],
                   arrayPath: descriptor["path"]?.stringValue, language: descriptor["language"]?.stringValue,
-                  ignoreDiacritics: descriptor["ignoreDiacritics"]?.boolValue ?? false)
+                  ignoreDiacritics: descriptor["ignoreDiacritics"]?.boolValue ?? false,
+                  disableStemming: descriptor["disableStemming"]?.boolValue ?? false,
+                  stopWords: descriptor["stopWords"]?.stringValue)
+    }
+
+    /// The full-text index's stop words: its own list, or its language's (English has one).
+    public var fullTextStopWords: [String] {
+        FullText.stopWords(language: language, custom: stopWords)
     }
 
     /// The table (or SQLite index) that holds the index.
@@ -88,6 +105,9 @@ public struct IndexSpec: Sendable, Hashable {
         }
         guard JSON.array(expressions).compactBytes().count <= Self.maxDefinitionBytes else {
             throw SofaError(.invalidQuery, "an index's expressions are at most \(Self.maxDefinitionBytes) bytes of JSON")
+        }
+        if let stopWords, stopWords.utf8.count > Self.maxDefinitionBytes {
+            throw SofaError(.invalidQuery, "an index's stop words are at most \(Self.maxDefinitionBytes) bytes")
         }
         // An empty expression (`""`, `[]`, `[""]`) is refused, as LiteCore refuses it.
         for expression in expressions where [JSON.string(""), .array([]), .array([.string("")])].contains(expression) {
@@ -134,7 +154,8 @@ public struct IndexSpec: Sendable, Hashable {
             return ["CREATE INDEX \(quoted) ON \(kv) (\(columns.joined(separator: ", ")))"]
         case .fullText:
             let columnNames = expressions.indices.map { "c\($0)" }
-            let tokenizer = FullText.tokenizer(language: language, ignoreDiacritics: ignoreDiacritics)
+            let tokenizer = FullText.tokenizer(language: language, ignoreDiacritics: ignoreDiacritics,
+                                               disableStemming: disableStemming, stopWords: stopWords)
             var newValues: [String] = [], rowValues: [String] = []
             for e in expressions {
                 newValues.append("core_fts_text(\(try expressionSQL(e, body: "new.body")))")
@@ -232,6 +253,8 @@ struct IndexRecord {
     var arraySegments: [PropertyPath] = []
     var arrayTables: [String] = []
     var language: String?
+    /// A full-text index's stop words (MATCH text leaves them out as the index does).
+    var stopWords: [String] = []
     /// The property path of each indexed expression ("" when it is not a plain property).
     var columnPaths: [String] = []
 
@@ -250,6 +273,7 @@ struct IndexRecord {
                 arrayTables = spec.arrayTables(levels: segments.count)
             }
             language = spec.language
+            if kind == .fullText { stopWords = spec.fullTextStopWords }
             columnPaths = spec.expressions.map { expression in
                 guard case .array(let parts) = expression, parts.count == 1, let op = parts[0].stringValue,
                       op.hasPrefix("."), let path = PropertyPath.tryParse(String(op.dropFirst())) else { return "" }

@@ -85,8 +85,8 @@ extension QueryCompiler {
             throw Self.invalid("Sorry, multiple MATCHes of the same property are not allowed")
         }
         let text = try value(args[1])
-        let lang = try Self.quoted(FullText.stemsEnglish(index.language) ? "en" : "")
+        let stopWords = try Self.quoted(index.stopWords.joined(separator: " "))
         let columns = try Self.quoted(JSON.array(index.columns.map { .string($0) }).compactString)
-        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text), \(lang), \(columns)))", isCondition: true)
+        return Expr(sql: "(\(alias).\"\(table)\" MATCH core_fts_query(\(text), \(stopWords), \(columns)))", isCondition: true)
     }
 }

@@ -30,7 +30,7 @@ extension SQLiteConnection {
             hasCollection: { tables.contains($0.tableName) },
             fullTextTable: { collection, name in
                 indexes.first { $0.keyStore == collection.keyStore && $0.name == name && $0.kind == .fullText }
-                    .map { FullTextIndexTable(table: $0.table, language: $0.language, columns: $0.columnPaths) }
+                    .map { FullTextIndexTable(table: $0.table, language: $0.language, columns: $0.columnPaths, stopWords: $0.stopWords) }
             },
             arrayIndexes: { collection in
                 indexes.filter { $0.keyStore == collection.keyStore && $0.kind == .array && !$0.arraySegments.isEmpty }

@@ -237,4 +237,31 @@ import Testing
             #expect(ordered.rows == ["Aardvark", "Ångström", "Apple", "äpple", "Zebra"].map { [.string($0)] })
         }
     }
+
+    /// LiteCore's full-text index options through the SDK: the index's own stop words (none, or a
+    /// list) and stemming turned off; creating it again with the same options changes nothing,
+    /// with others rebuilds it.
+    @Test func fullTextIndexOptions() async throws {
+        try await Cluster.with { cluster in
+            let db = try await cluster.client.createDatabase("semantics8")
+            let docs = [("s1", "the search is on"), ("s2", "a search for things"), ("s3", "searching things")]
+            _ = try await db.bulk(docs.map { .put(id: $0.0, rev: "", body: Array(#"{"text":"\#($0.1)"}"#.utf8), deleted: false) })
+            func ids(_ text: String) async throws -> [JSON?] {
+                try await db.query(json: ["WHAT": [["._id"]], "WHERE": ["MATCH()", "byText", .string(text)], "ORDER_BY": [["._id"]]])
+                    .rows.map { $0.first ?? nil }
+            }
+            try await db.createIndex("byText", kind: .fullText(language: "en"), expressions: [[".text"]])
+            #expect(try await ids("the search is") == ["s1", "s2", "s3"])
+            try await db.createIndex("byText", kind: .fullText(language: "en", stopWords: ""), expressions: [[".text"]])
+            #expect(try await ids("the search is") == ["s1"])
+            try await db.createIndex("byText", kind: .fullText(language: "en", stopWords: ""), expressions: [[".text"]])
+            #expect(try await ids("the search is") == ["s1"])
+            try await db.createIndex("byText", kind: .fullText(language: "en", stopWords: "the, is"), expressions: [[".text"]])
+            #expect(try await ids("the search is") == ["s1", "s2", "s3"])
+            #expect(try await ids("a search") == ["s2"])
+            try await db.createIndex("byText", kind: .fullText(language: "en", disableStemming: true), expressions: [[".text"]])
+            #expect(try await ids("search") == ["s1", "s2"])
+            #expect(try await ids("searching") == ["s3"])
+        }
+    }
 }

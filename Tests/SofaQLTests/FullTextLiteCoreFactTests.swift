@@ -16,12 +16,12 @@ import Testing
     ]
 
     /// The five sentences as rec-000…rec-004, with a full-text index on them in `language`.
-    static func sentences(language: String?) throws -> TestDatabase {
+    static func sentences(language: String?, stopWords: String? = nil) throws -> TestDatabase {
         let db = try TestDatabase(sentences.enumerated().map { i, text in
             ("rec-00\(i)", JSON.object(["sentence": .string(text)]).compactString)
         })
         try db.createIndex(IndexSpec(name: "sentence", kind: .fullText, collection: .default, expressions: [[".sentence"]],
-                                     language: language))
+                                     language: language, stopWords: stopWords))
         return db
     }
 
@@ -60,6 +60,66 @@ import Testing
         for word in ["the", "is", "for"] {
             #expect(try db.rows(Self.ranked(word)).isEmpty, "\(word)")
         }
+    }
+
+    /// "Query Full-Text No stop-words": an index with an empty list keeps every word, so "the
+    /// search is" needs all three.
+    @Test func anEmptyStopWordListKeepsEveryWord() throws {
+        let db = try Self.sentences(language: "en", stopWords: "")
+        #expect(try db.rows(Self.ranked("the search is")) == Self.ids([2]))
+    }
+
+    /// "Query Full-Text Custom stop-words": the index's own list replaces English's ("is" is a
+    /// word again, "the" is not).
+    @Test func anIndexsOwnStopWordsReplaceTheLanguages() throws {
+        let db = try Self.sentences(language: "en", stopWords: "the a an")
+        #expect(try db.rows(Self.ranked("the search is")) == Self.ids([2, 0]))
+        #expect(try db.rows(Self.ranked("the")).isEmpty)
+        // Separated by commas, in any case, as LiteCore reads the list.
+        let commas = try Self.sentences(language: "en", stopWords: "The,a, an, don't")
+        #expect(try commas.rows(Self.ranked("the search is")) == Self.ids([2, 0]))
+    }
+
+    /// "Test with array values" (stemming disabled): each title is a word as written, stop words
+    /// still left out.
+    @Test(arguments: [("the", 0), ("(1994)", 3), ("godfather", 1), ("ii", 2), ("dark", 3), ("léon", 2), ("strike", 1),
+                      ("strikes", 1), ("war", 1), ("wars", 1), ("of", 0), ("a", 0), ("and", 0), ("schindler's", 2)])
+    func withoutStemmingWordsMatchAsWritten(title: String, count: Int) throws {
+        let lists: [(String, [String])] = [
+            ("movies", ["The Shawshank Redemption (1994)", "The Godfather (1972)", "The Godfather: Part II (1974)",
+                        "The Dark Knight (2008)", "12 Angry Men (1957)", "Schindler's List (1993)",
+                        "The Lord of the Rings: The Return of the King (2003)", "Pulp Fiction (1994)",
+                        "Avengers: Endgame (2019)", "The Good, the Bad and the Ugly (1966)"]),
+            ("action", ["The Mountain II (2016)", "Avengers: Endgame (2019)", "The Dark Knight (2008)", "Inception (2010)",
+                        "The Matrix (1999)", "Star Wars: Episode V - The Empire Strikes Back (1980)",
+                        "Uri: The Surgical Strike (2019)", "Léon: The Professional (1994)",
+                        "Star Wars: Episode IV - A New Hope (1977)", "Dangal (2016)"]),
+            ("thriller", ["The Dark Knight (2008)", "Inception (2010)", "The Usual Suspects (1995)", "Se7en (1995)",
+                          "Léon: The Professional (1994)", "The Silence of the Lambs (1991)", "Andhadhun (2018)",
+                          "The Prestige (2006)", "The Departed (2006)", "Memento (2000)"]),
+            ("history", ["Schindler's List (1993)", "Ayla: The Daughter of War (2017)", "Braveheart (1995)", "Amadeus (1984)",
+                         "Lawrence of Arabia (1962)", "Downfall (2004)", "Raise the Red Lantern (1991)", "The Message (1976)",
+                         "Andrei Rublev (1966)", "The Great Escape (1963)"]),
+        ]
+        let db = try TestDatabase(lists.map { id, titles in
+            (id, JSON.object(["List": .array(titles.map { .string($0) })]).compactString)
+        })
+        try db.createIndex(IndexSpec(name: "List", kind: .fullText, collection: .default, expressions: [[".List"]],
+                                     language: "en", disableStemming: true))
+        #expect(try db.rows(#"{"WHAT":[["._id"]],"WHERE":["MATCH()","List",["$title"]]}"#, ["title": .string(title)]).count == count)
+    }
+
+    /// The tokenizer argument a definition makes: stemming and stop words each on or off.
+    @Test func theTokenizerFollowsTheOptions() {
+        #expect(FullText.tokenizer(language: "en", ignoreDiacritics: false) == "sofa_snowball en stopwords remove_diacritics 0")
+        #expect(FullText.tokenizer(language: "en", ignoreDiacritics: false, disableStemming: true)
+                == "sofa_snowball none stopwords remove_diacritics 0")
+        #expect(FullText.tokenizer(language: "en", ignoreDiacritics: true, stopWords: "")
+                == "sofa_snowball en remove_diacritics 2")
+        #expect(FullText.tokenizer(language: "fr", ignoreDiacritics: false, disableStemming: true, stopWords: "")
+                == "unicode61 remove_diacritics 0")
+        #expect(FullText.tokenizer(language: "none", ignoreDiacritics: false, stopWords: "l'a, \"le\" LA")
+                == "sofa_snowball none stopwordlist ''l''''a le la'' remove_diacritics 0")
     }
 
     /// "Test with Dictionary Values": a dictionary's string values are indexed.

@@ -109,6 +109,10 @@ struct IndexCommand: AsyncParsableCommand {
         @Flag(help: "A full-text index.") var fts = false
         @Option(help: "Full-text language: en (stemming, the default) or another code (no stemming).") var language: String?
         @Flag(name: .customLong("ignore-diacritics"), help: "Full-text: match letters regardless of accents.") var ignoreDiacritics = false
+        @Flag(name: .customLong("no-stemming"), help: "Full-text: index words as written, without stemming.") var noStemming = false
+        @Option(name: .customLong("stop-words"),
+                help: "Full-text: the words to leave out, separated by spaces or commas, instead of the language's (\"\" for none).")
+        var stopWords: String?
         @Option(help: "An array index on this path (e.g. likes or a[].b).") var array: String?
         @OptionGroup var target: CollectionOption
         @OptionGroup var options: GatewayOptions
@@ -130,7 +134,8 @@ struct IndexCommand: AsyncParsableCommand {
                     }
                 }
                 let kind: IndexKind = if let array { .array(path: array) } else if fts {
-                    .fullText(language: language, ignoreDiacritics: ignoreDiacritics)
+                    .fullText(language: language, ignoreDiacritics: ignoreDiacritics, disableStemming: noStemming,
+                              stopWords: stopWords)
                 } else { .value }
                 let client = try await options.connect()
                 defer { client.close() }
