@@ -19,6 +19,7 @@ struct HTTPAPITests {
             try await Self.python("http_couch_rules_test.py", cluster, [:])
             try await Self.python("http_couch_view_rules_test.py", cluster, [:])
             try await Self.python("http_couch_document_rules_test.py", cluster, [:])
+            try await Self.python("http_client_library_rules_test.py", cluster, [:])
         }
     }
 

@@ -30,8 +30,9 @@ extension CouchAPI {
                                                "reason": "all_or_nothing is not supported"] }
             return Self.json(.array(refusals), status: .expectationFailed)
         }
-        // An ID CouchDB would never store fails the whole request, as there.
+        // An ID CouchDB would never store, or an item that is no document, fails the whole request, as there.
         for value in docs {
+            guard value.objectValue != nil else { throw CouchError(.badRequest, "bad_request", "Document must be a JSON object") }
             guard let id = value["_id"] else { continue }
             guard let text = id.stringValue else { throw CouchError(.badRequest, "illegal_docid", "Document id must be a string") }
             if text.hasPrefix("_"), !DocumentID.reservedPrefixes.contains(where: { text.hasPrefix($0) }) {
@@ -323,12 +324,26 @@ struct QueryOptions {
     var values: [String: JSON] = [:]
 
     init(_ query: [String: String]) throws(CouchError) {
-        for (key, text) in query { values[key] = JSON.tryParse(text) ?? .string(text) }
+        for (key, text) in query {
+            // A boolean in any case (`descending=True`), as CouchDB's view parameters read it.
+            if Self.booleans.contains(key) {
+                guard let flag = CouchCall.boolean(text) else { throw CouchCall.invalidBoolean(text) }
+                values[key] = .bool(flag)
+            } else {
+                values[key] = JSON.tryParse(text) ?? .string(text)
+            }
+        }
     }
+
+    /// The boolean parameters of `_all_docs` and views (`couch_mrview_http`'s).
+    static let booleans: Set<String> = ["reduce", "descending", "group", "include_docs", "inclusive_end", "update_seq",
+                                        "conflicts", "sorted", "attachments", "att_encoding_info", "stable"]
 
     func bool(_ name: String, default value: Bool = false) throws(CouchError) -> Bool {
         guard let given = values[name] else { return value }
-        guard let flag = given.boolValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"") }
+        guard let flag = given.boolValue ?? given.stringValue.flatMap(CouchCall.boolean) else {
+            throw CouchCall.invalidBoolean(given.stringValue ?? given.compactString)
+        }
         return flag
     }
 

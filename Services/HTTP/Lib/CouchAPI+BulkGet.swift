@@ -35,7 +35,7 @@ extension CouchAPI {
             BulkGetItem(id: request["id"]?.stringValue ?? "", rev: request["rev"]?.stringValue,
                         attsSince: request["atts_since"]?.arrayValue?.compactMap(\.stringValue))
         }
-        let results = await read(items, call, database, latest: try call.flag("latest"))
+        let results = await read(items, call, database, latest: call.flag("latest"))
         if let kind = Self.acceptedMultipart(call) {
             return multipartBulkGet(call, database, items: items, results: results, kind: kind)
         }

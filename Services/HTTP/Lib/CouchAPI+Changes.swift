@@ -108,11 +108,11 @@ extension CouchAPI {
             }
         }
         options.limit = try call.integer("limit")
-        options.query.descending = try call.flag("descending")
-        options.query.includeBodies = try call.flag("include_docs")
+        options.query.descending = call.flag("descending")
+        options.query.includeBodies = call.flag("include_docs")
         options.allDocsStyle = call.query["style"] == "all_docs"
-        options.conflicts = try options.query.includeBodies && call.flag("conflicts")
-        options.attachments = try options.query.includeBodies && call.flag("attachments")
+        options.conflicts = options.query.includeBodies && call.flag("conflicts")
+        options.attachments = options.query.includeBodies && call.flag("attachments")
         options.query.allLeaves = options.allDocsStyle || options.conflicts
         options.query.includeDeleted = true
         if let heartbeat = call.query["heartbeat"] {

@@ -51,6 +51,8 @@ extension CouchAPI {
             return Self.json(Self.ok, status: .accepted)
         case "_compact" where segments.count == 3:
             try Self.requireMethod(call, .post)
+            // A design document that does not exist is 404, as CouchDB opens it first.
+            _ = try await database.get(id: "_design/" + segments[2])
             try await database.compactViews(design: segments[2])
             return Self.json(Self.ok, status: .accepted)
         case "_view_cleanup" where segments.count == 2:

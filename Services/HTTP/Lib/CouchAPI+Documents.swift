@@ -27,7 +27,7 @@ extension CouchAPI {
             }
             if let rev = try Self.givenRev(call, body: object["_rev"]?.stringValue) { object["_rev"] = .string(rev) }
             object["_id"] = .string(id)
-            let newEdits = try call.flag("new_edits", default: true)
+            let newEdits = call.flag("new_edits", default: true)
             return located(try await Self.batched(call, id: id) {
                 try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
             }, call, path: call.request.uri.path)
@@ -50,10 +50,8 @@ extension CouchAPI {
         var object = try await call.objectBody(limit: limits.body(call, otherwise: limits.maxDocumentBytes), what: "Document")
         if object["_id"] == nil { object["_id"] = .string(try Self.uuids.next()) }
         let id = object["_id"]?.stringValue ?? ""
-        let path = "/" + Self.pathSegment(database.name) + "/" + (id.hasPrefix("_design/") ? "_design/" + Self.pathSegment(String(id.dropFirst(8)))
-                                                                        : Self.pathSegment(id))
         return located(try await Self.batched(call, id: id) { try await write(IncomingDocument(object), database, newEdits: true) },
-                            call, path: path)
+                            call, path: Self.documentPath(database.name, id))
     }
 
     /// A created document's (or attachment's) answer with its `Location`, absolute as CouchDB
@@ -63,6 +61,12 @@ extension CouchAPI {
         var response = response
         response.headers[.location] = "\(scheme)://\(call.request.head.authority ?? "127.0.0.1")\(path)"
         return response
+    }
+
+    /// A document's path in a `Location` (a design document's `/` kept, as CouchDB writes it).
+    static func documentPath(_ database: String, _ id: String) -> String {
+        "/" + pathSegment(database) + "/"
+            + (id.hasPrefix("_design/") ? "_design/" + pathSegment(String(id.dropFirst(8))) : pathSegment(id))
     }
 
     /// Text as one URL path segment (percent-encoded, `/` included).
@@ -142,9 +146,9 @@ extension CouchAPI {
     private func getDocument(_ call: CouchCall, _ database: Database, id: String) async throws -> Response {
         if let openRevs = call.query["open_revs"] { return try await openRevisions(call, database, id: id, openRevs) }
         var rev = call.query["rev"]
-        let revs = try call.flag("revs"), revsInfo = try call.flag("revs_info")
+        let revs = call.flag("revs"), revsInfo = call.flag("revs_info") || call.flag("meta")
         // `latest`: the newest leaf descending from the revision asked for.
-        if let asked = rev, try call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
+        if let asked = rev, call.flag("latest") { rev = try await Self.latestLeaves(of: asked, id: id, database).first?.rev ?? asked }
         let document = try await read(call, database, id: id, rev: rev, history: revs || revsInfo)
         let etag = Self.etag(document.rev)
         if call.ifNoneMatch(etag) { return Response(status: .notModified, headers: [.eTag: etag]) }
@@ -211,10 +215,23 @@ extension CouchAPI {
     /// A document (revision `rev`, nil: the current one) as the request's user may read it:
     /// from the file here when `HTTPReads` can answer, else from the gateway.
     func read(_ call: CouchCall, _ database: Database, id: String, rev: String?, history: Bool) async throws -> StoredDocument {
-        if let reads, let document = try reads.get(database: database.name, id: id, rev: rev, history: history, user: call.user?.name) {
-            return document
+        do {
+            if let reads, let document = try reads.get(database: database.name, id: id, rev: rev, history: history, user: call.user?.name) {
+                return document
+            }
+            return try await database.get(id: id, rev: rev, history: history)
+        } catch {
+            // A revision ID Sofa cannot hold (`1-abc`) names no revision it has: CouchDB reads any
+            // `N-text` and finds it missing.
+            if error.is(.badRevisionID), rev.map(Self.couchRevisionForm) == true { throw CouchError(.notFound, "not_found", "missing") }
+            throw error
         }
-        return try await database.get(id: id, rev: rev, history: history)
+    }
+
+    /// `N-text`: the form of a revision ID CouchDB parses (a generation, a dash, anything).
+    static func couchRevisionForm(_ rev: String) -> Bool {
+        guard let dash = rev.firstIndex(of: "-"), dash != rev.startIndex, rev.index(after: dash) != rev.endIndex else { return false }
+        return rev[..<dash].allSatisfy(\.isASCII) && Int(rev[..<dash]) != nil
     }
 
     /// A document with the members the query asks for (`revs`, `revs_info`, `conflicts`,
@@ -224,7 +241,7 @@ extension CouchAPI {
                        attsSince: [String]? = nil) async throws -> [UInt8] {
         let extras = try await documentExtras(document, call, database)
         // A stub has a `digest`: a body the compact scan finds none in has no attachments.
-        if try call.flag("attachments") || attsSince != nil || call.query["atts_since"] != nil,
+        if call.flag("attachments") || attsSince != nil || call.query["atts_since"] != nil,
            JSON.scanCompactObject(document.body)?.hasDigestKey ?? true {
             var stored = document
             stored.body = try await inlineAttachments(document.body, database,
@@ -237,22 +254,26 @@ extension CouchAPI {
     /// The members a document's answer adds to its body for the query's flags.
     func documentExtras(_ document: StoredDocument, _ call: CouchCall, _ database: Database) async throws -> [(String, JSON)] {
         var extras: [(String, JSON)] = []
-        if try call.flag("revs"), let revisions = OutgoingDocument.revisions(document.history) {
+        if call.flag("revs"), let revisions = OutgoingDocument.revisions(document.history) {
             extras.append(("_revisions", revisions))
         }
-        if try call.flag("revs_info") {
+        // `meta`: revs_info, conflicts and deleted_conflicts together (CouchDB's).
+        let meta = call.flag("meta")
+        if call.flag("revs_info") || meta {
             extras.append(("_revs_info", .array(document.history.enumerated().map { index, rev in
                 ["rev": .string(rev), "status": index == 0 ? "available" : "missing"]
             })))
         }
-        if try call.flag("conflicts") || call.flag("deleted_conflicts"), document.conflicted {
+        let conflicts = call.flag("conflicts") || meta, deletedConflicts = call.flag("deleted_conflicts") || meta
+        // Deleted leaves do not make a document conflicted: asking for them reads the leaves.
+        if (conflicts && document.conflicted) || deletedConflicts {
             let leaves = try await database.openLeaves(id: document.id).filter { $0.rev != document.rev }
             let live = leaves.filter { !$0.deleted }.map { JSON.string($0.rev) }
             let deleted = leaves.filter(\.deleted).map { JSON.string($0.rev) }
-            if try call.flag("conflicts"), !live.isEmpty { extras.append(("_conflicts", .array(live))) }
-            if try call.flag("deleted_conflicts"), !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
+            if conflicts, !live.isEmpty { extras.append(("_conflicts", .array(live))) }
+            if deletedConflicts, !deleted.isEmpty { extras.append(("_deleted_conflicts", .array(deleted))) }
         }
-        if try call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
+        if call.flag("local_seq") { extras.append(("_local_seq", .int(Int64(document.sequence)))) }
         return extras
     }
 
@@ -281,7 +302,7 @@ extension CouchAPI {
             guard let revs = JSON.tryParse(given)?.arrayValue?.compactMap(\.stringValue) else {
                 throw CouchError(.badRequest, "bad_request", "open_revs must be \"all\" or a JSON list of revisions")
             }
-            let latest = try call.flag("latest")
+            let latest = call.flag("latest")
             var sent = Set<String>()
             for rev in revs {
                 asked.append(BulkGetItem(id: id, rev: rev))
@@ -364,6 +385,6 @@ extension CouchAPI {
         let source = try await database.get(id: id, rev: call.query["rev"])
         let target = destination.removingPercentEncoding ?? destination
         let result = try await database.put(id: target, body: source.body, rev: targetRev)
-        return Self.written(result, batch: false)
+        return located(Self.written(result, batch: false), call, path: Self.documentPath(database.name, target))
     }
 }

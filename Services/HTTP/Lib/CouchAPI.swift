@@ -54,10 +54,12 @@ final class CouchAPI: Sendable {
         let origin = request.headers[.origin]
         if request.method == .options, let preflight = cors.preflight(request) { return preflight }
         var response: Response
+        var routed: CouchCall?
         do {
             var call = try CouchCall(request)
             call.clientAddress = context.clientAddress
             call.user = try await sessions.user(of: call)
+            routed = call
             response = try await route(&call)
             // A write to `_users` through this process is forgotten at once (a password changed
             // here stops working on the next request); other writers' reach it through the feed.
@@ -68,12 +70,30 @@ final class CouchAPI: Sendable {
         } catch let error as CouchError {
             response = Self.error(error)
         } catch let error as SofaError {
-            response = Self.error(CouchError(error))
+            if error.is(.forbidden), let routed, let reason = Self.adminOnly(routed) {
+                response = Self.error(CouchError(.unauthorized, "unauthorized", reason))
+            } else {
+                response = Self.error(CouchError(error))
+            }
         } catch {
             response = Self.error(CouchError(.internalServerError, "unknown_error", "\(error)"))
         }
         cors.decorate(&response, origin: origin)
         return response
+    }
+
+    /// CouchDB's refusal of a signed-in user who is not an admin, for the requests only an admin
+    /// makes (chttpd's `require_admin` and `require_db_admin`): 401, not the 403 of a database's
+    /// other refusals. Nil for other requests.
+    static func adminOnly(_ call: CouchCall) -> String? {
+        let segments = call.segments
+        if segments == ["_all_dbs"] || (segments.count == 1 && (call.method == .put || call.method == .delete)) {
+            return "You are not a server admin."
+        }
+        if segments.count >= 2, ["_compact", "_view_cleanup"].contains(segments[1]) {
+            return "You are not a server or db admin."
+        }
+        return nil
     }
 
     /// The client for the request's user.
@@ -179,7 +199,7 @@ final class CouchAPI: Sendable {
     private func allDatabases(_ call: CouchCall) async throws -> Response {
         try Self.requireMethod(call, .get)
         var names = try await client(call).databases().sorted()
-        let descending = try call.flag("descending")
+        let descending = try call.boolean("descending")
         // `start_key`/`startkey` and `end_key`/`endkey` (JSON strings, inclusive), in the order asked.
         let start = try (call.json("start_key") ?? call.json("startkey"))?.stringValue
         let end = try (call.json("end_key") ?? call.json("endkey"))?.stringValue

@@ -64,13 +64,35 @@ struct CouchCall: Sendable {
 
     // MARK: Query parameters
 
-    func flag(_ name: String, default value: Bool = false) throws(CouchError) -> Bool {
-        guard let text = query[name] else { return value }
-        switch text {
+    /// A document's or a feed's flag, as CouchDB reads those: `true` and `false` written so, any
+    /// other value ignored (`conflicts=True` is no flag, not an error: chttpd's "unknown key value
+    /// pair, ignore").
+    func flag(_ name: String, default value: Bool = false) -> Bool {
+        switch query[name] {
         case "true": return true
         case "false": return false
-        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
+        default: return value
         }
+    }
+
+    /// A listing's boolean (`_all_dbs`, `_all_docs`, views), as CouchDB parses those: `true` or
+    /// `false` in any case; another value is refused, naming it.
+    func boolean(_ name: String, default value: Bool = false) throws(CouchError) -> Bool {
+        guard let text = query[name] else { return value }
+        guard let flag = Self.boolean(text) else { throw Self.invalidBoolean(text) }
+        return flag
+    }
+
+    static func boolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: return nil
+        }
+    }
+
+    static func invalidBoolean(_ text: String) -> CouchError {
+        CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(text)\"")
     }
 
     func integer(_ name: String) throws(CouchError) -> Int? {
@@ -195,6 +217,8 @@ struct CouchError: Error, Sendable {
         if message.hasPrefix("database '") {
             return "Database does not exist."
         }
+        // A design document without the view asked for (CouchDB's word for it).
+        if message.hasPrefix("no view '") { return "missing_named_view" }
         return message.contains("deleted") ? "deleted" : "missing"
     }
 

@@ -79,7 +79,13 @@ final class HTTPSessions: Sendable {
             }
             return HTTPUser(name: name, method: "default")
         }
-        if let cookie = Self.cookie(Self.cookieName, in: call.header(.cookie)) {
+        if let cookie = Self.cookie(Self.cookieName, in: call.header(.cookie)), !cookie.isEmpty {
+            // One that is not `name:time:mac` at all is refused (CouchDB's answer); one expired or
+            // not signed by this server counts as none.
+            guard let bytes = Self.unbase64url(cookie), let text = String(bytes: bytes, encoding: .utf8),
+                  text.split(separator: ":", omittingEmptySubsequences: false).count >= 3 else {
+                throw CouchError(.badRequest, "bad_request", "Malformed AuthSession cookie. Please clear your cookies.")
+            }
             return await validate(cookie)
         }
         return nil

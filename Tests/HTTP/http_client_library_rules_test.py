@@ -1,0 +1,119 @@
+"""CouchDB's rules that CouchDB client libraries (aiocouch, pycouchdb, python-couchdb) lean on:
+how query parameters are read, which status a refusal has, what a document read adds, checked
+against a real Sofa cluster's sofa-http with the requests those libraries send.
+
+Run by the Swift integration test HTTPAPITests with SOFA_HTTP_URL, SOFA_ADMIN_NAME and
+SOFA_ADMIN_PASSWORD set.
+"""
+import base64
+import unittest
+
+import requests
+
+from http_support import URL, CouchTestCase, rev
+
+MAP = "function(doc) { if (doc.n) emit(doc.n, null); }"
+
+
+class ClientLibraryRulesTests(CouchTestCase):
+    def view_db(self):
+        db = self.new_db()
+        docs = [{"_id": "k%d" % n, "n": n} for n in (1, 2, 3)]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        design = {"views": {"by_n": {"map": MAP, "reduce": "_count"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/v", json=design, timeout=30).status_code, 201)
+        return db
+
+    def test_listing_booleans_are_read_in_any_case(self):
+        # pycouchdb sends Python's True and False as written.
+        db = self.view_db()
+        view = URL + "/" + db + "/_design/v/_view/by_n"
+        rows = self.session.get(view + "?reduce=False&include_docs=True&descending=True&limit=1", timeout=30).json()["rows"]
+        self.assertEqual((rows[0]["key"], rows[0]["doc"]["_id"]), (3, "k3"))
+        self.assertEqual(self.session.get(view + "?group=TRUE", timeout=30).json()["rows"][0], {"key": 1, "value": 1})
+        listed = self.session.get(URL + "/" + db + "/_all_docs?descending=True&include_docs=true&limit=1", timeout=30).json()
+        self.assertEqual(listed["rows"][0]["doc"]["_id"], "k3")
+        # A value that is no boolean is refused, naming it.
+        for path in ("/_design/v/_view/by_n?descending=yes", "/_all_docs?descending=yes"):
+            answer = self.session.get(URL + "/" + db + path, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()),
+                             (400, {"error": "query_parse_error", "reason": 'Invalid boolean parameter: "yes"'}), path)
+        self.assertEqual(self.session.get(URL + "/_all_dbs?descending=True", timeout=30).status_code, 200)
+
+    def test_document_and_feed_flags_act_only_when_true_as_written(self):
+        db = self.new_db()
+        made = self.session.put(URL + "/" + db + "/d", json={"a": 1}, timeout=30).json()
+        for flag in ("conflicts", "revs", "revs_info", "local_seq", "attachments", "deleted_conflicts", "meta", "latest"):
+            answer = self.session.get(URL + "/" + db + "/d?%s=True" % flag, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (200, {"_id": "d", "_rev": made["rev"], "a": 1}), flag)
+        feed = self.session.get(URL + "/" + db + "/_changes?include_docs=True&descending=1", timeout=30)
+        self.assertEqual(feed.status_code, 200)
+        self.assertNotIn("doc", feed.json()["results"][0])
+
+    def test_deleted_conflicts_and_meta(self):
+        db = self.new_db()
+        first = self.session.put(URL + "/" + db + "/x", json={"v": 0}, timeout=30).json()["rev"]
+        low, high = sorted([rev(2), rev(2)])
+        self.insert(db, "x", low, (first,), v="A")
+        self.insert(db, "x", high, (first,), v="B")
+        gone = self.session.delete(URL + "/" + db + "/x?rev=" + low, timeout=30).json()["rev"]
+        read = self.session.get(URL + "/" + db + "/x?deleted_conflicts=true", timeout=30).json()
+        self.assertEqual((read["_rev"], read["_deleted_conflicts"]), (high, [gone]))
+        self.assertNotIn("_conflicts", read)
+        meta = self.session.get(URL + "/" + db + "/x?meta=true", timeout=30).json()
+        self.assertEqual(meta["_deleted_conflicts"], [gone])
+        self.assertEqual([item["rev"] for item in meta["_revs_info"]], [high, first])
+        self.assertEqual(meta["_revs_info"][0]["status"], "available")
+
+    def test_a_non_admin_is_unauthorized_where_only_admins_go(self):
+        db = self.new_db()
+        name, password = self.new_member(db)
+        member = requests.Session()
+        member.auth = (name, password)
+        self.addCleanup(member.close)
+        for method, path, reason in (("PUT", "/" + db + "x", "You are not a server admin."),
+                                     ("DELETE", "/" + db, "You are not a server admin."),
+                                     ("GET", "/_all_dbs", "You are not a server admin."),
+                                     ("POST", "/" + db + "/_compact", "You are not a server or db admin."),
+                                     ("POST", "/" + db + "/_view_cleanup", "You are not a server or db admin.")):
+            answer = member.request(method, URL + path, json={} if method == "POST" else None, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()), (401, {"error": "unauthorized", "reason": reason}), path)
+        # A database's own refusals stay 403.
+        answer = member.put(URL + "/" + db + "/_design/d", json={"views": {}}, timeout=30)
+        self.assertEqual(answer.status_code, 403)
+
+    def test_revisions_and_names_that_are_not_there(self):
+        db = self.view_db()
+        self.assertEqual(self.session.put(URL + "/" + db + "/doc1", json={}, timeout=30).status_code, 201)
+        answer = self.session.get(URL + "/" + db + "/doc1?rev=1-abc", timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (404, {"error": "not_found", "reason": "missing"}))
+        answer = self.session.get(URL + "/" + db + "/doc1?rev=garbage", timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["reason"]), (400, "Invalid rev format"))
+        answer = self.session.post(URL + "/" + db + "/_compact/nope", json={}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["error"]), (404, "not_found"))
+        self.assertEqual(self.session.post(URL + "/" + db + "/_compact/v", json={}, timeout=30).status_code, 202)
+        answer = self.session.get(URL + "/" + db + "/_design/v/_view/nope", timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (404, {"error": "not_found", "reason": "missing_named_view"}))
+
+    def test_copy_says_where_and_a_bulk_item_must_be_a_document(self):
+        db = self.new_db()
+        self.assertEqual(self.session.put(URL + "/" + db + "/doc1", json={"a": 1}, timeout=30).status_code, 201)
+        answer = self.session.request("COPY", URL + "/" + db + "/doc1", headers={"Destination": "doc1 copy"}, timeout=30)
+        self.assertEqual(answer.status_code, 201)
+        self.assertTrue(answer.headers["Location"].endswith("/" + db + "/doc1%20copy"), answer.headers["Location"])
+        answer = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "fine"}, 1]}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (400, {"error": "bad_request", "reason": "Document must be a JSON object"}))
+        self.assertEqual(self.session.get(URL + "/" + db + "/fine", timeout=30).status_code, 404)
+
+    def test_a_malformed_session_cookie_is_refused(self):
+        for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
+            answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()),
+                             (400, {"error": "bad_request", "reason": "Malformed AuthSession cookie. Please clear your cookies."}))
+        # One well formed but not this server's counts as none.
+        forged = base64.urlsafe_b64encode(b"admin:6560F000:00ff").decode().rstrip("=")
+        self.assertEqual(requests.get(URL + "/", cookies={"AuthSession": forged}, timeout=30).status_code, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
