@@ -35,6 +35,47 @@ public enum ReplicationDocument {
         return (url, RemoteAccess(serverKey: key, user: user, password: password))
     }
 
+    /// The database an `http(s)://` URL names when it names this cluster's own HTTP API (CouchDB
+    /// 3 writes every side as a URL, its own databases too): `httpAddress` is where sofa-http
+    /// listens (`host:port`), and the URL names that port on that host or a loopback name. Nil for
+    /// any other URL.
+    public static func localDatabase(inURL url: String, httpAddress: String) -> String? {
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return nil }
+        var rest = url.drop { $0 != "/" }.dropFirst(2)
+        while rest.hasSuffix("/") { rest.removeLast() }
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        let authority = rest[..<slash].split(separator: "@").last.map(String.init) ?? ""
+        let path = rest[rest.index(after: slash)...]
+        guard !path.isEmpty, !path.contains("/"), let name = percentDecoded(path) else { return nil }
+        func split(_ text: String) -> (host: String, port: String) {
+            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+                let port = text[text.index(after: close)...].dropFirst()
+                return (String(text[text.index(after: text.startIndex)..<close]).lowercased(), String(port))
+            }
+            let parts = text.split(separator: ":", maxSplits: 1)
+            return (parts.first.map { $0.lowercased() } ?? "", parts.count > 1 ? String(parts[1]) : "")
+        }
+        let named = split(authority), listening = split(httpAddress)
+        let port = named.port.isEmpty ? (lower.hasPrefix("https") ? "443" : "80") : named.port
+        guard port == listening.port,
+              named.host == listening.host || ["localhost", "127.0.0.1", "::1"].contains(named.host) else { return nil }
+        return name
+    }
+
+    /// `%XX` escapes decoded (nil when one is malformed or the bytes are not UTF-8).
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = text.utf8.makeIterator()
+        while let byte = utf8.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = utf8.next().flatMap({ UInt8(String(UnicodeScalar($0)), radix: 16) }),
+                  let low = utf8.next().flatMap({ UInt8(String(UnicodeScalar($0)), radix: 16) }) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// The body without the credentials of its sides (for anyone but the replicator).
     public static func withoutCredentials(_ body: [UInt8]) -> [UInt8] {
         guard var object = JSON.tryParse(body)?.objectValue else { return body }

@@ -124,7 +124,7 @@ public enum ServiceRole: String, CaseIterable, Sendable {
         case .storage: return common + [.maxRequestBytes, .maxBulkItems, .maxTransactionItems, .commitMarginMs,
                                         .maxRevTreeDepth, .maxDocumentBytes]
         case .blob: return common + [.maxRequestBytes, .blobIdleMs, .maxBlobBytes]
-        case .replicator: return common + [.maxRequestBytes]
+        case .replicator: return common + [.maxRequestBytes, .httpAddress]
         case .gateway: return common + [.maxRequestBytes, .maxBulkItems, .heartbeatMs, .queryClientShare, .maxQueryMs,
                                         .clientReplyBytes, .totalReplyBytes, .clientInFlight, .clientInFlightBytes,
                                         .clientWaitingBytes, .adminUser, .adminPassword, .replicationPeers, .maxConnections]

@@ -6,7 +6,9 @@ Run by the Swift integration test HTTPAPITests with SOFA_HTTP_URL, SOFA_ADMIN_NA
 SOFA_ADMIN_PASSWORD set.
 """
 import base64
+import time
 import unittest
+import urllib.parse
 
 import requests
 
@@ -104,6 +106,37 @@ class ClientLibraryRulesTests(CouchTestCase):
         answer = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "fine"}, 1]}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (400, {"error": "bad_request", "reason": "Document must be a JSON object"}))
         self.assertEqual(self.session.get(URL + "/" + db + "/fine", timeout=30).status_code, 404)
+
+    def test_urls_of_this_server_name_its_databases(self):
+        # CouchDB 3 writes both sides as URLs, credentials in them, for its own databases too.
+        source, target, other = self.new_db(), self.new_db(), self.new_db()
+        docs = [{"_id": "d%d" % n} for n in range(3)]
+        self.assertEqual(self.session.post(URL + "/" + source + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        parts = urllib.parse.urlsplit(URL)
+        credentialed = "%s://%s:%s@%s" % (parts.scheme, urllib.parse.quote(self.session.auth[0]),
+                                          urllib.parse.quote(self.session.auth[1], safe=""), parts.netloc)
+        answer = self.session.post(URL + "/_replicate", timeout=120,
+                                   json={"source": credentialed + "/" + source, "target": {"url": URL + "/" + target}})
+        self.assertEqual((answer.status_code, answer.json().get("ok")), (200, True), answer.text)
+        self.assertEqual(self.session.get(URL + "/" + target, timeout=30).json()["doc_count"], 3)
+        # Another server's URL is refused, without the credentials in the answer.
+        answer = self.session.post(URL + "/_replicate", timeout=30,
+                                   json={"source": "http://someone:secret@other.example:5984/x", "target": target})
+        self.assertEqual(answer.status_code, 400)
+        self.assertNotIn("secret", answer.text)
+        # A _replicator document with URLs of this server replicates between its databases.
+        made = self.session.put(URL + "/_replicator/" + other, timeout=30,
+                                json={"source": credentialed + "/" + source, "target": credentialed + "/" + other})
+        self.assertIn(made.status_code, (201, 202), made.text)
+        self.addCleanup(lambda: self.session.delete(URL + "/_replicator/" + other, timeout=30,
+                                                    params={"rev": self.session.get(URL + "/_replicator/" + other, timeout=30).json()["_rev"]}))
+        deadline, since, seen = time.monotonic() + 60, "0", set()
+        while len(seen) < 3 and time.monotonic() < deadline:
+            feed = self.session.get(URL + "/" + other + "/_changes", timeout=30,
+                                    params={"feed": "longpoll", "since": since, "timeout": "5000"}).json()
+            seen.update(change["id"] for change in feed["results"])
+            since = feed["last_seq"]
+        self.assertEqual(seen, {"d0", "d1", "d2"})
 
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):

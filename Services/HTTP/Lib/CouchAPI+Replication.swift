@@ -21,7 +21,8 @@ extension CouchAPI {
             try await client.stopReplication(id)
             return Self.json(["ok": true, "_local_id": .string(id)])
         }
-        guard let source = try Self.endpoint(body["source"], call), let target = try Self.endpoint(body["target"], call) else {
+        guard let source = try Self.endpoint(body["source"], call, listenPort: listenPort),
+              let target = try Self.endpoint(body["target"], call, listenPort: listenPort) else {
             throw CouchError(.badRequest, "bad_request", "source and target are required")
         }
         let continuous = body["continuous"]?.boolValue ?? false
@@ -140,15 +141,18 @@ extension CouchAPI {
     /// database of this cluster, unless it is another cluster's `tcp://` gateway), or `{"url": …}`.
     /// An HTTP URL must name this server (its host as the request reached it, or loopback): Sofa
     /// replicates with another server through its gateway, never by HTTP.
-    static func endpoint(_ value: JSON?, _ call: CouchCall) throws(CouchError) -> String? {
+    static func endpoint(_ value: JSON?, _ call: CouchCall, listenPort: String? = nil) throws(CouchError) -> String? {
         var text = value?.stringValue ?? value?["url"]?.stringValue
         guard var given = text, !given.isEmpty else { return nil }
         if given.hasPrefix("http://") || given.hasPrefix("https://") {
             while given.hasSuffix("/") { given.removeLast() }
             let parts = given.split(separator: "/", omittingEmptySubsequences: true)
-            guard parts.count >= 3, isThisServer(String(parts[1]), secure: given.hasPrefix("https"), call) else {
+            guard parts.count >= 3, isThisServer(String(parts[1]), secure: given.hasPrefix("https"), call, listenPort: listenPort) else {
+                // (Credentials in the URL are left out of the answer.)
+                let shown = parts.count >= 2 ? given.replacingOccurrences(of: String(parts[1]), with: String(parts[1].split(separator: "@").last ?? parts[1]))
+                    : given
                 throw CouchError(.badRequest, "bad_request",
-                                 "\(given) is not a database of this server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
+                                 "\(shown) is not a database of this server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
             }
             text = parts.last.map { String($0).removingPercentEncoding ?? String($0) }
         }
@@ -156,13 +160,16 @@ extension CouchAPI {
     }
 
     /// Whether `authority` (`user:password@host:port`) is this server: the port the request was
-    /// sent to, on the host it was sent to or a loopback name.
-    static func isThisServer(_ authority: String, secure: Bool, _ call: CouchCall) -> Bool {
+    /// sent to, on the host it was sent to or a loopback name; or the port sofa-http listens on,
+    /// on a loopback name (a request that came through a proxy on another port).
+    static func isThisServer(_ authority: String, secure: Bool, _ call: CouchCall, listenPort: String? = nil) -> Bool {
         let named = hostAndPort(authority.split(separator: "@").last.map(String.init) ?? authority, secure: secure)
+        let loopback = ["localhost", "127.0.0.1", "::1"].contains(named.host)
+        if loopback, let listenPort, named.port == listenPort { return true }
         guard let reached = call.request.head.authority.map({ hostAndPort($0, secure: secure) }) else {
             return false
         }
-        return named.port == reached.port && (named.host == reached.host || ["localhost", "127.0.0.1", "::1"].contains(named.host))
+        return named.port == reached.port && (named.host == reached.host || loopback)
     }
 
     /// `host:port` (`[v6]:port`) taken apart, lower-cased; the scheme's port when none is given.

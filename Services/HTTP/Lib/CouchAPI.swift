@@ -36,11 +36,15 @@ final class CouchAPI: Sendable {
     let reads: HTTPReads?
     /// "https" when sofa-http serves TLS (a `Location` names it), else "http".
     let scheme: String
+    /// The port sofa-http listens on (a URL naming it names this server, whichever proxy the
+    /// request came through).
+    let listenPort: String?
 
     init(gateway: GatewayPool, sessions: HTTPSessions, logger: Logger, limits: CouchLimits, cors: CORSRules, uuid: String,
-         reads: HTTPReads? = nil, scheme: String = "http") {
+         reads: HTTPReads? = nil, scheme: String = "http", listenPort: String? = nil) {
         self.reads = reads
         self.scheme = scheme
+        self.listenPort = listenPort
         self.gateway = gateway
         self.sessions = sessions
         self.logger = logger

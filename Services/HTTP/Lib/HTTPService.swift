@@ -45,7 +45,7 @@ public enum HTTPService {
                            uuid: try serverUUID(),
                            reads: settings.value(Setting.dataDir.rawValue).map {
                                HTTPReads(dataDirectory: URL(fileURLWithPath: $0), admins: Set(admins.keys))
-                           }, scheme: cert.isEmpty && key.isEmpty ? "http" : "https")
+                           }, scheme: cert.isEmpty && key.isEmpty ? "http" : "https", listenPort: String(port))
         let server: HTTPServerBuilder
         if !cert.isEmpty || !key.isEmpty {
             guard !cert.isEmpty, !key.isEmpty else {

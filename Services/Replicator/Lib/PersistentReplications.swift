@@ -31,9 +31,14 @@ actor PersistentReplications {
     /// Set as the replicator shuts down: no status is written any more.
     private var closing = false
 
-    init(service: ReplicatorService, logger: Logger) {
+    /// Where this cluster's HTTP API listens (`host:port`), when known: a side written as a URL
+    /// of it names a database here.
+    private let httpAddress: String?
+
+    init(service: ReplicatorService, logger: Logger, httpAddress: String? = nil) {
         self.service = service
         self.logger = logger
+        self.httpAddress = httpAddress
     }
 
     /// Follows the `_replicator` database until cancelled, reconnecting with backoff.
@@ -121,7 +126,7 @@ actor PersistentReplications {
             return state == "completed" || state == "failed"
         }) {
             known[docID] = (specText, [], nil)
-            if let spec = try? Self.spec(body, docID), let plans = try? service.plan(spec) {
+            if let spec = try? Self.spec(body, docID, httpAddress: httpAddress), let plans = try? service.plan(spec) {
                 await restore(plans, legs)
             }
             if client, legs.allSatisfy({ $0.objectValue?["state"] == "completed" }) {
@@ -131,7 +136,7 @@ actor PersistentReplications {
             return
         }
         do throws(SofaError) {
-            let spec = try Self.spec(body, docID)
+            let spec = try Self.spec(body, docID, httpAddress: httpAddress)
             let ids = try await service.start(spec).map(\.id)
             if client {
                 // Resumed; its record is kept by `ClientReplications` from now on.
@@ -175,7 +180,7 @@ actor PersistentReplications {
         for id in entry.ids { _ = try? await service.registry.stop(id) }
     }
 
-    static func spec(_ body: JSONObject, _ docID: String) throws(SofaError) -> ReplicationSpec {
+    static func spec(_ body: JSONObject, _ docID: String, httpAddress: String? = nil) throws(SofaError) -> ReplicationSpec {
         func string(_ key: String) throws(SofaError) -> String {
             switch body[key] {
             case nil, .null?: return ""
@@ -206,6 +211,10 @@ actor PersistentReplications {
             guard let side = ReplicationDocument.side(body[key]) else {
                 throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"\(key)\" must be a database, a "
                                 + "tcp://host:port/db, or {\"url\", \"server_key\", \"auth\": {\"basic\": {\"username\", \"password\"}}}")
+            }
+            // A URL of this cluster's HTTP API is the database it names (run as the document's owner).
+            if let httpAddress, let local = ReplicationDocument.localDatabase(inURL: side.endpoint, httpAddress: httpAddress) {
+                return (local, nil)
             }
             return side
         }

@@ -34,7 +34,7 @@ public final class ReplicatorService: Sendable {
             await service.handle(request)
         }
         logger.info("replicator serving", metadata: ["endpoint": "\(server.endpoint)", "gateway": "\(settings.gatewayURL)"])
-        let persistent = PersistentReplications(service: service, logger: logger)
+        let persistent = PersistentReplications(service: service, logger: logger, httpAddress: settings.value(Setting.httpAddress.rawValue))
         // Stopped in reverse: the `_replicator` follower, then the status writers and client
         // records, the server, and last the replications and their connections.
         return [
