@@ -138,6 +138,35 @@ class ClientLibraryRulesTests(CouchTestCase):
             since = feed["last_seq"]
         self.assertEqual(seen, {"d0", "d1", "d2"})
 
+    def test_a_design_document_whose_javascript_does_not_compile_is_refused(self):
+        db = self.new_db()
+        for name, view in (("map", {"map": "function(doc){ emit(doc.n"}), ("word", {"map": "not a function"}),
+                           ("reduce", {"map": MAP, "reduce": "function(k, v) { return sum(v"})):
+            answer = self.session.put(URL + "/" + db + "/_design/bad", json={"views": {name: view}}, timeout=30)
+            self.assertEqual((answer.status_code, answer.json()["error"]), (400, "compilation_error"), name)
+            kind = "reduce" if name == "reduce" else "map"
+            self.assertTrue(answer.json()["reason"].startswith("Compilation of the %s function in the '%s' view failed: " % (kind, name)),
+                            answer.json()["reason"])
+        self.assertEqual(self.session.get(URL + "/" + db + "/_design/bad", timeout=30).status_code, 404)
+        good = {"views": {"v": {"map": MAP, "reduce": "_sum"}, "w": {"map": MAP, "reduce": "function(k, v) { return v.length; }"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/good", json=good, timeout=30).status_code, 201)
+
+    def test_a_failed_reduction_is_the_rows_value(self):
+        db = self.new_db()
+        docs = [{"_id": "a", "n": 1, "kind": "odd"}, {"_id": "b", "n": 2, "kind": "even"}]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        design = {"views": {"throws": {"map": MAP, "reduce": "function(k, v, r) { throw new Error('rboom'); }"},
+                            "badsum": {"map": "function(doc) { emit(doc.kind, doc.kind); }", "reduce": "_sum"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/r", json=design, timeout=30).status_code, 201)
+        answer = self.session.get(URL + "/" + db + "/_design/r/_view/throws", timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["rows"]), (200, [{"key": None, "value": None}]))
+        answer = self.session.get(URL + "/" + db + "/_design/r/_view/badsum?group=true", timeout=30)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        rows = answer.json()["rows"]
+        self.assertEqual([row["key"] for row in rows], ["even", "odd"])
+        self.assertEqual([(row["value"]["error"], row["value"]["caused_by"]) for row in rows],
+                         [("builtin_reduce_error", "even"), ("builtin_reduce_error", "odd")])
+
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
             answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)

@@ -68,7 +68,28 @@ extension GatewayService {
         // the cluster's own writes: a replication copies what its source holds, and one such
         // document refused would hold back its whole batch for good.)
         if designWrite, principal != .cluster, let refusal = Self.invalidDesignDocument(request.operation) { return .failure(refusal) }
+        if designWrite, principal != .cluster, let refusal = await uncompiledDesignDocument(request) { return .failure(refusal) }
         return .success(principal)
+    }
+
+    /// Why a design document written alone would not be stored: a view's JavaScript that does not
+    /// compile (a query worker compiles it, `DesignCall.compile`), as CouchDB refuses it. Nil when
+    /// it compiles, has no views, or no worker could say (the write goes on: its views fail when
+    /// queried, as before).
+    func uncompiledDesignDocument(_ request: Request) async -> SofaError? {
+        let body: [UInt8]
+        switch request.operation {
+        case .putDocument(let id, _, let given, let deleted) where id.hasPrefix("_design/") && !deleted: body = given
+        case .insertRevision(let insert) where insert.id.hasPrefix("_design/") && !insert.deleted: body = insert.body
+        default: return nil
+        }
+        guard let document = JSON.tryParse(body), let views = document["views"]?.objectValue, !views.isEmpty else { return nil }
+        let call = Request(id: request.id, database: request.database, collection: request.collection, deadline: request.deadline,
+                           actingUser: request.actingUser, operation: .designCall(DesignCall(.compile, documents: [document])))
+        let response = await broker.submit(call, client: Self.fairShareKey(BusServer.client, actingUser: request.actingUser),
+                                           timeout: .seconds(10))
+        if case .failure(let error) = response.outcome, error.is(.invalidDesignDoc) { return error }
+        return nil
     }
 
     /// Why a design document the operation writes would not be stored (`DesignDocumentRules`);

@@ -32,6 +32,7 @@ public final class DesignFunctions: Sendable {
     public func handle(_ request: Request, _ call: DesignCall) async -> Response {
         do throws(SofaError) {
             let answer = try await state.run { (state) throws(SofaError) -> JSON in
+                if call.kind == .compile { return try Self.compile(&state, call, database: request.database) }
                 let (main, _) = try state.reads.connection(request.database, in: self.dataDirectory, queue: self.state.queue)
                 try state.js.isolate(for: request.database)
                 switch call.kind {
@@ -44,6 +45,33 @@ public final class DesignFunctions: Sendable {
         } catch {
             return .failure(request.id, error)
         }
+    }
+
+    /// Compiles each design document's views' JavaScript in a fresh heap (left fresh after): the
+    /// first that does not compile fails the call, in CouchDB's words.
+    private static func compile(_ state: inout State, _ call: DesignCall, database: String) throws(SofaError) -> JSON {
+        defer { try? state.js.reset() }
+        try state.js.reset(for: database)
+        for document in call.documents {
+            guard let views = document["views"]?.objectValue else { continue }
+            for (name, view) in views.sorted(by: { $0.key < $1.key }) {
+                var functions: [(kind: String, source: String)] = []
+                if let map = view["map"]?.stringValue { functions.append(("map", map)) }
+                if let reduce = view["reduce"]?.stringValue, BuiltinReduce(named: reduce) == nil,
+                   !reduce.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("_") {
+                    functions.append(("reduce", reduce))
+                }
+                for function in functions {
+                    do throws(SofaError) {
+                        try state.js.add(function: function.source, timeout: timeout)
+                    } catch where error.is(.invalidQuery) {
+                        let reason = error.message.replacingOccurrences(of: "the function does not compile: ", with: "")
+                        throw SofaError(.invalidDesignDoc, "Compilation of the \(function.kind) function in the '\(name)' view failed: \(reason)")
+                    }
+                }
+            }
+        }
+        return .null
     }
 
     /// Every design document's `validate_doc_update` on each new revision, with the revision it

@@ -47,7 +47,7 @@ public enum QueryService {
             }
             if case .designCall(let call) = request.operation {
                 switch call.kind {
-                case .validate, .filter: return await functions.handle(request, call)
+                case .validate, .filter, .compile: return await functions.handle(request, call)
                 case .cleanup, .info, .compact: return await views.handle(request, call)
                 }
             }

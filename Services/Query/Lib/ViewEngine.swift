@@ -120,6 +120,8 @@ public final class ViewEngine: Sendable {
                 func run(_ command: JSON) throws(SofaError) -> JSON {
                     let answer = try js.call(command, timeout: Self.mapTimeout)
                     guard let value = answer.result.arrayValue?.last?.arrayValue?.first else {
+                        // A reduce that throws reduces to null, as CouchDB's query server answers it.
+                        if answer.result["error"] == .string("js_error") { return .null }
                         throw SofaError(.invalidQuery, "the reduce function failed: \(answer.result.compactString)")
                     }
                     return value

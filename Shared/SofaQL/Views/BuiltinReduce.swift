@@ -70,11 +70,33 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
     }
 
     /// Numbers summed; arrays of numbers summed element by element (the shorter padded with 0).
+    /// A value `_sum` cannot add makes the reduction CouchDB's `builtin_reduce_error` object
+    /// (the row's value, not a failed query), which a rereduce passes on.
     static func sum(_ values: [JSON]) throws(SofaError) -> JSON {
+        if let failed = values.first(where: isReduceError) { return failed }
         guard var total = values.first else { return .int(0) }
-        try checkSummable(total)
-        for value in values.dropFirst() { total = try add(total, value) }
+        var current = total
+        do {
+            try checkSummable(total)
+            for value in values.dropFirst() {
+                current = value
+                total = try add(total, value)
+            }
+        } catch {
+            let culprit = values.first { (try? checkSummable($0)) == nil } ?? current
+            return ["error": "builtin_reduce_error", "reason": .string(sumError), "caused_by": culprit]
+        }
         return total
+    }
+
+    /// CouchDB's reason for a value `_sum` cannot add.
+    static let sumError = "The _sum function requires that map values be numbers, arrays of numbers, or objects. "
+        + "Objects cannot be mixed with other data structures. Objects can be arbitrarily nested, provided that the values "
+        + "for all fields are themselves numbers, arrays of numbers, or objects."
+
+    /// A reduction that is a built-in's error object.
+    static func isReduceError(_ value: JSON) -> Bool {
+        value.objectValue?["error"] == .string("builtin_reduce_error")
     }
 
     /// `a + b` as CouchDB's `_sum` adds values: numbers (integers stay integers), arrays element

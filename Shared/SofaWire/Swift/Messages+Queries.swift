@@ -98,6 +98,10 @@ public struct DesignCall: Sendable, Equatable {
         case info
         /// Compacts the views' indexes.
         case compact
+        /// Compiles the views' JavaScript (map, and reduce unless a built-in) of each design
+        /// document in `documents`: null, or fails naming the function that does not compile
+        /// (CouchDB checks a design document so before it is stored).
+        case compile
     }
 
     public var kind: Kind
