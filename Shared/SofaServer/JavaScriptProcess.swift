@@ -24,6 +24,8 @@ public final class JavaScriptProcess {
     private var buffer: [UInt8] = []
     /// The functions added since the last reset, added again to a new child.
     private var functions: [String] = []
+    /// The modules `require` reads since the last reset (`addLibrary`), given again to a new child.
+    private var library: JSON?
     /// Whose functions the child's heap has run since it was last new (`isolate`).
     private var tenant: String?
 
@@ -43,6 +45,7 @@ public final class JavaScriptProcess {
     /// then runs `tenant`'s functions (see `isolate`).
     public func reset(for tenant: String? = nil, timeout: Duration = .seconds(5)) throws(SofaError) {
         functions = []
+        library = nil
         self.tenant = nil
         _ = try call(["reset"], timeout: timeout)
         self.tenant = tenant
@@ -65,6 +68,13 @@ public final class JavaScriptProcess {
             throw SofaError(.invalidQuery, "the function does not compile: \(reason)")
         }
         functions.append(source)
+    }
+
+    /// The modules the functions added next may `require` (a design document's `views.lib`, as
+    /// CouchDB's `add_lib` gives it to map functions: `require('views/lib/name')`).
+    public func addLibrary(_ lib: JSON, timeout: Duration = .seconds(5)) throws(SofaError) {
+        library = lib
+        _ = try call(["add_lib", lib], timeout: timeout)
     }
 
     /// Sends one command and waits up to `timeout` for its answer.
@@ -130,6 +140,7 @@ public final class JavaScriptProcess {
         }
         let added = functions
         functions = []
+        if let library { try addLibrary(library) }
         for source in added { try add(function: source) }
     }
 

@@ -167,6 +167,25 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual([(row["value"]["error"], row["value"]["caused_by"]) for row in rows],
                          [("builtin_reduce_error", "even"), ("builtin_reduce_error", "odd")])
 
+    def test_map_functions_require_the_design_documents_library(self):
+        db = self.new_db()
+        docs = [{"_id": "a", "n": 1}, {"_id": "b", "n": 2}]
+        self.assertEqual(self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        lib = {"util": "var f = require('./factor'); exports.scale = function (x) { return f.k * x; };",
+               "factor": "exports.k = 2;"}
+        design = {"views": {"lib": lib, "req": {
+            "map": "function(doc) { var u = require('views/lib/util'); emit(u.scale(doc.n), null); }"}}}
+        made = self.session.put(URL + "/" + db + "/_design/e", json=design, timeout=30)
+        self.assertEqual(made.status_code, 201, made.text)
+        rows = self.session.get(URL + "/" + db + "/_design/e/_view/req", timeout=30).json()["rows"]
+        self.assertEqual([(row["key"], row["id"]) for row in rows], [(2, "a"), (4, "b")])
+        # A new library is a new view: its rows are mapped again.
+        design.update(_rev=made.json()["rev"])
+        design["views"]["lib"]["factor"] = "exports.k = 10;"
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/e", json=design, timeout=30).status_code, 201)
+        rows = self.session.get(URL + "/" + db + "/_design/e/_view/req", timeout=30).json()["rows"]
+        self.assertEqual([row["key"] for row in rows], [10, 20])
+
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
             answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)

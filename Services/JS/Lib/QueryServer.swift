@@ -13,6 +13,8 @@ internal import SofaCore
 ///
 ///     ["reset"]                                   → true (a new heap: nothing of earlier functions stays,
 ///                                                    not even the globals they set)
+///     ["add_lib", {"name": "module source", …}]  → true: the modules map functions `require`
+///                                                    ('views/lib/name'), as CouchDB's `views.lib`
 ///     ["add_fun", "function (doc) {…}"]           → true, or {"error": "compilation_error", "reason": …}
 ///     ["map_doc", doc]                            → per function, [[key, value], …] or {"error": …}
 ///     ["map_docs", [doc, …]]                      → the same per document (Sofa's: one round trip a batch)
@@ -25,7 +27,33 @@ public enum QueryServer {
     /// The functions every design-document function sees, as CouchDB provides them: `emit`,
     /// `log`, `sum`, `toJSON`, `isArray`; and the dispatcher of the commands above.
     static let runtime = #"""
-    var __sofa = { funs: [], logs: [], emitted: null };
+    var __sofa = { funs: [], logs: [], emitted: null, lib: null, modules: {} };
+    // CommonJS modules from the design document's views.lib: require('views/lib/name'), a path
+    // relative to the requiring module ('./x', '../x') inside it; each module runs once.
+    function __require(path, from) {
+      var parts = from ? from.split('/').slice(0, -1) : [];
+      if (path.charAt(0) !== '.') { parts = []; }
+      var given = String(path).split('/');
+      for (var i = 0; i < given.length; i++) {
+        if (given[i] === '..') { parts.pop(); } else if (given[i] !== '.' && given[i] !== '') { parts.push(given[i]); }
+      }
+      var id = parts.join('/');
+      if (Object.prototype.hasOwnProperty.call(__sofa.modules, id)) { return __sofa.modules[id].exports; }
+      var source = { views: { lib: __sofa.lib } };
+      for (var j = 0; j < parts.length; j++) {
+        source = source !== null && typeof source === 'object' && Object.prototype.hasOwnProperty.call(source, parts[j])
+          ? source[parts[j]] : undefined;
+      }
+      if (typeof source !== 'string') { throw new Error("require('" + path + "'): no module " + id); }
+      var module = { id: id, exports: {} };
+      __sofa.modules[id] = module;
+      try {
+        eval('(function (module, exports, require) {' + source + '\n})')(module, module.exports,
+          function (next) { return __require(next, id); });
+      } catch (e) { delete __sofa.modules[id]; throw e; }
+      return module.exports;
+    }
+    function require(path) { return __require(path, ''); }
     function log(message) { __sofa.logs.push(typeof message === 'string' ? message : JSON.stringify(message)); }
     function isArray(value) { return Array.isArray(value); }
     function toJSON(value) { return JSON.stringify(value); }
@@ -61,7 +89,8 @@ public enum QueryServer {
     }
     function __run(command) {
       switch (command[0]) {
-      case 'reset': __sofa.funs = []; return true;
+      case 'reset': __sofa.funs = []; __sofa.lib = null; __sofa.modules = {}; return true;
+      case 'add_lib': __sofa.lib = command[1]; __sofa.modules = {}; return true;
       case 'add_fun':
         try { __sofa.funs.push(__compile(command[1])); return true; }
         catch (e) { return { error: 'compilation_error', reason: String(e) }; }

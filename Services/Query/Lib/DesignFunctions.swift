@@ -54,7 +54,7 @@ public final class DesignFunctions: Sendable {
         try state.js.reset(for: database)
         for document in call.documents {
             guard let views = document["views"]?.objectValue else { continue }
-            for (name, view) in views.sorted(by: { $0.key < $1.key }) {
+            for (name, view) in views.sorted(by: { $0.key < $1.key }) where name != "lib" {
                 var functions: [(kind: String, source: String)] = []
                 if let map = view["map"]?.stringValue { functions.append(("map", map)) }
                 if let reduce = view["reduce"]?.stringValue, BuiltinReduce(named: reduce) == nil,

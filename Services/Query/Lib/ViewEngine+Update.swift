@@ -1,3 +1,4 @@
+internal import SofaFiles
 internal import SofaCore
 import SofaQL
 import SofaServer
@@ -25,24 +26,33 @@ extension ViewEngine {
     struct MapInput: Sendable, Equatable {
         var includeDesign = false
         var localSeq = false
+        /// The design document's `views.lib`: the modules its map functions may `require`.
+        var lib: JSON?
 
-        init(designOptions: JSON?) {
-            includeDesign = designOptions?["include_design"]?.boolValue == true
-            localSeq = designOptions?["local_seq"]?.boolValue == true
+        init(design: JSON?) {
+            includeDesign = design?["options"]?["include_design"]?.boolValue == true
+            localSeq = design?["options"]?["local_seq"]?.boolValue == true
+            if let lib = design?["views"]?["lib"], lib.objectValue != nil { self.lib = lib }
         }
 
-        /// What the input adds to a view's signature (nothing for the default).
-        var signature: String { (includeDesign ? "d" : "") + (localSeq ? "l" : "") }
+        /// What the input adds to a view's signature (nothing for the default): a change of the
+        /// library builds the views again, as CouchDB's signature covers it.
+        var signature: String {
+            (includeDesign ? "d" : "") + (localSeq ? "l" : "")
+                + (lib.map { "L" + ((try? sha256($0.canonicalBytes()).hexString) ?? $0.compactString) } ?? "")
+        }
     }
 
     func bringUpToDate(_ state: inout State, _ index: ViewIndex, _ main: SQLiteConnection, map: String,
                        input: MapInput, database: String) throws(SofaError) {
         if try state.js.isolate(for: database) { state.loaded = nil }
-        if state.loaded != map {
+        let loading = map + input.signature
+        if state.loaded != loading {
             try state.js.reset(for: database)
             state.loaded = nil
+            if let lib = input.lib { try state.js.addLibrary(lib) }
             try state.js.add(function: map)
-            state.loaded = map
+            state.loaded = loading
         }
         // Each transaction holds the views file's write lock (see `whileUpdating`).
         while try index.whileUpdating({ () throws(SofaError) -> Bool in try updateBatches(&state, index, main, input) }) {}

@@ -33,7 +33,7 @@ extension ViewEngine {
             for (view, code) in body["views"]?.objectValue ?? [:] {
                 guard let map = code["map"]?.stringValue else { continue }
                 defined[design + "/" + view] = signature(map: map, reduce: code["reduce"]?.stringValue)
-                    + MapInput(designOptions: body["options"]).signature
+                    + MapInput(design: body).signature
             }
         }
         return defined

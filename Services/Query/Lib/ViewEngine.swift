@@ -97,7 +97,7 @@ public final class ViewEngine: Sendable {
             throw SofaError(.notFound, "no view '\(view)' in design document '_design/\(design)'")
         }
         let reduceSource = code["reduce"]?.stringValue
-        let input = MapInput(designOptions: designDocument?["options"])
+        let input = MapInput(design: designDocument)
         let raw = code["options"]?["collation"]?.stringValue == "raw"
         let signature = Self.signature(map: map, reduce: reduceSource) + input.signature + (raw ? "\u{0}raw" : "")
         let indexKey = database + "\u{0}" + design + "/" + view
