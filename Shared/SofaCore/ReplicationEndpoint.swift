@@ -40,7 +40,7 @@ public struct ReplicationEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func validName(_ name: String) -> Bool {
-        !name.isEmpty && !name.contains("/") && !name.contains(":") && name.utf8.count <= 240
+        !name.isEmpty && !name.hasPrefix("/") && !name.contains(":") && name.utf8.count <= 240
     }
 
     public var description: String { gateway.map { "\($0)/\(database)" } ?? database }

@@ -186,6 +186,26 @@ class ClientLibraryRulesTests(CouchTestCase):
         rows = self.session.get(URL + "/" + db + "/_design/e/_view/req", timeout=30).json()["rows"]
         self.assertEqual([row["key"] for row in rows], [10, 20])
 
+    def test_database_names_with_every_character_couchdb_allows(self):
+        name = "a-b_c$d(e)+f/g" + str(time.monotonic_ns())
+        path = URL + "/" + urllib.parse.quote(name, safe="")
+        self.assertEqual(self.session.put(path, timeout=30).status_code, 201)
+        self.addCleanup(lambda: self.session.delete(path, timeout=30))
+        self.assertIn(name, self.session.get(URL + "/_all_dbs", timeout=30).json())
+        self.assertEqual(self.session.get(path, timeout=30).json()["db_name"], name)
+        made = self.session.put(path + "/doc", json={"n": 1}, timeout=30)
+        self.assertEqual(made.status_code, 201, made.text)
+        attached = self.session.put(path + "/doc/a.txt", params={"rev": made.json()["rev"]}, data=b"hello",
+                                    headers={"Content-Type": "text/plain"}, timeout=30)
+        self.assertEqual(attached.status_code, 201, attached.text)
+        self.assertEqual(self.session.get(path + "/doc/a.txt", timeout=30).content, b"hello")
+        self.assertEqual(self.session.put(path + "/_design/v", json={"views": {"n": {"map": MAP}}}, timeout=30).status_code, 201)
+        self.assertEqual([row["id"] for row in self.session.get(path + "/_design/v/_view/n", timeout=30).json()["rows"]], ["doc"])
+        # Another database's name is not a prefix of it on disk: "a-b_c$d(e)+f" is a database of its own.
+        self.assertEqual(self.session.get(URL + "/" + urllib.parse.quote(name.split("/")[0], safe=""), timeout=30).status_code, 404)
+        self.assertEqual(self.session.delete(path, timeout=30).status_code, 200)
+        self.assertNotIn(name, self.session.get(URL + "/_all_dbs", timeout=30).json())
+
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
             answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)

@@ -15,9 +15,10 @@ import Testing
         ("tcp://host:0/app", nil),
         ("tcp://host:99999/app", nil),
         ("http://host:5984/app", nil),
-        ("tcp://host:7420/a/b", nil),
+        ("tcp://host:7420/a/b", ReplicationEndpoint(gateway: "tcp://host:7420", database: "a/b")),
         ("", nil),
-        ("a/b", nil),
+        ("a/b", ReplicationEndpoint(gateway: nil, database: "a/b")),
+        ("/ab", nil),
     ]
 
     @Test(arguments: endpoints)

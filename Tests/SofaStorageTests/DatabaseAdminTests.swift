@@ -15,7 +15,7 @@ import Testing
         ("dB", "upper case later"),
         ("1db", "leading digit"),
         ("_secrets", "leading underscore"),
-        ("a/b", "slash"),
+        ("/ab", "leading slash"),
         ("../x", "path"),
         ("a b", "space"),
         ("a.b", "dot"),
@@ -31,6 +31,18 @@ import Testing
             #expect(try await engine.listDatabases() == [name])
             #expect(FileManager.default.fileExists(
                 atPath: engine.dataDirectory.appendingPathComponent("\(name).sofa/db.sqlite3").path))
+        }
+    }
+
+    /// A `/` (CouchDB allows it) is `%2F` in the folder's name: no folder nests in another.
+    @Test func aNameWithASlashHasAFolderOfItsOwn() async throws {
+        try await withEngine { engine in
+            try await engine.createDatabase("a/b")
+            try await engine.createDatabase("a")
+            #expect(try await engine.listDatabases().sorted() == ["a", "a/b"])
+            #expect(FileManager.default.fileExists(atPath: engine.dataDirectory.appendingPathComponent("a%2Fb.sofa/db.sqlite3").path))
+            try await engine.deleteDatabase("a/b")
+            #expect(try await engine.listDatabases() == ["a"])
         }
     }
 

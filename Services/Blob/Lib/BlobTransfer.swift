@@ -272,13 +272,9 @@ public actor BlobTransfer {
         }
     }
 
-    /// The storage service's rule for names (a lower-case letter, then a-z, 0-9 and `_$()+-`),
-    /// which also keeps a name from leaving the data directory.
+    /// The storage service's rule for names (`StorageLayout`'s), which also keeps a name from
+    /// leaving the data directory.
     static func validate(databaseName name: String) throws(SofaError) {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-".utf8)
-        guard !name.isEmpty, name.utf8.count <= 238, let first = name.utf8.first,
-              (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), name.utf8.allSatisfy({ allowed.contains($0) }) else {
-            throw SofaError(.badDatabaseName, "invalid database name '\(name)': use a lower-case letter, then a-z, 0-9 and _$()+-")
-        }
+        try StorageLayout.validate(databaseName: name)
     }
 }
