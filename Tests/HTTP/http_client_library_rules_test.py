@@ -67,6 +67,17 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual([item["rev"] for item in meta["_revs_info"]], [high, first])
         self.assertEqual(meta["_revs_info"][0]["status"], "available")
 
+    def test_revs_info_says_which_bodies_are_kept(self):
+        db = self.new_db()
+        first = self.session.put(URL + "/" + db + "/y", json={"v": 1}, timeout=30).json()["rev"]
+        second = self.session.put(URL + "/" + db + "/y", json={"_rev": first, "v": 2}, timeout=30).json()["rev"]
+        info = self.session.get(URL + "/" + db + "/y?revs_info=true", timeout=30).json()["_revs_info"]
+        self.assertEqual(info, [{"rev": second, "status": "available"}, {"rev": first, "status": "available"}])
+        # Sofa's compaction is done when it is answered.
+        self.assertEqual(self.session.post(URL + "/" + db + "/_compact", json={}, timeout=30).status_code, 202)
+        info = self.session.get(URL + "/" + db + "/y?revs_info=true", timeout=30).json()["_revs_info"]
+        self.assertEqual(info, [{"rev": second, "status": "available"}, {"rev": first, "status": "missing"}])
+
     def test_a_non_admin_is_unauthorized_where_only_admins_go(self):
         db = self.new_db()
         name, password = self.new_member(db)

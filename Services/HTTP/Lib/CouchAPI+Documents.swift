@@ -260,8 +260,17 @@ extension CouchAPI {
         // `meta`: revs_info, conflicts and deleted_conflicts together (CouchDB's).
         let meta = call.flag("meta")
         if call.flag("revs_info") || meta {
-            extras.append(("_revs_info", .array(document.history.enumerated().map { index, rev in
-                ["rev": .string(rev), "status": index == 0 ? "available" : "missing"]
+            // An older revision is available while its body is kept (until compaction).
+            let older = await Self.inOrder(Array(document.history.dropFirst()), width: Self.bulkGetReadsInFlight) { rev in
+                do {
+                    return try await self.read(call, database, id: document.id, rev: rev, history: false).deleted ? "deleted" : "available"
+                } catch {
+                    return "missing"
+                }
+            }
+            let statuses = [document.deleted ? "deleted" : "available"] + older
+            extras.append(("_revs_info", .array(zip(document.history, statuses).map { rev, status in
+                ["rev": .string(rev), "status": .string(status)]
             })))
         }
         let conflicts = call.flag("conflicts") || meta, deletedConflicts = call.flag("deleted_conflicts") || meta
