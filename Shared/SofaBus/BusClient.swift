@@ -268,6 +268,10 @@ public final class BusClient: Sendable {
     /// peer does not hold the key this client pinned, or refused this client's key.
     public var handshakeFailed: Bool { state.withLock { $0.handshakeFailed } }
 
+    /// Whether a connection to the peer has completed its handshake and not dropped since (the
+    /// socket monitor's view).
+    public var isConnected: Bool { state.withLock { $0.connected } }
+
     /// Stops the socket thread; calls still waiting fail with `.shuttingDown`.
     public func close() {
         state.withLock { $0.closed = true }

@@ -1155,7 +1155,7 @@ class ViewTests(SofaTestCase):
         name, password = self.new_user()
         self.admin.put_security(db=db, members={"names": [name], "roles": []}, admins={"names": [], "roles": []})
         refused = requests.post(URL + "/" + db + "/_view_cleanup", auth=(name, password), json={}, timeout=30)
-        self.assertEqual(refused.status_code, 403)
+        self.assertEqual((refused.status_code, refused.json()["reason"]), (401, "You are not a server or db admin."))
 
 
 class DesignFunctionTests(SofaTestCase):

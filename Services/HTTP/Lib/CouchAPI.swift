@@ -94,6 +94,10 @@ final class CouchAPI: Sendable {
         if segments == ["_all_dbs"] || (segments.count == 1 && (call.method == .put || call.method == .delete)) {
             return "You are not a server admin."
         }
+        // The system databases' listings are for server admins (their documents, for their owners).
+        if segments.count >= 2, ["_users", "_replicator"].contains(segments[0]), ["_all_docs", "_changes"].contains(segments[1]) {
+            return "You are not a server admin."
+        }
         if segments.count >= 2, ["_compact", "_view_cleanup"].contains(segments[1]) {
             return "You are not a server or db admin."
         }
