@@ -18,9 +18,20 @@ public struct ReplicationEndpoint: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ text: String) throws(SofaError) -> ReplicationEndpoint {
         guard let endpoint = tryParse(text) else {
             throw SofaError(.invalidParameter,
-                            "invalid replication endpoint '\(text)': expected a database name or tcp://host:port/database")
+                            "invalid replication endpoint '\(redacted(text))': expected a database name or tcp://host:port/database")
         }
         return endpoint
+    }
+
+    /// A URL without the credentials in it (`scheme://user:password@host…` → `scheme://host…`),
+    /// for errors and logs.
+    public static func redacted(_ text: String) -> String {
+        let parts = text.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        // "scheme:", "", "authority", "rest"
+        guard parts.count >= 3, parts[0].hasSuffix(":"), parts[1].isEmpty, let at = parts[2].lastIndex(of: "@") else { return text }
+        var kept = parts
+        kept[2] = parts[2][parts[2].index(after: at)...]
+        return kept.joined(separator: "/")
     }
 
     public static func tryParse(_ text: String) -> ReplicationEndpoint? {

@@ -217,6 +217,65 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual(self.session.delete(path, timeout=30).status_code, 200)
         self.assertNotIn(name, self.session.get(URL + "/_all_dbs", timeout=30).json())
 
+    def follow(self, db, count):
+        """The IDs written to `db` until `count` arrived (long polls with a deadline)."""
+        deadline, since, seen = time.monotonic() + 60, "0", set()
+        while len(seen) < count and time.monotonic() < deadline:
+            feed = self.session.get(URL + "/" + db + "/_changes", timeout=30,
+                                    params={"feed": "longpoll", "since": since, "timeout": "5000"}).json()
+            seen.update(change["id"] for change in feed["results"])
+            since = feed["last_seq"]
+        return seen
+
+    def test_a_replications_selector_chooses_what_is_copied(self):
+        source = self.new_db()
+        docs = [{"_id": "d%d" % n, "n": n} for n in range(5)]
+        self.assertEqual(self.session.post(URL + "/" + source + "/_bulk_docs", json={"docs": docs}, timeout=30).status_code, 201)
+        target = self.new_db()
+        answer = self.session.post(URL + "/_replicate", timeout=120,
+                                   json={"source": source, "target": target, "selector": {"n": {"$lt": 2}}})
+        self.assertEqual(answer.status_code, 200, answer.text)
+        listed = self.session.get(URL + "/" + target + "/_all_docs", timeout=30).json()
+        self.assertEqual([row["id"] for row in listed["rows"]], ["d0", "d1"])
+        for extra in ({"doc_ids": ["d3"]}, {"filter": "_selector"}):
+            answer = self.session.post(URL + "/_replicate", timeout=30,
+                                       json=dict({"source": source, "target": target, "selector": {"n": 1}}, **extra))
+            self.assertEqual((answer.status_code, answer.json()["reason"]),
+                             (400, "`selector`, `filter` and `doc_ids` fields are mutually exclusive"))
+        # A _replicator document: its selector, and create_target making the target.
+        made = "t" + str(time.monotonic_ns())
+        self.addCleanup(lambda: self.session.delete(URL + "/" + made, timeout=30))
+        created = self.session.put(URL + "/_replicator/" + made, timeout=30,
+                                   json={"source": source, "target": made, "create_target": True, "selector": {"n": {"$gte": 3}}})
+        self.assertIn(created.status_code, (201, 202), created.text)
+        self.addCleanup(lambda: self.session.delete(URL + "/_replicator/" + made, timeout=30,
+                                                    params={"rev": self.session.get(URL + "/_replicator/" + made, timeout=30).json()["_rev"]}))
+        deadline = time.monotonic() + 60
+        while self.session.get(URL + "/" + made, timeout=30).status_code == 404 and time.monotonic() < deadline:
+            self.session.get(URL + "/_replicator/_changes", timeout=30, params={"feed": "longpoll", "timeout": "500", "since": "now"})
+        self.assertEqual(self.follow(made, 2), {"d3", "d4"})
+
+    def test_a_session_cookie_says_how_long_it_lasts(self):
+        answer = requests.post(URL + "/_session", json={"name": self.session.auth[0], "password": self.session.auth[1]}, timeout=30)
+        cookie = answer.headers["Set-Cookie"]
+        self.assertIn("Max-Age=600", cookie)
+        self.assertIn("Expires=", cookie)
+        self.assertIn("GMT", cookie)
+
+    def test_stale_revisions_from_elsewhere_are_conflicts(self):
+        db = self.new_db()
+        self.assertEqual(self.session.put(URL + "/" + db + "/d1", json={"a": 1}, timeout=30).status_code, 201)
+        answer = self.session.put(URL + "/" + db + "/d1", json={"_rev": "1-abc", "a": 3}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["error"]), (409, "conflict"))
+        answer = self.session.delete(URL + "/" + db + "/d1", params={"rev": "1-abc"}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()["error"]), (409, "conflict"))
+        answer = self.session.get(URL + "/" + db + "/d1", params={"open_revs": '["9-zz"]'}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (200, [{"missing": "9-zz"}]))
+        answer = self.session.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "d1", "rev": "9-nope"}]}, timeout=30)
+        self.assertEqual(answer.json()["results"][0]["docs"][0]["error"]["error"], "not_found")
+        answer = self.session.put(URL + "/" + db + "/b?batch=ok", json={"x": 1}, timeout=30)
+        self.assertEqual((answer.status_code, answer.json()), (202, {"ok": True, "id": "b"}))
+
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
             answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)

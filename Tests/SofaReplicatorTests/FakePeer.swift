@@ -105,7 +105,7 @@ final class FakePeer: ReplicationPeer {
         }
     }
 
-    func query(n1ql: String, parameters: JSONObject) async throws(SofaError) -> [[JSON?]] {
+    func query(_ text: String, isN1QL: Bool, parameters: JSONObject) async throws(SofaError) -> [[JSON?]] {
         try enter("query")
         // Every document matches: the fake has no query engine.
         guard case .array(let ids)? = parameters["ids"] else { return [] }

@@ -29,7 +29,9 @@ extension CouchAPI {
             object["_id"] = .string(id)
             let newEdits = call.flag("new_edits", default: true)
             return located(try await Self.batched(call, id: id) {
-                try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
+                try await Self.conflictForForeignRevision(newEdits ? object["_rev"]?.stringValue : nil) {
+                    try await write(IncomingDocument(object), database, newEdits: newEdits, followed: followed)
+                }
             }, call, path: call.request.uri.path)
         case .delete:
             guard let rev = try Self.givenRev(call, body: nil) else {
@@ -37,7 +39,7 @@ extension CouchAPI {
                 _ = try await read(call, database, id: id, rev: nil, history: false)
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
-            let result = try await database.delete(id: id, rev: rev)
+            let result = try await Self.conflictForForeignRevision(rev) { try await database.delete(id: id, rev: rev) }
             return Self.written(result, batch: false, status: .ok)
         case .init("COPY")!:
             return try await copy(call, database, id: id)
@@ -121,8 +123,10 @@ extension CouchAPI {
     }
 
     static func written(_ result: DocumentRevision, batch: Bool, status: HTTPResponse.Status = .created) -> Response {
-        json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: batch ? .accepted : status,
-             headers: [.eTag: "\"\(result.rev)\""])
+        // A batch writer is told the document was accepted, not its revision (CouchDB's answer).
+        if batch { return json(["ok": true, "id": .string(result.id)], status: .accepted) }
+        return json(["ok": true, "id": .string(result.id), "rev": .string(result.rev)], status: status,
+                    headers: [.eTag: "\"\(result.rev)\""])
     }
 
     /// The revision a write names: the body's `_rev`, the `rev` parameter or the `If-Match`
@@ -223,8 +227,18 @@ extension CouchAPI {
         } catch {
             // A revision ID Sofa cannot hold (`1-abc`) names no revision it has: CouchDB reads any
             // `N-text` and finds it missing.
-            if error.is(.badRevisionID), rev.map(Self.couchRevisionForm) == true { throw CouchError(.notFound, "not_found", "missing") }
+            if error.is(.badRevisionID), rev.map(Self.couchRevisionForm) == true { throw SofaError(.notFound, "missing") }
             throw error
+        }
+    }
+
+    /// A write naming a revision ID Sofa cannot hold (`1-abc`, a stale one from elsewhere) names
+    /// no revision of the document: CouchDB's update conflict, not a malformed request.
+    static func conflictForForeignRevision<T>(_ rev: String?, _ write: () async throws -> T) async throws -> T {
+        do {
+            return try await write()
+        } catch let error as SofaError where error.is(.badRevisionID) && rev.map(couchRevisionForm) == true {
+            throw SofaError(.conflict, "Document update conflict.")
         }
     }
 

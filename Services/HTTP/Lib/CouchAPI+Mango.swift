@@ -1,3 +1,4 @@
+internal import SofaQL
 internal import Hummingbird
 internal import HTTPTypes
 internal import SofaClient

@@ -1,3 +1,4 @@
+internal import SofaQL
 internal import Hummingbird
 internal import HTTPTypes
 internal import SofaClient
@@ -33,6 +34,20 @@ extension CouchAPI {
             return Self.json(["ok": true, "_local_id": .string(running[0].id)])
         }
         var filter = ReplicationFilter.none
+        // CouchDB takes one of them at a time, in these words.
+        let ways = [body["doc_ids"], body["selector"], body["filter"]].filter { $0 != nil && $0 != .null }
+        if ways.count > 1 {
+            throw CouchError(.badRequest, "bad_request", "`selector`, `filter` and `doc_ids` fields are mutually exclusive")
+        }
+        if let selector = body["selector"], selector != .null {
+            // A Mango selector, kept as the JSON query condition it is (as `_changes`' `_selector`).
+            guard selector.objectValue != nil else { throw CouchError(.badRequest, "bad_request", "`selector` must be a JSON object") }
+            do throws(SofaError) {
+                filter.expression = ReplicationSpec.jsonFilter(try Mango.condition(selector, at: nil))
+            } catch {
+                throw CouchError(.badRequest, "bad_request", error.message)
+            }
+        }
         if let ids = body["doc_ids"]?.arrayValue {
             // A design document's ID may come with its slash encoded (`_design%2Ffoo`), as in
             // CouchDB's replication tests; other IDs are taken as written.
@@ -148,11 +163,8 @@ extension CouchAPI {
             while given.hasSuffix("/") { given.removeLast() }
             let parts = given.split(separator: "/", omittingEmptySubsequences: true)
             guard parts.count >= 3, isThisServer(String(parts[1]), secure: given.hasPrefix("https"), call, listenPort: listenPort) else {
-                // (Credentials in the URL are left out of the answer.)
-                let shown = parts.count >= 2 ? given.replacingOccurrences(of: String(parts[1]), with: String(parts[1].split(separator: "@").last ?? parts[1]))
-                    : given
-                throw CouchError(.badRequest, "bad_request",
-                                 "\(shown) is not a database of this server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
+                throw CouchError(.badRequest, "bad_request", "\(ReplicationEndpoint.redacted(given)) is not a database of this "
+                                 + "server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
             }
             text = parts.last.map { String($0).removingPercentEncoding ?? String($0) }
         }

@@ -136,8 +136,12 @@ final class HTTPSessions: Sendable {
         return Self.base64url(Array("\(name):\(time):\(mac.hexString)".utf8))
     }
 
+    /// A session cookie lasts as long as the session (CouchDB's persistent cookie: `Max-Age` and
+    /// `Expires`), so a client can tell when to sign in again; `maxAge` 0 clears it.
     func setCookieHeader(_ value: String, maxAge: Int? = nil) -> String {
-        "\(Self.cookieName)=\(value); Version=1; Path=/; HttpOnly" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
+        let age = maxAge ?? Self.cookieLifetime
+        let expires = age > 0 ? "; Expires=" + IMFDate.text(time(nil) + time_t(age)) : ""
+        return "\(Self.cookieName)=\(value); Version=1; Path=/; HttpOnly; Max-Age=\(age)" + expires
     }
 
     private func validate(_ cookie: String) async -> HTTPUser? {

@@ -1,3 +1,4 @@
+internal import SofaQL
 internal import SofaCore
 
 /// Which index a Mango find is answered by, chosen as CouchDB chooses (`mango_idx_view`): a JSON

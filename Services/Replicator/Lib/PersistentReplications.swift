@@ -1,3 +1,4 @@
+internal import SofaQL
 internal import SofaCore
 internal import SofaWire
 internal import SofaClient
@@ -137,6 +138,7 @@ actor PersistentReplications {
         }
         do throws(SofaError) {
             let spec = try Self.spec(body, docID, httpAddress: httpAddress)
+            if body["create_target"]?.boolValue == true { try await createTarget(spec) }
             let ids = try await service.start(spec).map(\.id)
             if client {
                 // Resumed; its record is kept by `ClientReplications` from now on.
@@ -223,7 +225,17 @@ actor PersistentReplications {
         // Sofa's query condition; `sofa_where` is the condition beside a design filter.
         let (given, condition) = (try string("filter"), try string("sofa_where"))
         let designFilter = ReplicationSpec.isDesignFilter(given) ? given : ""
-        let filter = designFilter.isEmpty && !given.isEmpty ? given : condition
+        var filter = designFilter.isEmpty && !given.isEmpty ? given : condition
+        // CouchDB's Mango `selector`, alone (its words when another way is given too).
+        if let selector = body["selector"], selector != .null {
+            guard given.isEmpty, docIDs.isEmpty else {
+                throw SofaError(.invalidParameter, "_replicator document '\(docID)': `selector`, `filter` and `doc_ids` fields are mutually exclusive")
+            }
+            guard selector.objectValue != nil else {
+                throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"selector\" must be an object")
+            }
+            filter = ReplicationSpec.jsonFilter(try Mango.condition(selector, at: nil))
+        }
         var queryParams: JSONObject = [:]
         switch body["query_params"] {
         case nil, .null?: break
@@ -238,6 +250,18 @@ actor PersistentReplications {
                                sourceAccess: sourceAccess, targetAccess: targetAccess,
                                designFilter: designFilter, queryParams: queryParams,
                                since: try since(body["since_seq"], docID))
+    }
+
+    /// `create_target`: the target database is made when it does not exist, as its owner (the
+    /// gateway checks that it may).
+    private func createTarget(_ spec: ReplicationSpec) async throws(SofaError) {
+        let target = try ReplicationEndpoint.parse(spec.target)
+        let database = try await service.connections.database(target, owner: spec.owner, access: spec.targetAccess)
+        do {
+            _ = try await database.info()
+        } catch where error.is(.notFound) {
+            do { _ = try await database.client.createDatabase(target.database) } catch where error.is(.databaseExists) {}
+        }
     }
 
     /// The document's `since_seq`, its errors naming the document.

@@ -37,7 +37,7 @@ extension Replication {
             let live = kept.filter { !$0.deleted }.map(\.id)
             var matching = Set<String>()
             if !live.isEmpty {
-                let result = try await source.query(n1ql: query, parameters: ["ids": .array(live.map(JSON.string))])
+                let result = try await source.query(query.text, isN1QL: query.isN1QL, parameters: ["ids": .array(live.map(JSON.string))])
                 for row in result { if case .string(let id)?? = row.first { matching.insert(id) } }
             }
             kept = ArraySlice(kept.filter { $0.deleted || matching.contains($0.id) })

@@ -1,6 +1,7 @@
 public import SofaCore
 public import SofaWire
 internal import SofaClient
+internal import SofaQL
 internal import Foundation
 internal import Logging
 
@@ -42,8 +43,19 @@ public struct ReplicationPlan: Sendable, Equatable {
     }
 
     /// The query that keeps, of the documents `$ids`, those whose current revision on the source
-    /// matches the filter.
-    var filterQuery: String? {
+    /// matches the filter: N1QL text, or (a Mango selector's) a JSON query.
+    var filterQuery: (text: String, isN1QL: Bool)? {
+        if let condition = ReplicationSpec.jsonCondition(of: filter) {
+            var query: JSONObject = ["WHAT": [["._id"]], "WHERE": ["AND", ["ARRAY_CONTAINS()", ["$ids"], ["._id"]], condition]]
+            if !collection.isEmpty, let named = try? CollectionName(parsing: collection) {
+                query["FROM"] = [["SCOPE": .string(named.scope), "COLLECTION": .string(named.name)]]
+            }
+            return (JSON.object(query).compactString, false)
+        }
+        return n1qlFilterQuery.map { ($0, true) }
+    }
+
+    private var n1qlFilterQuery: String? {
         var expression = filter.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !expression.isEmpty else { return nil }
         if expression.uppercased().hasPrefix("WHERE ") { expression = String(expression.dropFirst(6)) }
@@ -151,7 +163,7 @@ final class Replication: Sendable {
         if let query = plan.filterQuery {
             // A filter that does not compile fails the replication at once.
             do {
-                _ = try await source.query(n1ql: query, parameters: ["ids": .array([])])
+                _ = try await source.query(query.text, isN1QL: query.isN1QL, parameters: ["ids": .array([])])
             } catch where error.is(.invalidQuery) || error.is(.invalidParameter) {
                 throw SofaError(.invalidQuery, "the replication's filter is not a valid WHERE expression: \(error.message)")
             }

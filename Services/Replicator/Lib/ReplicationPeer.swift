@@ -13,8 +13,8 @@ protocol ReplicationPeer: Sendable {
 
     // The replicated collection.
     func changes(_ query: ChangesQuery) async throws(SofaError) -> ChangesBatch
-    /// The rows of a N1QL query on the collection.
-    func query(n1ql: String, parameters: JSONObject) async throws(SofaError) -> [[JSON?]]
+    /// The rows of a query on the collection: N1QL text, or a JSON query's text.
+    func query(_ text: String, isN1QL: Bool, parameters: JSONObject) async throws(SofaError) -> [[JSON?]]
     func revsDiff(_ entries: [RevsDiffEntry]) async throws(SofaError) -> [RevsDiffEntry]
     func get(id: String, rev: String, history: Bool) async throws(SofaError) -> StoredDocument
     func bulk(_ items: [BulkItem]) async throws(SofaError) -> [BulkItemResult]
@@ -57,8 +57,13 @@ struct ClusterPeer: ReplicationPeer {
     var name: String { database.name }
     func info() async throws(SofaError) -> DatabaseInfo { try await database.info() }
     func changes(_ query: ChangesQuery) async throws(SofaError) -> ChangesBatch { try await store.changes(query) }
-    func query(n1ql: String, parameters: JSONObject) async throws(SofaError) -> [[JSON?]] {
-        try await store.query(n1ql: n1ql, parameters: parameters).rows
+    func query(_ text: String, isN1QL: Bool, parameters: JSONObject) async throws(SofaError) -> [[JSON?]] {
+        if isN1QL { return try await store.query(n1ql: text, parameters: parameters).rows }
+        do {
+            return try await store.query(json: try JSON.parse(text), parameters: parameters).rows
+        } catch {
+            throw SofaError(.invalidQuery, "the JSON query is not valid JSON: \(error)")
+        }
     }
     func revsDiff(_ entries: [RevsDiffEntry]) async throws(SofaError) -> [RevsDiffEntry] { try await store.revsDiff(entries) }
     func get(id: String, rev: String, history: Bool) async throws(SofaError) -> StoredDocument {

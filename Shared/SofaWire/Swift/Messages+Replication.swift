@@ -111,6 +111,19 @@ extension ReplicationSpec {
         throw SofaError(.invalidParameter, "since_seq must be a sequence (a number, or a changes feed's string), not \(value?.compactString ?? "")")
     }
 
+    /// A replication's filter written as a JSON query `WHERE` expression (a Mango `selector`,
+    /// translated): its query condition, marked so (`json:` then the expression) apart from a
+    /// N1QL one.
+    public static func jsonFilter(_ condition: JSON) -> String { jsonFilterPrefix + condition.compactString }
+
+    /// The JSON query `WHERE` expression a filter holds (`jsonFilter`), or nil for a N1QL one.
+    public static func jsonCondition(of filter: String) -> JSON? {
+        guard filter.hasPrefix(jsonFilterPrefix) else { return nil }
+        return JSON.tryParse(String(filter.dropFirst(jsonFilterPrefix.count)))
+    }
+
+    static let jsonFilterPrefix = "json:"
+
     /// Whether a `filter` as CouchDB's replications give it names a design document's filter
     /// ("ddoc/name": two names, one slash, no spaces) rather than a query condition.
     public static func isDesignFilter(_ filter: String) -> Bool {

@@ -95,7 +95,7 @@ public enum Mango {
     }
 
     /// A selector (or part of one) as a condition on `path` (nil: the document itself).
-    static func condition(_ selector: JSON, at path: JSON?, depth: Int = 0) throws(SofaError) -> JSON {
+    public static func condition(_ selector: JSON, at path: JSON?, depth: Int = 0) throws(SofaError) -> JSON {
         guard depth < 64 else { throw SofaError(.invalidQuery, "the selector is nested too deeply") }
         guard let object = selector.objectValue else {
             guard let path else { throw SofaError(.invalidQuery, "a selector must be an object") }
