@@ -276,6 +276,20 @@ class ClientLibraryRulesTests(CouchTestCase):
         answer = self.session.put(URL + "/" + db + "/b?batch=ok", json={"x": 1}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (202, {"ok": True, "id": "b"}))
 
+    def test_dbs_info_group_level_zero_and_stats_of_arrays(self):
+        db = self.view_db()
+        answer = self.session.post(URL + "/_dbs_info", json={"keys": [db, "nosuchdb"]}, timeout=30)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        self.assertEqual(answer.json()[0]["info"]["doc_count"], 4)
+        self.assertEqual(answer.json()[1], {"key": "nosuchdb", "error": "not_found"})
+        rows = self.session.get(URL + "/" + db + "/_design/v/_view/by_n?group_level=0", timeout=30).json()["rows"]
+        self.assertEqual(rows, [{"key": None, "value": 3}])
+        design = {"views": {"st": {"map": "function(doc) { if (doc.n) emit(null, [doc.n, 1]); }", "reduce": "_stats"}}}
+        self.assertEqual(self.session.put(URL + "/" + db + "/_design/s", json=design, timeout=30).status_code, 201)
+        value = self.session.get(URL + "/" + db + "/_design/s/_view/st", timeout=30).json()["rows"][0]["value"]
+        self.assertEqual(value, [{"sum": 6, "count": 3, "min": 1, "max": 3, "sumsqr": 14},
+                                 {"sum": 3, "count": 3, "min": 1, "max": 1, "sumsqr": 3}])
+
     def test_a_malformed_session_cookie_is_refused(self):
         for cookie in ("bogus-cookie", base64.urlsafe_b64encode(b"just:two").decode().rstrip("=")):
             answer = requests.get(URL + "/", cookies={"AuthSession": cookie}, timeout=30)

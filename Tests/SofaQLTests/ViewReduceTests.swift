@@ -34,6 +34,15 @@ import Testing
         #expect(first == ["sum": 6, "count": 2, "min": 2, "max": 4, "sumsqr": 20])
         let second = try BuiltinReduce.stats.reduce(keys: [nil], values: [-1])
         #expect(try BuiltinReduce.stats.rereduce([first, second]) == ["sum": 5, "count": 3, "min": -1, "max": 4, "sumsqr": 21])
+        // Arrays of numbers, element by element; statistics objects (pre-aggregated) merged.
+        let columns = try BuiltinReduce.stats.reduce(keys: [nil, nil], values: [[1, 10], [3, 20]])
+        #expect(columns == [["sum": 4, "count": 2, "min": 1, "max": 3, "sumsqr": 10],
+                            ["sum": 30, "count": 2, "min": 10, "max": 20, "sumsqr": 500]])
+        #expect(try BuiltinReduce.stats.rereduce([columns, columns]).arrayValue?.first?["count"] == 4)
+        let merged = try BuiltinReduce.stats.reduce(keys: [nil, nil], values: [first, 5])
+        #expect(merged == ["sum": 11, "count": 3, "min": 2, "max": 5, "sumsqr": 45])
+        #expect(throws: SofaError.self) { try BuiltinReduce.stats.reduce(keys: [nil], values: ["x"]) }
+        #expect(throws: SofaError.self) { try BuiltinReduce.stats.reduce(keys: [nil, nil], values: [[1], [1, 2]]) }
     }
 
     @Test func approximateDistinctCountsMergeAndStayClose() throws {

@@ -115,6 +115,7 @@ final class CouchAPI: Sendable {
             case ("_up", 1): return try await up(call)
             case ("_uuids", 1): return try uuids(call)
             case ("_all_dbs", 1): return try await allDatabases(call)
+            case ("_dbs_info", 1): return try await databasesInfo(&call)
             case ("_session", 1): return try await session(&call)
             case ("_active_tasks", 1): return try await activeTasks(call)
             case ("_scheduler", 2) where segments[1] == "jobs": return try await schedulerJobs(call)
@@ -220,6 +221,31 @@ final class CouchAPI: Sendable {
         names = Array(names.dropFirst(skip))
         if let limit = try call.integer("limit") { names = Array(names.prefix(limit)) }
         return Self.json(.array(names.map { .string($0) }))
+    }
+
+    /// `POST /_dbs_info` with `{"keys": [names]}`: each database's info (as `GET /db`) or
+    /// `not_found`, in the order asked; `GET /_dbs_info`: every database's, in name order.
+    private func databasesInfo(_ call: inout CouchCall) async throws -> Response {
+        let names: [String]
+        if call.method == .post {
+            guard let keys = try await call.objectBody(limit: limits.maxRequestBytes)["keys"]?.arrayValue else {
+                throw CouchError(.badRequest, "bad_request", "`keys` member must exist.")
+            }
+            guard keys.count <= 100 else { throw CouchError(.badRequest, "bad_request", "`keys` member must be less than or equal to 100") }
+            names = keys.map { $0.stringValue ?? $0.compactString }
+        } else {
+            try Self.requireMethod(call, .get, .post)
+            names = try await client(call).databases().sorted()
+        }
+        var rows: [JSON] = []
+        for name in names {
+            do {
+                rows.append(["key": .string(name), "info": try await databaseInfo(client(call).database(name))])
+            } catch let error as SofaError where error.is(.notFound) || error.is(.badDatabaseName) {
+                rows.append(["key": .string(name), "error": "not_found"])
+            }
+        }
+        return Self.json(.array(rows))
     }
 
     private func session(_ call: inout CouchCall) async throws -> Response {

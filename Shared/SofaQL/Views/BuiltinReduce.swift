@@ -25,15 +25,7 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
         switch self {
         case .count: return .int(Int64(values.count))
         case .sum: return try Self.sum(values)
-        case .stats:
-            var stats = Stats()
-            for value in values {
-                guard let number = ViewCollation.number(value) else {
-                    throw SofaError(.invalidQuery, "_stats reduces numbers, not \(value.compactString)")
-                }
-                stats.add(number)
-            }
-            return stats.json
+        case .stats: return try Self.stats(values)
         case .approxCountDistinct:
             var sketch = HyperLogLog()
             for key in keys { sketch.add(key.canonicalBytes()) }
@@ -46,13 +38,7 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
         switch self {
         case .count: return try Self.sum(reductions)
         case .sum: return try Self.sum(reductions)
-        case .stats:
-            var stats = Stats()
-            for reduction in reductions {
-                guard let other = Stats(reduction) else { throw SofaError(.invalidQuery, "not a _stats reduction: \(reduction.compactString)") }
-                stats.merge(other)
-            }
-            return stats.json
+        case .stats: return try Self.stats(reductions)
         case .approxCountDistinct:
             var sketch = HyperLogLog()
             for reduction in reductions {
@@ -164,6 +150,38 @@ public enum BuiltinReduce: String, Sendable, CaseIterable {
 
     private static func notSummable(_ value: JSON) -> SofaError {
         SofaError(.invalidQuery, "_sum adds numbers, and arrays or objects of numbers, not \(value.compactString)")
+    }
+
+    /// `_stats` of values, as CouchDB's: numbers; arrays of numbers (statistics element by
+    /// element, an array of them); objects that are statistics already (`sum`, `count`, `min`,
+    /// `max`, `sumsqr`: a rereduce's, or a map's pre-aggregated values) merged.
+    static func stats(_ values: [JSON]) throws(SofaError) -> JSON {
+        func refuse(_ value: JSON) -> SofaError {
+            SofaError(.invalidQuery, "_stats reduces numbers, arrays of numbers and statistics objects, not \(value.compactString)")
+        }
+        func one(_ value: JSON) throws(SofaError) -> Stats {
+            if let number = ViewCollation.number(value) {
+                var stats = Stats()
+                stats.add(number)
+                return stats
+            }
+            if value.objectValue != nil {
+                guard let stats = Stats(value) else { throw refuse(value) }
+                return stats
+            }
+            throw refuse(value)
+        }
+        if case .array(let first)? = values.first {
+            var columns = [Stats](repeating: Stats(), count: first.count)
+            for value in values {
+                guard case .array(let items) = value, items.count == first.count else { throw refuse(value) }
+                for (index, item) in items.enumerated() { columns[index].merge(try one(item)) }
+            }
+            return .array(columns.map(\.json))
+        }
+        var stats = Stats()
+        for value in values { stats.merge(try one(value)) }
+        return stats.json
     }
 
     struct Stats {

@@ -176,7 +176,7 @@ public final class ViewIndex {
         try connection.run("SELECT last_seq FROM view_meta WHERE name = ?", [.text(name)]) {
             self.lastSequence = UInt64($0.integer(0))
         }
-        let ungrouped = options.reduce && !options.group && options.groupLevel == nil && options.keys == nil && options.key == nil
+        let ungrouped = options.reduce && !options.group && (options.groupLevel ?? 0) == 0 && options.keys == nil && options.key == nil
         if countsRows, reduce != nil, ungrouped {
             let count = try countRange(options)
             return .reduced(options.skip > 0 || options.limit == 0 ? [] : [ViewGroup(key: nil, value: .int(Int64(count)))])
@@ -204,7 +204,8 @@ public final class ViewIndex {
             }
             return .rows(total: try count(), offset: try offset(options), rows: selected)
         }
-        let groupAll = !options.group && options.groupLevel == nil
+        // `group_level=0` groups every row together, as no grouping does (its key is null).
+        let groupAll = !options.group && (options.groupLevel ?? 0) == 0
         var groups: [ViewGroup] = []
         var start = selected.startIndex
         while start < selected.endIndex {
