@@ -29,6 +29,9 @@ public enum ReplicationDocument {
         if let text = value?.stringValue { return (text, nil) }
         guard let object = value?.objectValue, let url = object["url"]?.stringValue else { return nil }
         guard let auth = object["auth"]?.objectValue else { return (url, nil) }
+        // CouchDB's `{"url": "http://…", "auth": {"basic": …}}`: a URL that may name this
+        // cluster's own HTTP API (its credentials are not another cluster's).
+        if object["server_key"] == nil, httpDatabaseURL(url) != nil { return (url, nil) }
         let basic = auth["basic"]?.objectValue ?? auth
         guard let user = (basic["username"] ?? basic["name"])?.stringValue, let password = basic["password"]?.stringValue,
               let key = object["server_key"]?.stringValue else { return nil }
@@ -40,6 +43,16 @@ public enum ReplicationDocument {
     /// listens (`host:port`), and the URL names that port on that host or a loopback name. Nil for
     /// any other URL.
     public static func localDatabase(inURL url: String, httpAddress: String) -> String? {
+        guard let named = httpDatabaseURL(url) else { return nil }
+        let listening = hostAndPort(httpAddress, secure: false)
+        guard named.port == listening.port, named.host == listening.host || isLoopback(named.host) else { return nil }
+        return named.database
+    }
+
+    /// An `http(s)://[user:password@]host[:port]/db` URL taken apart: its host (lower case), its
+    /// port (the scheme's when none is written) and its database (the one path segment, decoded).
+    /// Nil for another URL, or a path that is not one segment.
+    public static func httpDatabaseURL(_ url: String) -> (host: String, port: String, database: String)? {
         let lower = url.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return nil }
         var rest = url.drop { $0 != "/" }.dropFirst(2)
@@ -48,20 +61,26 @@ public enum ReplicationDocument {
         let authority = rest[..<slash].split(separator: "@").last.map(String.init) ?? ""
         let path = rest[rest.index(after: slash)...]
         guard !path.isEmpty, !path.contains("/"), let name = percentDecoded(path) else { return nil }
-        func split(_ text: String) -> (host: String, port: String) {
-            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-                let port = text[text.index(after: close)...].dropFirst()
-                return (String(text[text.index(after: text.startIndex)..<close]).lowercased(), String(port))
-            }
-            let parts = text.split(separator: ":", maxSplits: 1)
-            return (parts.first.map { $0.lowercased() } ?? "", parts.count > 1 ? String(parts[1]) : "")
-        }
-        let named = split(authority), listening = split(httpAddress)
-        let port = named.port.isEmpty ? (lower.hasPrefix("https") ? "443" : "80") : named.port
-        guard port == listening.port,
-              named.host == listening.host || ["localhost", "127.0.0.1", "::1"].contains(named.host) else { return nil }
-        return name
+        let (host, port) = hostAndPort(authority, secure: lower.hasPrefix("https"))
+        return (host, port, name)
     }
+
+    /// `host:port` (`[v6]:port`) taken apart, the host in lower case; the scheme's port when none
+    /// is written.
+    public static func hostAndPort(_ text: String, secure: Bool) -> (host: String, port: String) {
+        let host: Substring, rest: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            rest = text[text.index(after: close)...]
+        } else {
+            host = text.prefix { $0 != ":" }
+            rest = text.dropFirst(host.count)
+        }
+        let port = rest.hasPrefix(":") ? String(rest.dropFirst()) : (secure ? "443" : "80")
+        return (host.lowercased(), port)
+    }
+
+    public static func isLoopback(_ host: String) -> Bool { ["localhost", "127.0.0.1", "::1"].contains(host) }
 
     /// `%XX` escapes decoded (nil when one is malformed or the bytes are not UTF-8).
     static func percentDecoded(_ text: Substring) -> String? {
@@ -81,8 +100,18 @@ public enum ReplicationDocument {
         guard var object = JSON.tryParse(body)?.objectValue else { return body }
         var changed = false
         for member in ["source", "target"] {
+            // A URL's own credentials (`http://user:password@…`) go too.
+            if let url = object[member]?.stringValue {
+                let shown = ReplicationEndpoint.redacted(url)
+                if shown != url { (object[member], changed) = (.string(shown), true) }
+                continue
+            }
             guard var side = object[member]?.objectValue else { continue }
             for secret in secretMembers where side.removeValue(forKey: secret) != nil { changed = true }
+            if let url = side["url"]?.stringValue, ReplicationEndpoint.redacted(url) != url {
+                side["url"] = .string(ReplicationEndpoint.redacted(url))
+                changed = true
+            }
             object[member] = .object(side)
         }
         return changed ? JSON.object(object).compactBytes() : body

@@ -21,6 +21,11 @@ public enum StorageLayout {
         guard name.utf8.count <= 238 else {
             throw SofaError(.badDatabaseName, "database name is \(name.utf8.count) characters; the limit is 238")
         }
+        // A `/` is 3 bytes in the folder's name, which may be 255 bytes with its suffix.
+        let slashes = name.utf8.filter { $0 == UInt8(ascii: "/") }.count
+        guard name.utf8.count + 2 * slashes + folderSuffix.utf8.count <= 255 else {
+            throw SofaError(.badDatabaseName, "database name '\(name)' is too long for its folder (each / counts three)")
+        }
         guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first),
               name.utf8.allSatisfy({ allowedInDatabaseNames.contains($0) }) else {
             throw SofaError(.badDatabaseName,

@@ -39,7 +39,7 @@ public enum FullText {
         return stemsEnglish(language) ? englishStopWords.sorted() : []
     }
 
-    /// Words separated by spaces, commas or double quotes (as LiteCore reads the list), lower case.
+    /// Words separated by whitespace, commas or double quotes (as LiteCore reads the list), lower case.
     static func stopWordList(_ text: String) -> [String] {
         var seen = Set<String>()
         return text.lowercased().split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\"" || $0.isWhitespace })

@@ -16,6 +16,7 @@ import Testing
         ("1db", "leading digit"),
         ("_secrets", "leading underscore"),
         ("/ab", "leading slash"),
+        ("a" + String(repeating: "/", count: 84), "too long for its folder"),
         ("../x", "path"),
         ("a b", "space"),
         ("a.b", "dot"),

@@ -272,8 +272,8 @@ public actor BlobTransfer {
         }
     }
 
-    /// The storage service's rule for names (`StorageLayout`'s), which also keeps a name from
-    /// leaving the data directory.
+    /// The storage service's rule for names (`StorageLayout`'s: no `.` or `%` in a name, and its
+    /// folder writes `/` as `%2F`, so no name leads out of the data directory).
     static func validate(databaseName name: String) throws(SofaError) {
         try StorageLayout.validate(databaseName: name)
     }

@@ -59,7 +59,9 @@ public enum AccessRules {
                 }
             }
         case .resolveConflict(let resolution): return design(resolution.id)
-        case .designCall(let call): return call.kind == .cleanup || call.kind == .compact
+        // Compiling runs the source (a function expression is evaluated): a database admin's,
+        // as writing the design document that holds it is.
+        case .designCall(let call): return call.kind == .cleanup || call.kind == .compact || call.kind == .compile
         default: return false
         }
     }

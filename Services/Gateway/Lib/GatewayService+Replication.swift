@@ -77,10 +77,31 @@ extension GatewayService {
     /// stamped with its owner; what is read comes back without stored credentials.
     func replicatorDocumentsRequest(_ request: Request, principal: Principal?) async -> Response {
         var request = request
-        if let principal, !principal.isServerAdmin, case .putDocument(let id, let rev, let body, let deleted) = request.operation,
-           var object = JSON.tryParse(body)?.objectValue {
-            object["owner"] = .string(principal.name)
-            request.operation = .putDocument(id: id, rev: rev, body: JSON.object(object).compactBytes(), deleted: deleted)
+        if let principal, !principal.isServerAdmin {
+            // Every way a user writes a document (one, a bulk, a revision with its history) runs
+            // the replication as that user: an owner written in the body is replaced.
+            func owned(_ body: [UInt8]) -> [UInt8] {
+                guard var object = JSON.tryParse(body)?.objectValue else { return body }
+                object["owner"] = .string(principal.name)
+                return JSON.object(object).compactBytes()
+            }
+            switch request.operation {
+            case .putDocument(let id, let rev, let body, let deleted):
+                request.operation = .putDocument(id: id, rev: rev, body: owned(body), deleted: deleted)
+            case .insertRevision(var insert):
+                insert.body = owned(insert.body)
+                request.operation = .insertRevision(insert)
+            case .bulkWrite(let items):
+                request.operation = .bulkWrite(items.map { item in
+                    switch item {
+                    case .put(let id, let rev, let body, let deleted): return .put(id: id, rev: rev, body: owned(body), deleted: deleted)
+                    case .insert(var insert):
+                        insert.body = owned(insert.body)
+                        return .insert(insert)
+                    }
+                })
+            default: break
+            }
         }
         // A user who is not a server admin sees only their own documents (where the database's
         // security object lets them in at all).

@@ -245,8 +245,11 @@ extension CouchAPI {
     /// `N-text`: the form of a revision ID CouchDB parses (a generation, a dash, anything).
     static func couchRevisionForm(_ rev: String) -> Bool {
         guard let dash = rev.firstIndex(of: "-"), dash != rev.startIndex, rev.index(after: dash) != rev.endIndex else { return false }
-        return rev[..<dash].allSatisfy(\.isASCII) && Int(rev[..<dash]) != nil
+        return rev[..<dash].utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
+
+    /// The most older revisions `revs_info` reads to tell whether their bodies are kept.
+    static let revsInfoReads = 100
 
     /// A document with the members the query asks for (`revs`, `revs_info`, `conflicts`,
     /// `deleted_conflicts`, `local_seq`, `attachments`). `attsSince` (a `_bulk_get` item's own
@@ -274,15 +277,21 @@ extension CouchAPI {
         // `meta`: revs_info, conflicts and deleted_conflicts together (CouchDB's).
         let meta = call.flag("meta")
         if call.flag("revs_info") || meta {
-            // An older revision is available while its body is kept (until compaction).
-            let older = await Self.inOrder(Array(document.history.dropFirst()), width: Self.bulkGetReadsInFlight) { rev in
+            // An older revision is available while its body is kept (until compaction): the
+            // newest `revsInfoReads` are read to tell; older ones are said missing.
+            let older = await Self.inOrder(Array(document.history.dropFirst().prefix(Self.revsInfoReads)),
+                                           width: Self.bulkGetReadsInFlight) { rev -> Result<String, any Error> in
                 do {
-                    return try await self.read(call, database, id: document.id, rev: rev, history: false).deleted ? "deleted" : "available"
+                    return .success(try await self.read(call, database, id: document.id, rev: rev, history: false).deleted ? "deleted" : "available")
+                } catch let error as SofaError where error.is(.notFound) {
+                    return .success("missing")
                 } catch {
-                    return "missing"
+                    return .failure(error)
                 }
             }
-            let statuses = [document.deleted ? "deleted" : "available"] + older
+            var statuses = [document.deleted ? "deleted" : "available"]
+            for status in older { statuses.append(try status.get()) }
+            statuses += Array(repeating: "missing", count: max(0, document.history.count - statuses.count))
             extras.append(("_revs_info", .array(zip(document.history, statuses).map { rev, status in
                 ["rev": .string(rev), "status": .string(status)]
             })))
@@ -407,6 +416,10 @@ extension CouchAPI {
         }
         let source = try await database.get(id: id, rev: call.query["rev"])
         let target = destination.removingPercentEncoding ?? destination
+        // Bytes that are not UTF-8 (a header sent as Latin-1) name no ID: refused, not repaired.
+        if destination.unicodeScalars.contains("\u{FFFD}") || target.unicodeScalars.contains("\u{FFFD}") {
+            throw CouchError(.badRequest, "illegal_docid", "Document id must be valid UTF-8")
+        }
         let result = try await database.put(id: target, body: source.body, rev: targetRev)
         return located(Self.written(result, batch: false), call, path: Self.documentPath(database.name, target))
     }

@@ -35,7 +35,7 @@ extension CouchAPI {
         }
         var filter = ReplicationFilter.none
         // CouchDB takes one of them at a time, in these words.
-        let ways = [body["doc_ids"], body["selector"], body["filter"]].filter { $0 != nil && $0 != .null }
+        let ways = [body["doc_ids"], body["selector"], body["filter"]].filter { $0 != nil && $0 != .null && $0 != "" }
         if ways.count > 1 {
             throw CouchError(.badRequest, "bad_request", "`selector`, `filter` and `doc_ids` fields are mutually exclusive")
         }
@@ -157,45 +157,28 @@ extension CouchAPI {
     /// An HTTP URL must name this server (its host as the request reached it, or loopback): Sofa
     /// replicates with another server through its gateway, never by HTTP.
     static func endpoint(_ value: JSON?, _ call: CouchCall, listenPort: String? = nil) throws(CouchError) -> String? {
-        var text = value?.stringValue ?? value?["url"]?.stringValue
-        guard var given = text, !given.isEmpty else { return nil }
-        if given.hasPrefix("http://") || given.hasPrefix("https://") {
-            while given.hasSuffix("/") { given.removeLast() }
-            let parts = given.split(separator: "/", omittingEmptySubsequences: true)
-            guard parts.count >= 3, isThisServer(String(parts[1]), secure: given.hasPrefix("https"), call, listenPort: listenPort) else {
-                throw CouchError(.badRequest, "bad_request", "\(ReplicationEndpoint.redacted(given)) is not a database of this "
-                                 + "server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
-            }
-            text = parts.last.map { String($0).removingPercentEncoding ?? String($0) }
+        let text = value?.stringValue ?? value?["url"]?.stringValue
+        guard let given = text, !given.isEmpty else { return nil }
+        let lower = given.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return given }
+        guard let named = ReplicationDocument.httpDatabaseURL(given),
+              isThisServer(host: named.host, port: named.port, secure: lower.hasPrefix("https"), call, listenPort: listenPort) else {
+            throw CouchError(.badRequest, "bad_request", "\(ReplicationEndpoint.redacted(given)) is not a database of this "
+                             + "server: replicate with another Sofa cluster through its gateway (tcp://host:port/db)")
         }
-        return text
+        return named.database
     }
 
-    /// Whether `authority` (`user:password@host:port`) is this server: the port the request was
-    /// sent to, on the host it was sent to or a loopback name; or the port sofa-http listens on,
-    /// on a loopback name (a request that came through a proxy on another port).
-    static func isThisServer(_ authority: String, secure: Bool, _ call: CouchCall, listenPort: String? = nil) -> Bool {
-        let named = hostAndPort(authority.split(separator: "@").last.map(String.init) ?? authority, secure: secure)
-        let loopback = ["localhost", "127.0.0.1", "::1"].contains(named.host)
-        if loopback, let listenPort, named.port == listenPort { return true }
-        guard let reached = call.request.head.authority.map({ hostAndPort($0, secure: secure) }) else {
+    /// Whether `host:port` is this server: the port the request was sent to, on the host it was
+    /// sent to or a loopback name; or the port sofa-http listens on, on a loopback name (a request
+    /// that came through a proxy on another port).
+    static func isThisServer(host: String, port: String, secure: Bool, _ call: CouchCall, listenPort: String? = nil) -> Bool {
+        let loopback = ReplicationDocument.isLoopback(host)
+        if loopback, let listenPort, port == listenPort { return true }
+        guard let reached = call.request.head.authority.map({ ReplicationDocument.hostAndPort($0, secure: secure) }) else {
             return false
         }
-        return named.port == reached.port && (named.host == reached.host || loopback)
-    }
-
-    /// `host:port` (`[v6]:port`) taken apart, lower-cased; the scheme's port when none is given.
-    static func hostAndPort(_ text: String, secure: Bool) -> (host: String, port: String) {
-        let host: Substring, rest: Substring
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = text[text.index(after: text.startIndex)..<close]
-            rest = text[text.index(after: close)...]
-        } else {
-            host = text.prefix { $0 != ":" }
-            rest = text.dropFirst(host.count)
-        }
-        let port = rest.hasPrefix(":") ? String(rest.dropFirst()) : (secure ? "443" : "80")
-        return (host.lowercased(), port)
+        return port == reached.port && (host == reached.host || loopback)
     }
 
     func activeTasks(_ call: CouchCall) async throws -> Response {

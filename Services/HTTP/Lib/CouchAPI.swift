@@ -91,7 +91,8 @@ final class CouchAPI: Sendable {
     /// other refusals. Nil for other requests.
     static func adminOnly(_ call: CouchCall) -> String? {
         let segments = call.segments
-        if segments == ["_all_dbs"] || (segments.count == 1 && (call.method == .put || call.method == .delete)) {
+        if segments == ["_all_dbs"] || (segments == ["_dbs_info"] && call.method == .get)
+            || (segments.count == 1 && (call.method == .put || call.method == .delete)) {
             return "You are not a server admin."
         }
         // The system databases' listings are for server admins (their documents, for their owners).

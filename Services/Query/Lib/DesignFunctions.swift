@@ -18,6 +18,8 @@ public final class DesignFunctions: Sendable {
     private let state = Confined(State(), label: "sofa.query.design")
     /// How long the functions may take for one call.
     static let timeout: Duration = .seconds(5)
+    /// How long compiling a design document's functions may take, all of them.
+    static let compileBudget: Duration = .seconds(8)
 
     struct State {
         var reads = ReadConnections()
@@ -52,6 +54,9 @@ public final class DesignFunctions: Sendable {
     private static func compile(_ state: inout State, _ call: DesignCall, database: String) throws(SofaError) -> JSON {
         defer { try? state.js.reset() }
         try state.js.reset(for: database)
+        // The whole call has one budget: many sources that run at compile time cannot hold the
+        // worker's JavaScript (every database's validation and filters) for long.
+        let end = ContinuousClock.now + compileBudget
         for document in call.documents {
             guard let views = document["views"]?.objectValue else { continue }
             for (name, view) in views.sorted(by: { $0.key < $1.key }) where name != "lib" {
@@ -62,8 +67,10 @@ public final class DesignFunctions: Sendable {
                     functions.append(("reduce", reduce))
                 }
                 for function in functions {
+                    let left = end - ContinuousClock.now
+                    guard left > .zero else { throw SofaError(.timeout, "compiling the design document took too long") }
                     do throws(SofaError) {
-                        try state.js.add(function: function.source, timeout: timeout)
+                        try state.js.add(function: function.source, timeout: min(timeout, left))
                     } catch where error.is(.invalidQuery) {
                         let reason = error.message.replacingOccurrences(of: "the function does not compile: ", with: "")
                         throw SofaError(.invalidDesignDoc, "Compilation of the \(function.kind) function in the '\(name)' view failed: \(reason)")
@@ -114,11 +121,13 @@ public final class DesignFunctions: Sendable {
     /// function emits at least one row for it.
     private func filter(_ state: inout State, _ main: SQLiteConnection, _ call: DesignCall) throws(SofaError) -> JSON {
         var source: String?
+        var lib: JSON?
         let view = call.name.hasPrefix(DesignCall.viewFilterPrefix) ? String(call.name.dropFirst(DesignCall.viewFilterPrefix.count)) : nil
         try main.run("SELECT body FROM kv_default WHERE key = ? AND (flags & 1) = 0", [.text("_design/" + call.design)]) {
             let design = JSON.tryParse($0.blob(0))
             if let view {
                 source = design?["views"]?[view]?["map"]?.stringValue.map(Self.emitting)
+                lib = design?["views"]?["lib"].flatMap { $0.objectValue != nil ? $0 : nil }
             } else {
                 source = design?["filters"]?[call.name]?.stringValue
             }
@@ -128,6 +137,8 @@ public final class DesignFunctions: Sendable {
                 ?? "no filter '\(call.name)' in design document '_design/\(call.design)'")
         }
         guard !call.documents.isEmpty else { return [] }
+        // The map may `require` its design document's `views.lib`, as it does in its view.
+        if let lib { try state.js.addLibrary(lib) }
         let answer = try state.js.call(["filter", .string(source), .array(call.documents), call.context], timeout: Self.timeout)
         log(answer, "filter")
         guard let passed = answer.result.arrayValue?.last?.arrayValue, passed.count == call.documents.count else {

@@ -252,16 +252,24 @@ actor PersistentReplications {
                                since: try since(body["since_seq"], docID))
     }
 
-    /// `create_target`: the target database is made when it does not exist, as its owner (the
-    /// gateway checks that it may).
+    /// `create_target`: the target database is made when it does not exist, as the document's
+    /// owner (the gateway checks that the owner may; a server admin's document has none and runs
+    /// as the cluster). A refusal fails the replication; any other trouble is left to it (it
+    /// retries, or says what is wrong).
     private func createTarget(_ spec: ReplicationSpec) async throws(SofaError) {
         let target = try ReplicationEndpoint.parse(spec.target)
-        let database = try await service.connections.database(target, owner: spec.owner, access: spec.targetAccess)
+        guard let database = try? await service.connections.database(target, owner: spec.owner, access: spec.targetAccess) else { return }
         do {
             _ = try await database.info()
-        } catch where error.is(.notFound) {
-            do { _ = try await database.client.createDatabase(target.database) } catch where error.is(.databaseExists) {}
+            return
+        } catch {
+            guard error.is(.notFound) else { return }
         }
+        do {
+            _ = try await database.client.createDatabase(target.database)
+        } catch where error.is(.forbidden) || error.is(.unauthorized) || error.is(.badDatabaseName) {
+            throw error
+        } catch {}
     }
 
     /// The document's `since_seq`, its errors naming the document.

@@ -59,11 +59,8 @@ struct ClusterPeer: ReplicationPeer {
     func changes(_ query: ChangesQuery) async throws(SofaError) -> ChangesBatch { try await store.changes(query) }
     func query(_ text: String, isN1QL: Bool, parameters: JSONObject) async throws(SofaError) -> [[JSON?]] {
         if isN1QL { return try await store.query(n1ql: text, parameters: parameters).rows }
-        do {
-            return try await store.query(json: try JSON.parse(text), parameters: parameters).rows
-        } catch {
-            throw SofaError(.invalidQuery, "the JSON query is not valid JSON: \(error)")
-        }
+        guard let query = JSON.tryParse(text) else { throw SofaError(.invalidQuery, "the filter's JSON query is not valid JSON") }
+        return try await store.query(json: query, parameters: parameters).rows
     }
     func revsDiff(_ entries: [RevsDiffEntry]) async throws(SofaError) -> [RevsDiffEntry] { try await store.revsDiff(entries) }
     func get(id: String, rev: String, history: Bool) async throws(SofaError) -> StoredDocument {

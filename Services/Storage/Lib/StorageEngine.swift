@@ -79,7 +79,7 @@ public final class StorageEngine: Sendable {
         if let descriptor = lockDescriptor.withLock({ $0.take() }) { Foundation.close(descriptor) }
     }
 
-    /// Database names follow CouchDB's rule without `/` (see `StorageLayout`).
+    /// Database names follow CouchDB's rule (see `StorageLayout`).
     public static func validate(databaseName name: String) throws(SofaError) {
         try StorageLayout.validate(databaseName: name)
     }
