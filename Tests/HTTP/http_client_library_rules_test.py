@@ -269,6 +269,8 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual((answer.status_code, answer.json()["error"]), (409, "conflict"))
         answer = self.session.delete(URL + "/" + db + "/d1", params={"rev": "1-abc"}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()["error"]), (409, "conflict"))
+        answer = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "d1", "_rev": "1-abc", "a": 4}]}, timeout=30)
+        self.assertEqual(answer.json(), [{"id": "d1", "error": "conflict", "reason": "Document update conflict."}])
         answer = self.session.get(URL + "/" + db + "/d1", params={"open_revs": '["9-zz"]'}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (200, [{"missing": "9-zz"}]))
         answer = self.session.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "d1", "rev": "9-nope"}]}, timeout=30)

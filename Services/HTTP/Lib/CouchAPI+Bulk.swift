@@ -93,6 +93,10 @@ extension CouchAPI {
                 // A member who is not the database's admin: the gateway refused the design
                 // document in its place; CouchDB's words for it.
                 answers.append(["id": .string(result.id), "error": "unauthorized", "reason": "You are not a db or server admin."])
+            } else if let error = result.error, newEdits, error.is(.badRevisionID),
+                      docs[index]["_rev"]?.stringValue.map(Self.couchRevisionForm) == true {
+                // A stale revision ID from elsewhere (`1-abc`) names none of the document's.
+                answers.append(["id": .string(result.id), "error": "conflict", "reason": "Document update conflict."])
             } else if let error = result.error {
                 let couch = CouchError(error)
                 answers.append(["id": .string(result.id), "error": .string(couch.error), "reason": .string(couch.reason)])
