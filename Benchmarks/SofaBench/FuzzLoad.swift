@@ -196,8 +196,9 @@ private actor FuzzSender {
     }
 }
 
-/// SplitMix64: a small, seeded generator (the same frames for the same seed).
-struct SplitMix {
+/// SplitMix64: a small, seeded generator (the same frames for the same seed; the lookups' keys,
+/// without a system call for each as the system generator makes).
+struct SplitMix: RandomNumberGenerator {
     private var state: UInt64
     init(_ seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
