@@ -83,6 +83,8 @@ extension SofaError {
         /// A design document CouchDB would not store (a field of the wrong type, a view without a
         /// map function, a reduce function that is not one).
         case invalidDesignDoc = 111
+        /// A design document's JavaScript that does not compile (CouchDB's `compilation_error`).
+        case compilationError = 112
 
         /// The case's name in snake_case, as CouchDB names its errors: `not_found`, `bad_json`
         /// (an acronym is one word: `badRevisionID` is `bad_revision_id`).

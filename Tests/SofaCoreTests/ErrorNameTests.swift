@@ -13,7 +13,7 @@ import Testing
         (.unavailable, "unavailable"), (.messageTooLarge, "message_too_large"), (.malformedMessage, "malformed_message"),
         (.shuttingDown, "shutting_down"), (.badDatabaseName, "bad_database_name"), (.databaseExists, "database_exists"),
         (.badJSON, "bad_json"), (.cancelled, "cancelled"), (.unauthorized, "unauthorized"), (.forbidden, "forbidden"),
-        (.invalidDesignDoc, "invalid_design_doc"),
+        (.invalidDesignDoc, "invalid_design_doc"), (.compilationError, "compilation_error"),
     ]
 
     @Test func everyCodeHasItsSnakeCaseName() {

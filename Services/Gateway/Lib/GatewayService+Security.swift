@@ -88,7 +88,7 @@ extension GatewayService {
                            actingUser: request.actingUser, operation: .designCall(DesignCall(.compile, documents: [document])))
         let response = await broker.submit(call, client: Self.fairShareKey(BusServer.client, actingUser: request.actingUser),
                                            timeout: .seconds(10))
-        if case .failure(let error) = response.outcome, error.is(.invalidDesignDoc) { return error }
+        if case .failure(let error) = response.outcome, error.is(.compilationError) { return error }
         return nil
     }
 

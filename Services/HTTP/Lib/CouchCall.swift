@@ -202,9 +202,8 @@ struct CouchError: Error, Sendable {
             self.init(.badRequest, "bad_request", sofa.message)
         case .unauthorized: self.init(.unauthorized, "unauthorized", sofa.message)
         case .forbidden: self.init(.forbidden, "forbidden", sofa.message)
-        case .invalidDesignDoc where sofa.message.hasPrefix("Compilation of the "):
-            self.init(.badRequest, "compilation_error", sofa.message)
         case .invalidDesignDoc: self.init(.badRequest, "invalid_design_doc", sofa.message)
+        case .compilationError: self.init(.badRequest, "compilation_error", sofa.message)
         case .messageTooLarge: self.init(.contentTooLarge, "too_large", sofa.message)
         case .unsupported, .unimplemented: self.init(.notImplemented, "not_implemented", sofa.message)
         case .unavailable, .busy, .shuttingDown: self.init(.serviceUnavailable, "service_unavailable", sofa.message)

@@ -73,7 +73,7 @@ public final class DesignFunctions: Sendable {
                         try state.js.add(function: function.source, timeout: min(timeout, left))
                     } catch where error.is(.invalidQuery) {
                         let reason = error.message.replacingOccurrences(of: "the function does not compile: ", with: "")
-                        throw SofaError(.invalidDesignDoc, "Compilation of the \(function.kind) function in the '\(name)' view failed: \(reason)")
+                        throw SofaError(.compilationError, "Compilation of the \(function.kind) function in the '\(name)' view failed: \(reason)")
                     }
                 }
             }
