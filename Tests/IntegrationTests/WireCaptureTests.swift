@@ -33,17 +33,24 @@ import Testing
                 let (exit, exited) = AsyncStream<Void>.makeStream()
                 let said = Mutex("")
                 let errors = Pipe()
-                errors.fileHandleForReading.readabilityHandler = { handle in
-                    let chunk = String(decoding: handle.availableData, as: UTF8.self)
-                    if said.withLock({ $0 += chunk; return $0.contains("listening on") }) { heard.yield() }
+                // Read on a thread of its own until the pipe ends (a FileHandle readability handler
+                // is a dispatch source: libdispatch's event loop crashed under one in this test).
+                let reader = Thread {
+                    let handle = errors.fileHandleForReading
+                    while case let chunk = handle.availableData, !chunk.isEmpty {
+                        let text = String(decoding: chunk, as: UTF8.self)
+                        if said.withLock({ $0 += text; return $0.contains("listening on") }) { heard.yield() }
+                    }
                 }
                 capture.standardError = errors
                 capture.standardOutput = FileHandle.nullDevice
                 capture.terminationHandler = { _ in exited.yield() }
                 try capture.run()
+                reader.start()
                 defer {
                     if capture.isRunning { capture.terminate() }
-                    errors.fileHandleForReading.readabilityHandler = nil
+                    // The reader sees the pipe end once no writer holds it: tcpdump's copy goes when it exits.
+                    try? errors.fileHandleForWriting.close()
                 }
                 let started = try await Self.first(listening, within: .seconds(20))
                 try #require(started, "tcpdump did not start capturing: \(said.withLock { $0 })")
