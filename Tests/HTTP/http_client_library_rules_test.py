@@ -275,6 +275,11 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual((answer.status_code, answer.json()), (200, [{"missing": "9-zz"}]))
         answer = self.session.post(URL + "/" + db + "/_bulk_get", json={"docs": [{"id": "d1", "rev": "9-nope"}]}, timeout=30)
         self.assertEqual(answer.json()["results"][0]["docs"][0]["error"]["error"], "not_found")
+        # A new document written deleted is a tombstone (a second delete without its _rev is not).
+        made = self.session.put(URL + "/" + db + "/nd", json={"_deleted": True}, timeout=30)
+        self.assertEqual((made.status_code, made.json()["rev"][:2]), (201, "1-"), made.text)
+        self.assertEqual(self.session.get(URL + "/" + db + "/nd", timeout=30).json(), {"error": "not_found", "reason": "deleted"})
+        self.assertEqual(self.session.put(URL + "/" + db + "/nd", json={"_deleted": True}, timeout=30).status_code, 404)
         answer = self.session.put(URL + "/" + db + "/b?batch=ok", json={"x": 1}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (202, {"ok": True, "id": "b"}))
 

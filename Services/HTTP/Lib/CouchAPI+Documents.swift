@@ -99,7 +99,23 @@ extension CouchAPI {
                                                     parent: Self.parentRev(document, newEdits: newEdits),
                                                     revpos: Self.nextGeneration(document, newEdits: newEdits), followed: followed)
         if newEdits {
-            return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
+            let failure: SofaError
+            do {
+                return try await database.put(id: id, body: JSON.object(body).compactBytes(), rev: document.rev, deleted: document.deleted)
+            } catch {
+                failure = error
+            }
+            // (Not one that was deleted before: a tombstone is written over with its `_rev`.)
+            guard document.deleted, document.rev == nil, failure.is(.notFound) else { throw failure }
+            let leaves: [StoredDocument]
+            do { leaves = try await database.openLeaves(id: id) } catch where error.is(.notFound) { leaves = [] }
+            if !leaves.isEmpty { throw failure }
+            // A new document written deleted is stored as a tombstone (CouchDB's answer; Sofa's own
+            // delete of a document that is not there stays not found).
+            let rev = RevID.generate(parent: nil, deleted: true, body: .object(body)).ascii
+            let inserted = try await database.insert(id: id, history: [rev], body: JSON.object(body).compactBytes(),
+                                                     deleted: true, winnerByRevID: true)
+            return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
         }
         let inserted = try await database.insert(id: id, history: try document.ancestry(), body: JSON.object(body).compactBytes(),
                                                  deleted: document.deleted, winnerByRevID: true)
