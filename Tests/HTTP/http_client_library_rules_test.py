@@ -280,6 +280,9 @@ class ClientLibraryRulesTests(CouchTestCase):
         self.assertEqual((made.status_code, made.json()["rev"][:2]), (201, "1-"), made.text)
         self.assertEqual(self.session.get(URL + "/" + db + "/nd", timeout=30).json(), {"error": "not_found", "reason": "deleted"})
         self.assertEqual(self.session.put(URL + "/" + db + "/nd", json={"_deleted": True}, timeout=30).status_code, 404)
+        bulk = self.session.post(URL + "/" + db + "/_bulk_docs", json={"docs": [{"_id": "nd2", "_deleted": True}, {"_id": "nd"}]},
+                                 timeout=30).json()
+        self.assertEqual((bulk[0]["id"], bulk[0]["rev"][:2], bulk[1]["id"], bulk[1]["rev"][:2]), ("nd2", "1-", "nd", "2-"), bulk)
         answer = self.session.put(URL + "/" + db + "/b?batch=ok", json={"x": 1}, timeout=30)
         self.assertEqual((answer.status_code, answer.json()), (202, {"ok": True, "id": "b"}))
 

@@ -63,7 +63,11 @@ extension CouchAPI {
                                                               parent: Self.parentRev(document, newEdits: newEdits),
                                                               revpos: Self.nextGeneration(document, newEdits: newEdits))
                 let bytes = JSON.object(stored).compactBytes()
-                if newEdits {
+                if newEdits, document.deleted, document.rev == nil, try await Self.hasNoRevision(document.id!, database) {
+                    // A new document written deleted: a tombstone, as a single write stores it.
+                    items.append(.insert(RevisionInsert(id: document.id!, history: [Self.tombstoneRevision(stored)], body: bytes,
+                                                        deleted: true, winnerByRevID: true)))
+                } else if newEdits {
                     items.append(.put(id: document.id!, rev: document.rev ?? "", body: bytes, deleted: document.deleted))
                 } else {
                     items.append(.insert(RevisionInsert(id: document.id!, history: try document.ancestry(), body: bytes,

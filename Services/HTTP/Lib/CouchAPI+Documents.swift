@@ -105,15 +105,13 @@ extension CouchAPI {
             } catch {
                 failure = error
             }
-            // (Not one that was deleted before: a tombstone is written over with its `_rev`.)
-            guard document.deleted, document.rev == nil, failure.is(.notFound) else { throw failure }
-            let leaves: [StoredDocument]
-            do { leaves = try await database.openLeaves(id: id) } catch where error.is(.notFound) { leaves = [] }
-            if !leaves.isEmpty { throw failure }
             // A new document written deleted is stored as a tombstone (CouchDB's answer; Sofa's own
-            // delete of a document that is not there stays not found).
-            let rev = RevID.generate(parent: nil, deleted: true, body: .object(body)).ascii
-            let inserted = try await database.insert(id: id, history: [rev], body: JSON.object(body).compactBytes(),
+            // delete of a document that is not there stays not found). Not one deleted before: a
+            // tombstone is written over with its `_rev`.
+            guard document.deleted, document.rev == nil, failure.is(.notFound), try await Self.hasNoRevision(id, database) else {
+                throw failure
+            }
+            let inserted = try await database.insert(id: id, history: [Self.tombstoneRevision(body)], body: JSON.object(body).compactBytes(),
                                                      deleted: true, winnerByRevID: true)
             return DocumentRevision(id: inserted.id, rev: inserted.rev, sequence: inserted.sequence)
         }
@@ -262,6 +260,16 @@ extension CouchAPI {
     static func couchRevisionForm(_ rev: String) -> Bool {
         guard let dash = rev.firstIndex(of: "-"), dash != rev.startIndex, rev.index(after: dash) != rev.endIndex else { return false }
         return rev[..<dash].utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+
+    /// Whether the database holds no revision at all of `id` (not even a tombstone).
+    static func hasNoRevision(_ id: String, _ database: Database) async throws -> Bool {
+        do { return try await database.openLeaves(id: id).isEmpty } catch where error.is(.notFound) { return true }
+    }
+
+    /// The first revision of a new document written deleted, named as storage names revisions.
+    static func tombstoneRevision(_ body: JSONObject) -> String {
+        RevID.generate(parent: nil, deleted: true, body: .object(body)).ascii
     }
 
     /// The most older revisions `revs_info` reads to tell whether their bodies are kept.
