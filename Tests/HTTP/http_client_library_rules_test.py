@@ -254,6 +254,15 @@ class ClientLibraryRulesTests(CouchTestCase):
         while self.session.get(URL + "/" + made, timeout=30).status_code == 404 and time.monotonic() < deadline:
             self.session.get(URL + "/_replicator/_changes", timeout=30, params={"feed": "longpoll", "timeout": "500", "since": "now"})
         self.assertEqual(self.follow(made, 2), {"d3", "d4"})
+        # A one-shot's end is written into its document as CouchDB 3 writes it.
+        deadline, since, state = time.monotonic() + 60, "0", None
+        while state is None and time.monotonic() < deadline:
+            state = self.session.get(URL + "/_replicator/" + made, timeout=30).json().get("_replication_state")
+            since = self.session.get(URL + "/_replicator/_changes", timeout=30,
+                                     params={"feed": "longpoll", "timeout": "1000", "since": since}).json()["last_seq"]
+        document = self.session.get(URL + "/_replicator/" + made, timeout=30).json()
+        self.assertEqual((document["_replication_state"], document["_replication_stats"]["docs_written"]), ("completed", 2), document)
+        self.assertIn("T", document["_replication_state_time"])
 
     def test_a_session_cookie_says_how_long_it_lasts(self):
         answer = requests.post(URL + "/_session", json={"name": self.session.auth[0], "password": self.session.auth[1]}, timeout=30)

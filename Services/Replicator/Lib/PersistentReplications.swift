@@ -1,4 +1,5 @@
 internal import SofaQL
+internal import Foundation
 internal import SofaCore
 internal import SofaWire
 internal import SofaClient
@@ -118,7 +119,7 @@ actor PersistentReplications {
         }
         guard case .object(var body)? = JSON.tryParse(change.body) else { return }
         let status = body["status"]
-        body["status"] = nil
+        for member in Self.statusMembers { body[member] = nil }
         let specText = JSON.object(body).compactString
         if known[docID]?.spec == specText { return }   // our own status write, or no real change
         await stop(docID)
@@ -293,9 +294,10 @@ actor PersistentReplications {
             do {
                 let doc = try await db.get(id: docID)
                 guard case .object(var body)? = JSON.tryParse(doc.body) else { return }
-                body["status"] = nil
+                for member in Self.statusMembers { body[member] = nil }
                 guard JSON.object(body).compactString == specText else { return }  // changed: restarted elsewhere
                 body["status"] = .array(statuses.map(Self.statusJSON))
+                for (member, value) in Self.couchState(statuses) { body[member] = value }
                 _ = try await db.put(id: docID, body: Array(JSON.object(body).compactString.utf8), rev: doc.rev)
             } catch {
                 if error.is(.notFound) { return }
@@ -308,6 +310,32 @@ actor PersistentReplications {
     }
 
     static let statusInterval: Duration = .milliseconds(250)
+
+    /// What the replicator writes into a document (its `status`, and CouchDB's `_replication_*`
+    /// members): not part of what the document asks for.
+    static let statusMembers = ["status", "_replication_state", "_replication_state_time", "_replication_state_reason",
+                                "_replication_stats", "_replication_id"]
+
+    /// CouchDB's members for a replication that ended (what its clients wait for: `completed` or
+    /// `failed`, when, why, and its counts); none while it runs.
+    static func couchState(_ statuses: [ReplicationStatus]) -> [(String, JSON)] {
+        guard !statuses.isEmpty, statuses.allSatisfy({ $0.state.isFinal }) else { return [] }
+        let failed = statuses.first { $0.state == .failed }
+        var members: [(String, JSON)] = [
+            ("_replication_state", failed == nil ? "completed" : "failed"),
+            ("_replication_state_time", .string(Date().formatted(.iso8601))),
+            ("_replication_id", .string(statuses[0].id)),
+            ("_replication_stats", .object(JSONObject([
+                ("revisions_checked", .int(Int64(clamping: statuses.reduce(0) { $0 + $1.docsChecked }))),
+                ("missing_revisions_found", .int(Int64(clamping: statuses.reduce(0) { $0 + $1.revisionsSent }))),
+                ("docs_read", .int(Int64(clamping: statuses.reduce(0) { $0 + $1.docsWritten + $1.docWriteFailures }))),
+                ("docs_written", .int(Int64(clamping: statuses.reduce(0) { $0 + $1.docsWritten }))),
+                ("doc_write_failures", .int(Int64(clamping: statuses.reduce(0) { $0 + $1.docWriteFailures }))),
+            ]))),
+        ]
+        if let failed { members.append(("_replication_state_reason", .string(failed.lastError))) }
+        return members
+    }
 
     static func statusJSON(_ status: ReplicationStatus) -> JSON {
         .object(JSONObject([
