@@ -95,6 +95,19 @@ public enum ReplicationDocument {
         return String(validating: bytes, as: UTF8.self)
     }
 
+    /// CouchDB's `_replication_*` members: how a replication ended, which the replicator writes
+    /// into its document (and a client may write back with the rest).
+    public static let stateMembers: Set<String> = ["_replication_state", "_replication_state_time", "_replication_state_reason",
+                                                   "_replication_stats", "_replication_id"]
+
+    /// A replication chooses its documents one way at most (`doc_ids`, `selector` or `filter`):
+    /// CouchDB's rule, in its words. An empty one is none (the replicator's own records write
+    /// `doc_ids: []` beside a filter).
+    public static func checkOneWay(_ body: JSONObject) throws(SofaError) {
+        let given = ["doc_ids", "selector", "filter"].filter { name in body[name].map { $0 != .null && $0 != "" && $0 != [] } ?? false }
+        if given.count > 1 { throw SofaError(.invalidParameter, "`selector`, `filter` and `doc_ids` fields are mutually exclusive") }
+    }
+
     /// The body without the credentials of its sides (for anyone but the replicator).
     public static func withoutCredentials(_ body: [UInt8]) -> [UInt8] {
         guard var object = JSON.tryParse(body)?.objectValue else { return body }

@@ -34,11 +34,7 @@ extension CouchAPI {
             return Self.json(["ok": true, "_local_id": .string(running[0].id)])
         }
         var filter = ReplicationFilter.none
-        // CouchDB takes one of them at a time, in these words.
-        let ways = [body["doc_ids"], body["selector"], body["filter"]].filter { $0 != nil && $0 != .null && $0 != "" }
-        if ways.count > 1 {
-            throw CouchError(.badRequest, "bad_request", "`selector`, `filter` and `doc_ids` fields are mutually exclusive")
-        }
+        try ReplicationDocument.checkOneWay(body)
         if let selector = body["selector"], selector != .null {
             // A Mango selector, kept as the JSON query condition it is (as `_changes`' `_selector`).
             guard selector.objectValue != nil else { throw CouchError(.badRequest, "bad_request", "`selector` must be a JSON object") }

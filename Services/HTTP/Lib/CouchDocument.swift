@@ -20,9 +20,6 @@ struct IncomingDocument: Sendable {
     static let special: Set<String> = ["_id", "_rev", "_deleted", "_revisions", "_conflicts", "_deleted_conflicts",
                                        "_local_seq", "_revs_info"]
 
-    static let replicationState: Set<String> = ["_replication_state", "_replication_state_time", "_replication_state_reason",
-                                                "_replication_stats", "_replication_id"]
-
     init(_ object: JSONObject) throws(CouchError) {
         var body = JSONObject()
         var id: String?, rev: String?, deleted = false, history: [String]?, historyError: CouchError?
@@ -39,7 +36,7 @@ struct IncomingDocument: Sendable {
                 do throws(CouchError) { history = try Self.history(value) } catch { historyError = error }
             case "_attachments": body[key] = value
             // A replication document's state, as CouchDB's replicator writes it (kept, as there).
-            case _ where Self.replicationState.contains(key): body[key] = value
+            case _ where ReplicationDocument.stateMembers.contains(key): body[key] = value
             case _ where Self.special.contains(key): break
             case _ where key.hasPrefix("_"):
                 throw CouchError(.badRequest, "doc_validation", "Bad special document member: \(key)")

@@ -80,13 +80,7 @@ final class HTTPSessions: Sendable {
             return HTTPUser(name: name, method: "default")
         }
         if let cookie = Self.cookie(Self.cookieName, in: call.header(.cookie)), !cookie.isEmpty {
-            // One that is not `name:time:mac` at all is refused (CouchDB's answer); one expired or
-            // not signed by this server counts as none.
-            guard let bytes = Self.unbase64url(cookie), let text = String(bytes: bytes, encoding: .utf8),
-                  text.split(separator: ":", omittingEmptySubsequences: false).count >= 3 else {
-                throw CouchError(.badRequest, "bad_request", "Malformed AuthSession cookie. Please clear your cookies.")
-            }
-            return await validate(cookie)
+            return try await validate(cookie)
         }
         return nil
     }
@@ -144,10 +138,14 @@ final class HTTPSessions: Sendable {
         return "\(Self.cookieName)=\(value); Version=1; Path=/; HttpOnly; Max-Age=\(age)" + expires
     }
 
-    private func validate(_ cookie: String) async -> HTTPUser? {
-        guard let bytes = Self.unbase64url(cookie), let text = String(bytes: bytes, encoding: .utf8) else { return nil }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count >= 3, let time = Int(parts[parts.count - 2], radix: 16) else { return nil }
+    /// The cookie's user; nil for one expired or not signed by this server (it counts as none).
+    /// One that is not `name:time:mac` at all is refused, as CouchDB refuses it.
+    private func validate(_ cookie: String) async throws(CouchError) -> HTTPUser? {
+        guard let bytes = Self.unbase64url(cookie), let text = String(bytes: bytes, encoding: .utf8),
+              case let parts = text.split(separator: ":", omittingEmptySubsequences: false), parts.count >= 3 else {
+            throw CouchError(.badRequest, "bad_request", "Malformed AuthSession cookie. Please clear your cookies.")
+        }
+        guard let time = Int(parts[parts.count - 2], radix: 16) else { return nil }
         let name = parts.dropLast(2).joined(separator: ":")
         let now = Int(Date().timeIntervalSince1970)
         guard now - time < Self.cookieLifetime, time <= now + 60, let salt = await salt(of: name),

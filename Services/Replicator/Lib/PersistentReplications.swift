@@ -227,10 +227,10 @@ actor PersistentReplications {
         let (given, condition) = (try string("filter"), try string("sofa_where"))
         let designFilter = ReplicationSpec.isDesignFilter(given) ? given : ""
         var filter = designFilter.isEmpty && !given.isEmpty ? given : condition
-        // CouchDB's Mango `selector`, alone (its words when another way is given too).
+        // CouchDB's Mango `selector`, alone (Sofa's own records may give `doc_ids` and a filter together).
         if let selector = body["selector"], selector != .null {
-            guard given.isEmpty, docIDs.isEmpty else {
-                throw SofaError(.invalidParameter, "_replicator document '\(docID)': `selector`, `filter` and `doc_ids` fields are mutually exclusive")
+            do { try ReplicationDocument.checkOneWay(body) } catch {
+                throw SofaError(.invalidParameter, "_replicator document '\(docID)': \(error.message)")
             }
             guard selector.objectValue != nil else {
                 throw SofaError(.invalidParameter, "_replicator document '\(docID)': \"selector\" must be an object")
@@ -313,8 +313,7 @@ actor PersistentReplications {
 
     /// What the replicator writes into a document (its `status`, and CouchDB's `_replication_*`
     /// members): not part of what the document asks for.
-    static let statusMembers = ["status", "_replication_state", "_replication_state_time", "_replication_state_reason",
-                                "_replication_stats", "_replication_id"]
+    static let statusMembers = ["status"] + ReplicationDocument.stateMembers.sorted()
 
     /// CouchDB's members for a replication that ended (what its clients wait for: `completed` or
     /// `failed`, when, why, and its counts); none while it runs.
